@@ -1,0 +1,373 @@
+"""The data model: one source of truth for actions, steps, episodes and subgoals.
+
+Every other module imports its types from here. Each type is a frozen dataclass with
+``to_dict`` / ``from_dict``; ``from_dict`` validates and raises :class:`DataError`
+naming the file (when known) and the field that was wrong.
+
+Coordinates are normalized to [0, 1], origin at the top-left of the screen, ``x`` to the
+right and ``y`` down. Bounds are ``(x0, y0, x1, y1)`` with ``x0 <= x1`` and ``y0 <= y1``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Literal, Mapping, Sequence
+
+ACTION_TYPES: tuple[str, ...] = (
+    "tap", "long_press", "swipe", "type", "back", "home", "enter", "open_app", "done", "impossible",
+)
+"""The AITW-like action space, in a fixed order (index = class id for models)."""
+
+POINT_ACTIONS = frozenset({"tap", "long_press", "swipe"})  # need ``point``
+TEXT_ACTIONS = frozenset({"type", "open_app"})  # need ``text`` (typed text / app name)
+SUCCESS_LABELS: tuple[str, ...] = ("yes", "no", "uncertain")
+
+Point = tuple[float, float]
+Bounds = tuple[float, float, float, float]
+SuccessLabel = Literal["yes", "no", "uncertain"]
+
+
+class DataError(ValueError):
+    """Bad input: names the file (if known) and the field that was wrong."""
+
+    def __init__(self, field: str, message: str, path: str | None = None):
+        self.field, self.message, self.path = field, message, path
+        where = f"{path}: " if path else ""
+        super().__init__(f"{where}field '{field}': {message}")
+
+    def at(self, path: str | None, prefix: str = "") -> "DataError":
+        """The same error, located in ``path`` and under the field ``prefix``."""
+        name = f"{prefix}.{self.field}" if prefix else self.field
+        return DataError(name, self.message, path or self.path)
+
+
+# ----------------------------------------------------------------------------- validators
+def _get(d: Mapping[str, Any], key: str, kind: type | tuple[type, ...], optional: bool = False):
+    if not isinstance(d, Mapping):
+        raise DataError(key, f"expected an object holding '{key}', got {type(d).__name__}")
+    if key not in d or d[key] is None:
+        if optional:
+            return None
+        raise DataError(key, "missing")
+    value = d[key]
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if isinstance(value, bool) and kind is not bool and (kind is int or kind is float):
+        raise DataError(key, f"expected {kind.__name__}, got bool")
+    if not isinstance(value, kind):
+        names = kind.__name__ if isinstance(kind, type) else "/".join(k.__name__ for k in kind)
+        raise DataError(key, f"expected {names}, got {type(value).__name__} {value!r:.60}")
+    return value
+
+
+def _unit(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise DataError(name, f"expected a number, got {type(value).__name__} {value!r:.60}")
+    v = float(value)
+    if math.isnan(v) or not 0.0 <= v <= 1.0:
+        raise DataError(name, f"must be a finite number in [0, 1], got {value!r}")
+    return v
+
+
+def _point(name: str, value: Any) -> Point:
+    if not isinstance(value, (list, tuple)) or len(value) != 2:
+        raise DataError(name, f"expected [x, y], got {value!r:.60}")
+    return (_unit(f"{name}[0]", value[0]), _unit(f"{name}[1]", value[1]))
+
+
+def _bounds(name: str, value: Any) -> Bounds:
+    if not isinstance(value, (list, tuple)) or len(value) != 4:
+        raise DataError(name, f"expected [x0, y0, x1, y1], got {value!r:.60}")
+    x0, y0, x1, y1 = (_unit(f"{name}[{i}]", v) for i, v in enumerate(value))
+    if x0 > x1 or y0 > y1:
+        raise DataError(name, f"needs x0 <= x1 and y0 <= y1, got {value!r}")
+    return (x0, y0, x1, y1)
+
+
+# ----------------------------------------------------------------------------- types
+@dataclass(frozen=True)
+class Action:
+    """One AITW-like action. ``point``/``end`` normalized; ``text`` typed text or app name."""
+
+    type: str
+    point: Point | None = None
+    end: Point | None = None  # swipe lift point
+    text: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.type not in ACTION_TYPES:
+            raise DataError("type", f"unknown action type {self.type!r}; expected one of {ACTION_TYPES}")
+        if self.type in POINT_ACTIONS and self.point is None:
+            raise DataError("point", f"a {self.type} needs a point")
+        if self.point is not None:
+            object.__setattr__(self, "point", _point("point", self.point))
+        if self.type == "swipe" and self.end is None:
+            raise DataError("end", "a swipe needs an end point")
+        if self.end is not None:
+            object.__setattr__(self, "end", _point("end", self.end))
+        if self.type in TEXT_ACTIONS and not isinstance(self.text, str):
+            raise DataError("text", f"a {self.type} needs text, got {self.text!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"type": self.type}
+        if self.point is not None:
+            d["point"] = list(self.point)
+        if self.end is not None:
+            d["end"] = list(self.end)
+        if self.text is not None:
+            d["text"] = self.text
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Action":
+        text = _get(d, "text", str, optional=True)
+        return cls(type=_get(d, "type", str), point=d.get("point"), end=d.get("end"), text=text)
+
+    def describe(self) -> str:
+        """A short human-readable form, e.g. ``tap (0.50, 0.12)`` or ``type "milk"``."""
+        if self.type == "swipe":
+            return f"swipe ({self.point[0]:.2f}, {self.point[1]:.2f})->({self.end[0]:.2f}, {self.end[1]:.2f})"
+        if self.point is not None:
+            return f"{self.type} ({self.point[0]:.2f}, {self.point[1]:.2f})"
+        if self.text is not None:
+            return f'{self.type} "{self.text}"'
+        return self.type
+
+
+@dataclass(frozen=True)
+class UIElement:
+    """One node of the accessibility-style UI tree (flattened)."""
+
+    id: str
+    role: str  # button, icon, text, field, toggle, list_item, grid_cell, tab, dialog, ...
+    text: str = ""  # visible label ('' for label-free icons)
+    description: str = ""  # content description ('' when the app gives none)
+    bounds: Bounds = (0.0, 0.0, 0.0, 0.0)
+    clickable: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "bounds", _bounds("bounds", self.bounds))
+
+    @property
+    def center(self) -> Point:
+        x0, y0, x1, y1 = self.bounds
+        return ((x0 + x1) / 2, (y0 + y1) / 2)
+
+    def contains(self, point: Point) -> bool:
+        x0, y0, x1, y1 = self.bounds
+        return x0 <= point[0] <= x1 and y0 <= point[1] <= y1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "role": self.role, "text": self.text, "description": self.description,
+                "bounds": list(self.bounds), "clickable": self.clickable}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "UIElement":
+        return cls(id=_get(d, "id", str), role=_get(d, "role", str), text=_get(d, "text", str),
+                   description=_get(d, "description", str), bounds=_get(d, "bounds", (list, tuple)),
+                   clickable=_get(d, "clickable", bool))
+
+
+@dataclass(frozen=True)
+class SubgoalLabel:
+    """Ground truth from the world: which subgoal of the task a step belongs to."""
+
+    index: int  # position of the subgoal within the episode (0, 1, ...)
+    type: str  # subgoal type from the world's shared library, e.g. "open_menu"
+    text: str  # the true sub-intent, e.g. "open the Display settings"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"index": self.index, "type": self.type, "text": self.text}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "SubgoalLabel":
+        return cls(index=_get(d, "index", int), type=_get(d, "type", str), text=_get(d, "text", str))
+
+
+@dataclass(frozen=True)
+class Observation:
+    """What the agent sees: a screenshot path (relative to its store) and the UI tree.
+
+    ``screen`` is the world's true screen type, kept for analysis only (node purity);
+    no method may read it.
+    """
+
+    screenshot: str
+    elements: tuple[UIElement, ...] = ()
+    screen: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"screenshot": self.screenshot, "elements": [e.to_dict() for e in self.elements]}
+        if self.screen is not None:
+            d["screen"] = self.screen
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Observation":
+        raw = _get(d, "elements", list)
+        elements = []
+        for i, e in enumerate(raw):
+            try:
+                elements.append(UIElement.from_dict(e))
+            except DataError as err:
+                raise err.at(None, f"elements[{i}]") from None
+        return cls(screenshot=_get(d, "screenshot", str), elements=tuple(elements),
+                   screen=_get(d, "screen", str, optional=True))
+
+
+@dataclass(frozen=True)
+class Step:
+    """An observation and the action taken on it, with the optional ground-truth subgoal."""
+
+    observation: Observation
+    action: Action
+    subgoal: SubgoalLabel | None = None
+
+    @property
+    def screenshot(self) -> str:
+        return self.observation.screenshot
+
+    @property
+    def elements(self) -> tuple[UIElement, ...]:
+        return self.observation.elements
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {**self.observation.to_dict(), "action": self.action.to_dict()}
+        if self.subgoal is not None:
+            d["subgoal"] = self.subgoal.to_dict()
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Step":
+        observation = Observation.from_dict(d)
+        try:
+            action = Action.from_dict(_get(d, "action", Mapping))
+        except DataError as err:
+            raise err.at(None, "action") if err.field != "action" else err from None
+        raw = _get(d, "subgoal", Mapping, optional=True)
+        try:
+            subgoal = SubgoalLabel.from_dict(raw) if raw is not None else None
+        except DataError as err:
+            raise err.at(None, "subgoal") from None
+        return cls(observation=observation, action=action, subgoal=subgoal)
+
+
+@dataclass(frozen=True)
+class Episode:
+    """One trajectory: the steps taken towards ``goal`` and the observation after the last."""
+
+    id: str
+    app: str
+    goal: str
+    steps: tuple[Step, ...]
+    final: Observation  # the screen after the last action
+    success: bool | None = None  # None: unknown
+    provenance: Mapping[str, Any] = field(default_factory=dict)  # seed, task, params, split, ...
+
+    def __post_init__(self) -> None:
+        if not self.steps:
+            raise DataError("steps", f"episode {self.id!r} has no steps")
+
+    @property
+    def observations(self) -> tuple[Observation, ...]:
+        """Every screen of the episode in order: one per step, then the final one."""
+        return tuple(s.observation for s in self.steps) + (self.final,)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "app": self.app, "goal": self.goal, "success": self.success,
+                "provenance": dict(self.provenance), "steps": [s.to_dict() for s in self.steps],
+                "final": self.final.to_dict()}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any], path: str | None = None) -> "Episode":
+        try:
+            success = d.get("success") if isinstance(d, Mapping) else None
+            if success is not None and not isinstance(success, bool):
+                raise DataError("success", f"expected true, false or null, got {success!r}")
+            raw_steps = _get(d, "steps", list)
+            steps = []
+            for i, s in enumerate(raw_steps):
+                try:
+                    steps.append(Step.from_dict(s))
+                except DataError as err:
+                    raise err.at(None, f"steps[{i}]") from None
+            try:
+                final = Observation.from_dict(_get(d, "final", Mapping))
+            except DataError as err:
+                raise err.at(None, "final") if err.field != "final" else err from None
+            return cls(id=_get(d, "id", str), app=_get(d, "app", str), goal=_get(d, "goal", str),
+                       steps=tuple(steps), final=final, success=success,
+                       provenance=dict(_get(d, "provenance", Mapping, optional=True) or {}))
+        except DataError as err:
+            raise err.at(path) from None
+
+
+@dataclass(frozen=True)
+class Subgoal:
+    """A contiguous run of actions with one sub-intent: the paper's memory tuple
+    ⟨s_from, s_to; text, effect, behaviour, successor, success⟩.
+
+    ``first_step``/``last_step`` are inclusive step indices in the episode; ``to_screenshot``
+    is the screen after the last action (the next subgoal's ``from_screenshot``).
+    """
+
+    episode_id: str
+    index: int  # position within the episode
+    first_step: int
+    last_step: int
+    from_screenshot: str
+    to_screenshot: str
+    text: str  # the sub-intent
+    effect: str  # what changed from the first to the last screen
+    behaviour: str  # the pattern of the underlying actions
+    success: SuccessLabel
+    successor: int | None  # index of the next subgoal of the same episode, or None
+    goal: str = ""  # the episode's goal (task context)
+    app: str = ""
+    actions: tuple[Action, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.success not in SUCCESS_LABELS:
+            raise DataError("success", f"expected one of {SUCCESS_LABELS}, got {self.success!r}")
+        if not 0 <= self.first_step <= self.last_step:
+            raise DataError("last_step", f"needs 0 <= first_step <= last_step, got {self.first_step}..{self.last_step}")
+
+    @property
+    def id(self) -> str:
+        return f"{self.episode_id}#{self.index}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"episode_id": self.episode_id, "index": self.index, "first_step": self.first_step,
+                "last_step": self.last_step, "from_screenshot": self.from_screenshot,
+                "to_screenshot": self.to_screenshot, "text": self.text, "effect": self.effect,
+                "behaviour": self.behaviour, "success": self.success, "successor": self.successor,
+                "goal": self.goal, "app": self.app, "actions": [a.to_dict() for a in self.actions]}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any], path: str | None = None) -> "Subgoal":
+        try:
+            actions = []
+            for i, a in enumerate(_get(d, "actions", list, optional=True) or []):
+                try:
+                    actions.append(Action.from_dict(a))
+                except DataError as err:
+                    raise err.at(None, f"actions[{i}]") from None
+            return cls(episode_id=_get(d, "episode_id", str), index=_get(d, "index", int),
+                       first_step=_get(d, "first_step", int), last_step=_get(d, "last_step", int),
+                       from_screenshot=_get(d, "from_screenshot", str), to_screenshot=_get(d, "to_screenshot", str),
+                       text=_get(d, "text", str), effect=_get(d, "effect", str),
+                       behaviour=_get(d, "behaviour", str), success=_get(d, "success", str),
+                       successor=_get(d, "successor", int, optional=True), goal=_get(d, "goal", str, optional=True) or "",
+                       app=_get(d, "app", str, optional=True) or "", actions=tuple(actions))
+        except DataError as err:
+            raise err.at(path) from None
+
+
+def check_unique_ids(items: Sequence[Any], what: str, path: str | None = None) -> None:
+    """Raise :class:`DataError` on the first id that occurs twice."""
+    seen: set[str] = set()
+    for i, item in enumerate(items):
+        if item.id in seen:
+            raise DataError(f"{what}[{i}].id", f"duplicate id {item.id!r}", path)
+        seen.add(item.id)
