@@ -1,0 +1,322 @@
+"""The Hugging Face VLM actor on a tiny randomly initialised Qwen2-VL, and its answer parsers.
+
+No download: the model is built from a config (2 decoder layers, d_model 32, a one-block
+vision tower), the tokenizer is a byte-level BPE without merges built with ``tokenizers``
+(one token per byte plus Qwen's special tokens) and the chat template is a short
+Qwen-style one written here.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from guimem.data import Action, DataError
+from guimem.hf_actor import (
+    FALLBACK_ACTION,
+    ActionParseError,
+    HFVLMActor,
+    coords_to_unit,
+    directional_swipe,
+    format_action,
+    parse_answer,
+    system_prompt,
+)
+from guimem.policy import MODALITIES, PolicyInput
+
+torch.set_num_threads(1)
+
+SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>",
+                  "<|image_pad|>", "<|video_pad|>"]
+CHAT_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n"
+    "{% if m['content'] is string %}{{ m['content'] }}{% else %}{% for c in m['content'] %}"
+    "{% if c['type'] == 'image' %}<|vision_start|><|image_pad|><|vision_end|>"
+    "{% elif c['type'] == 'text' %}{{ c['text'] }}{% endif %}{% endfor %}{% endif %}<|im_end|>\n"
+    "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+K = (1000.0, 1000.0)  # the relative_1000 frame
+
+
+# ============================================================================ parsers
+@pytest.mark.parametrize("answer, frame, expected", [
+    # JSON, with prose, fences, single quotes, tool calls
+    ('{"action": "tap", "point": [500, 250]}', K, Action("tap", point=(0.5, 0.25))),
+    ('Sure.\n```json\n{"action": "long_press", "point": [100, 900]}\n```', K, Action("long_press", point=(0.1, 0.9))),
+    ("{'action': 'type', 'text': 'Milk 2%'}", K, Action("type", text="Milk 2%")),
+    ('{"action": "swipe", "point": [500, 800], "end": [500, 200]}', K, Action("swipe", point=(0.5, 0.8), end=(0.5, 0.2))),
+    ('{"action": "open_app", "text": "Mail"} and then more', K, Action("open_app", text="Mail")),
+    ('{"thought": "first"} {"action": "BACK"}', K, Action("back")),
+    ('{"type": "click", "coordinate": "(250, 750)"}', K, Action("tap", point=(0.25, 0.75))),
+    ('{"action": "tap", "point": [0.5, 0.25]}', (1.0, 1.0), Action("tap", point=(0.5, 0.25))),
+    ('<tool_call>\n{"name": "mobile_use", "arguments": {"action": "click", "coordinate": [180, 320]}}\n</tool_call>',
+     (360.0, 640.0), Action("tap", point=(0.5, 0.5))),
+    ('{"name": "mobile_use", "arguments": {"action": "swipe", "coordinate": [0, 640], "coordinate2": [360, 0]}}',
+     (360.0, 640.0), Action("swipe", point=(0.0, 1.0), end=(1.0, 0.0))),
+    ('{"name": "mobile_use", "arguments": {"action": "system_button", "button": "Home"}}', K, Action("home")),
+    ('{"name": "mobile_use", "arguments": {"action": "key", "text": "enter"}}', K, Action("enter")),
+    ('{"name": "mobile_use", "arguments": {"action": "terminate", "status": "success"}}', K, Action("done")),
+    ('{"name": "mobile_use", "arguments": {"action": "terminate", "status": "failure"}}', K, Action("impossible")),
+    ('{"name": "mobile_use", "arguments": {"action": "open", "text": "Clock"}}', K, Action("open_app", text="Clock")),
+    # UI-TARS / Qwen-VL calls
+    ("Thought: the search box.\nAction: click(start_box='<|box_start|>(120,340)<|box_end|>')", K,
+     Action("tap", point=(0.12, 0.34))),
+    ("click(start_box='(100,100,300,500)')", K, Action("tap", point=(0.2, 0.3))),  # a box: its centre
+    ("click(start_box='<point>200 300</point>')", K, Action("tap", point=(0.2, 0.3))),
+    ("click(start_box='[180, 320]')", (360.0, 640.0), Action("tap", point=(0.5, 0.5))),
+    ("long_press(start_box='(0,1000)', time='2')", K, Action("long_press", point=(0.0, 1.0))),
+    ("type(content='it\\'s \"fine\"\\n')", K, Action("type", text="it's \"fine\"\n")),
+    ('type(content="a, b (c)")', K, Action("type", text="a, b (c)")),
+    ("drag(start_box='(100,900)', end_box='(100,200)')", K, Action("swipe", point=(0.1, 0.9), end=(0.1, 0.2))),
+    ("scroll(start_box='(500,500)', direction='down')", K, Action("swipe", point=(0.5, 0.5), end=(0.5, 0.2))),
+    ("scroll(start_box='(500,500)', direction='left')", K, Action("swipe", point=(0.5, 0.5), end=(0.8, 0.5))),
+    ("press_back()", K, Action("back")),
+    ("Action: press_home()", K, Action("home")),
+    ("press_enter()", K, Action("enter")),
+    ("hotkey(key='enter')", K, Action("enter")),
+    ("open_app(app_name='Calendar')", K, Action("open_app", text="Calendar")),
+    ("finished(content='all set')", K, Action("done")),
+    ("call_user()", K, Action("impossible")),
+    ("Action: click(100, 200)", K, Action("tap", point=(0.1, 0.2))),
+])
+def test_parse_answer(answer, frame, expected):
+    assert _close(parse_answer(answer, frame), expected), parse_answer(answer, frame)
+
+
+def _close(a: Action, b: Action) -> bool:
+    """Equal actions, points compared to 1e-9."""
+    def near(p, q):
+        return (p is None and q is None) or (p is not None and q is not None and np.allclose(p, q, atol=1e-9))
+    return a.type == b.type and a.text == b.text and near(a.point, b.point) and near(a.end, b.end)
+
+
+@pytest.mark.parametrize("answer, field", [
+    ("", "answer"),
+    ("   ", "answer"),
+    ("I am not sure what to do here.", "answer"),
+    ('{"action": "fly"}', "answer"),
+    ('{"action": "tap"}', "point"),
+    ('{"action": "tap", "point": [1200, 40]}', "point"),  # outside the 0-1000 grid
+    ('{"action": "tap", "point": [1, 2, 3]}', "point"),
+    ('{"action": "tap", "point": "here"}', "point"),
+    ('{"action": "swipe", "point": [1, 2]}', "end"),
+    ('{"action": "type"}', "text"),
+    ('{"action": "open_app", "text": "  "}', "text"),
+    ("wait()", "answer"),
+    ("hotkey(key='ctrl c')", "answer"),
+    ("scroll(direction='sideways')", "direction"),
+    ("click(start_box='(10,20)'", "answer"),  # unclosed
+    ('{"name": "mobile_use", "arguments": {"action": "terminate", "status": "maybe"}}', "status"),
+    ('{"name": "mobile_use", "arguments": {"action": "system_button", "button": "Menu"}}', "answer"),
+])
+def test_malformed_answers_raise_naming_the_field(answer, field):
+    with pytest.raises(ActionParseError) as err:
+        parse_answer(answer, K)
+    assert err.value.field == field
+
+
+def test_coordinate_conventions_convert_to_normalized():
+    assert coords_to_unit([500, 250], K) == (0.5, 0.25)
+    assert coords_to_unit("(180, 320)", (360.0, 640.0)) == (0.5, 0.5)
+    assert coords_to_unit([0.5, 0.25], (1.0, 1.0)) == (0.5, 0.25)
+    with pytest.raises(ActionParseError, match="outside"):
+        coords_to_unit([361, 10], (360.0, 640.0))
+    with pytest.raises(ActionParseError):
+        coords_to_unit([True, 1], K)
+
+
+def test_direction_only_swipes_stay_on_screen():
+    up = directional_swipe("down", (0.5, 0.1), scroll=True, length=0.3)  # scroll down: finger goes up
+    assert up.point == pytest.approx((0.5, 0.3)) and up.end == pytest.approx((0.5, 0.0))
+    right = directional_swipe("right", None, scroll=False, length=0.3)  # swipe right: finger goes right
+    assert right.point == (0.5, 0.5) and right.end == pytest.approx((0.8, 0.5))
+
+
+@pytest.mark.parametrize("answer_format", ["json", "uitars"])
+@pytest.mark.parametrize("frame", [K, (1.0, 1.0), (360.0, 640.0)])
+def test_format_then_parse_round_trips(answer_format, frame):
+    actions = [Action("tap", point=(0.5, 0.25)), Action("long_press", point=(0.25, 0.75)),
+               Action("swipe", point=(0.5, 0.75), end=(0.5, 0.25)), Action("type", text="it's a\nline"),
+               Action("open_app", text="Mail"), Action("back"), Action("home"), Action("enter"),
+               Action("done"), Action("impossible")]
+    for action in actions:
+        assert _close(parse_answer(format_action(action, answer_format, frame), frame), action), action
+
+
+# ============================================================================ the tiny model
+def _byte_tokenizer():
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {c: i for i, c in enumerate(sorted(pre_tokenizers.ByteLevel.alphabet()))}
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=[]))  # no merges: one token per byte
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.add_special_tokens(SPECIAL_TOKENS)
+    return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>",
+                                   chat_template=CHAT_TEMPLATE)
+
+
+def _tiny_qwen2_vl():
+    """A random 2-layer Qwen2-VL and its processor, built offline."""
+    from transformers import AutoModelForImageTextToText, Qwen2VLConfig, Qwen2VLProcessor
+    from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
+
+    class ImageOnlyQwen2VLProcessor(Qwen2VLProcessor):
+        """Qwen2-VL's processor without its video processor (which needs torchvision, absent here)."""
+
+        def __init__(self, image_processor=None, tokenizer=None, chat_template=None, **kwargs):
+            super().__init__(image_processor, tokenizer, None, chat_template=chat_template, **kwargs)
+
+    tokenizer = _byte_tokenizer()
+    ids = {t: tokenizer.convert_tokens_to_ids(t) for t in SPECIAL_TOKENS}
+    image_processor = Qwen2VLImageProcessorPil(min_pixels=28 * 28 * 4, max_pixels=28 * 28 * 16)
+    processor = ImageOnlyQwen2VLProcessor(image_processor=image_processor, tokenizer=tokenizer,
+                                          chat_template=CHAT_TEMPLATE)
+    config = Qwen2VLConfig(
+        text_config=dict(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, bos_token_id=None,
+                         eos_token_id=ids["<|im_end|>"], pad_token_id=ids["<|endoftext|>"],
+                         rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 1, 1]}),
+        vision_config=dict(depth=1, embed_dim=32, hidden_size=32, num_heads=2, patch_size=14,
+                           spatial_merge_size=2, temporal_patch_size=2),
+        image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
+        vision_start_token_id=ids["<|vision_start|>"], vision_end_token_id=ids["<|vision_end|>"])
+    torch.manual_seed(0)
+    return AutoModelForImageTextToText.from_config(config).eval(), processor
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return _tiny_qwen2_vl()
+
+
+def _input(goal: str = "open the settings", modality: str = "none", history=()) -> PolicyInput:
+    screen = Image.new("RGB", (90, 160), (30, 120, 200))
+    memory = Image.new("RGB", (60, 60), (250, 250, 0))
+    full = PolicyInput(screen, (), goal, tuple(history), memory_text="tap Settings, then Display",
+                       memory_image=memory)
+    return full.with_modality(modality)
+
+
+# ----------------------------------------------------------------------------- prompt
+@pytest.mark.parametrize("modality", MODALITIES)
+def test_prompt_shows_the_memory_as_chosen(tiny, modality):
+    actor = HFVLMActor.from_model(*tiny)
+    inp = _input(modality=modality, history=[Action("tap", point=(0.5, 0.25))])
+    text, images, _ = actor.prompt(inp)
+    assert ("tap Settings, then Display" in text) == (modality in ("text", "both"))
+    n_images = 2 if modality in ("image", "both") else 1
+    assert text.count("<|image_pad|>") == len(images) == n_images
+    assert images[-1].size == (90, 160)  # the current screen comes last
+    assert "Goal: open the settings" in text and '1. {"action": "tap", "point": [500, 250]}' in text
+    assert text.startswith("<|im_start|>system\nYou operate an Android phone")
+    assert text.endswith("<|im_start|>assistant\n")
+    enc, _ = actor.encode([inp])
+    image_tokens = int((enc["input_ids"] == tiny[1].image_token_id).sum())
+    assert image_tokens == sum(int(g.prod()) // 4 for g in enc["image_grid_thw"])  # every patch merged 2x2
+    assert tiny[1].tokenizer.decode(enc["input_ids"][0, -1]) == "\n"  # the final prompt token
+
+
+def test_absolute_resized_frame_is_the_processor_resize(tiny):
+    from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import smart_resize
+
+    actor = HFVLMActor.from_model(*tiny, coords="absolute_resized")
+    height, width = smart_resize(160, 90, factor=28, min_pixels=28 * 28 * 4, max_pixels=28 * 28 * 16)
+    assert actor.frame(_input().screenshot) == (width, height) != (90, 160)
+    assert f"Current screen ({width} x {height} pixels)" in actor.prompt(_input())[0]
+    assert HFVLMActor.from_model(*tiny, coords="absolute_original").frame(_input().screenshot) == (90, 160)
+    assert "0 to 1000" in HFVLMActor.from_model(*tiny).system
+    assert "click(start_box='(x,y)')" in system_prompt("uitars", "absolute_resized")
+
+
+def test_bad_settings_are_refused(tiny):
+    with pytest.raises(DataError, match="coords"):
+        HFVLMActor.from_model(*tiny, coords="pixels")
+    with pytest.raises(DataError, match="answer_format"):
+        HFVLMActor.from_model(*tiny, answer_format="xml")
+    with pytest.raises(DataError, match="batch_size"):
+        HFVLMActor.from_model(*tiny, batch_size=0)
+    processor = copy.copy(tiny[1])
+    processor.chat_template = None
+    processor.tokenizer = copy.copy(tiny[1].tokenizer)
+    processor.tokenizer.chat_template = None
+    with pytest.raises(DataError, match="chat_template"):
+        HFVLMActor.from_model(tiny[0], processor)
+
+
+# ----------------------------------------------------------------------------- hidden states
+def test_hidden_states_are_every_layer_at_the_final_prompt_token(tiny):
+    model, _ = tiny
+    actor = HFVLMActor.from_model(*tiny, max_new_tokens=4)
+    inp = _input(modality="both")
+    out = actor.act([inp], output_hidden_states=True)[0]
+    assert out.hidden_states.shape == (actor.n_layers + 1, actor.d_model) == (3, 32)
+    enc, _ = actor.encode([inp])
+    with torch.no_grad():
+        ref = model(**enc, output_hidden_states=True)
+        manual = torch.stack(ref.hidden_states, dim=1)[0, :, -1].numpy()  # [n_layers+1, d_model] at the last token
+        np.testing.assert_allclose(out.hidden_states, manual, atol=1e-5)
+        assert not np.allclose(out.hidden_states, torch.stack(ref.hidden_states, dim=1)[0, :, -2].numpy())
+        # index 0 is the embedding output: the final prompt token's embedding row
+        embedding = model.get_input_embeddings()(enc["input_ids"][:, -1])[0].numpy()
+        np.testing.assert_allclose(out.hidden_states[0], embedding, atol=1e-6)
+        # the last index is after the final norm: the LM head turns it into the next-token logits
+        logits = model.lm_head(torch.from_numpy(out.hidden_states[-1]))
+        np.testing.assert_allclose(logits.numpy(), ref.logits[0, -1].numpy(), atol=1e-4)
+    assert actor.act([inp])[0].hidden_states is None
+
+
+def test_a_left_padded_batch_equals_single_runs(tiny):
+    single = HFVLMActor.from_model(*tiny, max_new_tokens=6)
+    batched = HFVLMActor.from_model(*tiny, max_new_tokens=6, batch_size=2)
+    inputs = [_input("a short goal", "none"), _input("a much longer goal that pads the other one", "both")]
+    one = [single.act([i], output_hidden_states=True)[0] for i in inputs]
+    two = batched.act(inputs, output_hidden_states=True)
+    assert two[0].info["prompt_tokens"] < two[1].info["prompt_tokens"]
+    for a, b in zip(one, two):
+        np.testing.assert_allclose(a.hidden_states, b.hidden_states, atol=1e-4)
+        assert a.raw == b.raw
+
+
+# ----------------------------------------------------------------------------- generation
+def test_random_model_answers_are_actions_or_flagged_errors(tiny):
+    actor = HFVLMActor.from_model(*tiny, max_new_tokens=8)
+    outs = actor.act([_input(m) for m in MODALITIES])
+    for out in outs:
+        assert isinstance(out.raw, str) and isinstance(out.action, Action)
+        if "parse_error" in out.info:
+            assert out.action == FALLBACK_ACTION
+        else:
+            assert out.action == parse_answer(out.raw, tuple(out.info["frame"]))
+    flagged = actor.to_output("no idea", K)
+    assert flagged.action == FALLBACK_ACTION and "no action found" in flagged.info["parse_error"]
+    good = actor.to_output('{"action": "tap", "point": [250, 750]}', K)
+    assert good.action == Action("tap", point=(0.25, 0.75)) and "parse_error" not in good.info
+
+
+def test_a_model_taught_one_answer_is_parsed_end_to_end():
+    model, processor = _tiny_qwen2_vl()
+    actor = HFVLMActor.from_model(model, processor, max_new_tokens=48, system="Act.")
+    inp = _input()
+    prompt, images, _ = actor.prompt(inp)
+    answer = '{"action": "tap", "point": [250, 750]}'
+    full = processor(text=[prompt + answer + "<|im_end|>"], images=[images], return_tensors="pt")
+    n_prompt = processor(text=[prompt], images=[images], return_tensors="pt")["input_ids"].shape[1]
+    labels = full["input_ids"].clone()
+    labels[:, :n_prompt] = -100  # learn the answer only
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    model.train()
+    for _ in range(120):
+        loss = model(**full, labels=labels).loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    model.eval()
+    out = actor.act([inp], output_hidden_states=True)[0]
+    assert out.raw == answer, (out.raw, float(loss))
+    assert out.action == Action("tap", point=(0.25, 0.75)) and "parse_error" not in out.info
