@@ -1,0 +1,157 @@
+"""Embedders (shapes, norms, batch independence) and the content-hash cache."""
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image, ImageDraw
+
+from guimem.data import DataError
+from guimem.embedding import (CachedImageEmbedder, CachedTextEmbedder, EmbeddingCache, HashingTextEmbedder,
+                              PixelEmbedder, cached_image_embedder, embed_screenshots, make_image_embedder,
+                              make_text_embedder)
+
+
+def screen(seed: int, size=(90, 180)) -> Image.Image:
+    """A phone-shaped test picture: a top bar and a few coloured rows."""
+    rng = np.random.default_rng(seed)
+    im = Image.new("RGB", size, tuple(int(c) for c in rng.integers(150, 255, 3)))
+    d = ImageDraw.Draw(im)
+    d.rectangle((0, 0, size[0], 20), fill=tuple(int(c) for c in rng.integers(0, 120, 3)))
+    for i in range(int(rng.integers(2, 6))):
+        y = 30 + 25 * i
+        d.rectangle((5, y, size[0] - 5, y + 18), fill=tuple(int(c) for c in rng.integers(0, 255, 3)))
+    return im
+
+
+def assert_unit_rows(x: np.ndarray, dim: int, n: int) -> None:
+    assert x.shape == (n, dim) and x.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(x, axis=1), 1.0, atol=1e-5)
+
+
+class Counting:
+    """Wraps an embedder and counts the items it was asked to embed."""
+
+    def __init__(self, inner):
+        self.inner, self.name, self.dim, self.calls = inner, inner.name, inner.dim, 0
+
+    def embed(self, items):
+        self.calls += len(items)
+        return self.inner.embed(items)
+
+
+# ----------------------------------------------------------------------------- cheap embedders
+def test_pixels_embedder():
+    e = PixelEmbedder()
+    x = e.embed([screen(0), screen(1), screen(0), Image.new("RGB", (90, 180), "white")])
+    assert_unit_rows(x, 16 * 32 * 3, 4)
+    np.testing.assert_array_equal(x[0], x[2])
+    assert x[0] @ x[1] < 0.999
+    assert e.embed([]).shape == (0, e.dim)
+
+
+def test_hashing_text_embedder():
+    e = HashingTextEmbedder()
+    x = e.embed(["open the display settings", "open the Display settings!", "delete all photos", ""])
+    assert_unit_rows(x, 256, 4)
+    np.testing.assert_array_equal(x[0], x[1])  # case and punctuation do not matter
+    assert x[0] @ x[2] < 0.5
+    np.testing.assert_array_equal(HashingTextEmbedder().embed(["open the display settings"])[0], x[0])
+
+
+def test_factories_by_name():
+    assert make_image_embedder("pixels").name == "pixels"
+    assert make_image_embedder("pixels-8x16").dim == 8 * 16 * 3
+    assert make_image_embedder("efficientnet_lite0-pad").name == "efficientnet_lite0-pad"
+    assert make_text_embedder("hashing-64").dim == 64
+    with pytest.raises(DataError, match="image_embedder"):
+        make_image_embedder("resnet")
+    with pytest.raises(DataError, match="text_embedder"):
+        make_text_embedder("bert")
+
+
+# ----------------------------------------------------------------------------- cache
+def test_cache_embeds_each_content_once(tmp_path):
+    inner = Counting(PixelEmbedder())
+    e = CachedImageEmbedder(inner, EmbeddingCache(tmp_path))
+    images = [screen(0), screen(1), screen(0)]
+    first = e.embed(images)
+    assert inner.calls == 2  # the duplicate is embedded once
+    again = CachedImageEmbedder(Counting(PixelEmbedder()), EmbeddingCache(tmp_path))
+    np.testing.assert_array_equal(again.embed(images), first)
+    assert again.inner.calls == 0
+    np.testing.assert_array_equal(first, PixelEmbedder().embed(images))
+    assert len(list(tmp_path.rglob("*.npy"))) == 2 and not list(tmp_path.rglob("*.tmp"))
+
+
+def test_cache_separates_embedders_and_recovers_from_a_broken_entry(tmp_path):
+    cache = EmbeddingCache(tmp_path)
+    small, big = Counting(PixelEmbedder(8, 8)), Counting(PixelEmbedder())
+    CachedImageEmbedder(small, cache).embed([screen(0)])
+    CachedImageEmbedder(big, cache).embed([screen(0)])
+    assert small.calls == big.calls == 1
+    for path in tmp_path.rglob("*.npy"):
+        path.write_bytes(b"not an array")
+    again = Counting(PixelEmbedder())
+    x = CachedImageEmbedder(again, cache).embed([screen(0)])
+    assert again.calls == 1 and x.shape == (1, again.dim)
+
+
+def test_text_cache(tmp_path):
+    inner = Counting(HashingTextEmbedder())
+    e = CachedTextEmbedder(inner, EmbeddingCache(tmp_path))
+    a = e.embed(["b", "a", "b"])
+    b = CachedTextEmbedder(Counting(HashingTextEmbedder()), EmbeddingCache(tmp_path)).embed(["a"])
+    assert inner.calls == 2
+    np.testing.assert_array_equal(a[1], b[0])
+
+
+def test_embed_files_and_missing_file(tmp_path):
+    screen(0).save(tmp_path / "a.png")
+    screen(1).save(tmp_path / "b.png")
+    e = cached_image_embedder("pixels", tmp_path / "cache")
+    vectors = embed_screenshots(e, tmp_path, ["b.png", "a.png", "b.png"])
+    assert list(vectors) == ["a.png", "b.png"]
+    np.testing.assert_allclose(vectors["a.png"], PixelEmbedder().embed([screen(0)])[0], atol=1e-7)
+    plain = embed_screenshots(PixelEmbedder(), tmp_path, ["a.png"])  # no cache: decoded directly
+    np.testing.assert_array_equal(plain["a.png"], vectors["a.png"])
+    with pytest.raises(DataError) as err:
+        embed_screenshots(e, tmp_path, ["missing.png"])
+    assert err.value.path.endswith("missing.png") and err.value.field == "screenshot"
+    (tmp_path / "broken.png").write_bytes(b"\x89PNG\r\n\x1a\nxx")
+    with pytest.raises(DataError, match="broken.png"):
+        embed_screenshots(e, tmp_path, ["broken.png"])
+
+
+# ----------------------------------------------------------------------------- real models (offline)
+@pytest.fixture(scope="module")
+def effnet():
+    torch.set_num_threads(1)
+    return make_image_embedder("efficientnet_lite0", batch_size=4)
+
+
+def test_efficientnet_lite0_features_do_not_depend_on_the_batch(effnet):
+    images = [screen(i) for i in range(5)]
+    x = effnet.embed(images)
+    assert_unit_rows(x, 1280, 5)
+    alone = effnet.embed([images[3]])
+    np.testing.assert_array_equal(alone[0], x[3])  # padded fixed-size micro-batches
+    assert (x @ x.T)[np.triu_indices(5, 1)].max() < 0.999  # different screens differ
+
+
+def test_efficientnet_lite0_letterbox_variant():
+    pad = make_image_embedder("efficientnet_lite0-pad", batch_size=2)
+    x = pad.embed([screen(1), screen(2), screen(3)])
+    assert_unit_rows(x, 1280, 3)
+    squash = make_image_embedder("efficientnet_lite0", batch_size=2).embed([screen(1)])
+    assert float(x[0] @ squash[0]) < 0.9999  # a different view of the screen
+
+
+def test_minilm_text_embedder():
+    torch.set_num_threads(1)
+    e = make_text_embedder("minilm", batch_size=4)
+    texts = ["open the display settings", "go to display settings", "delete the photo",
+             "turn on dark mode in settings", "open display settings"]
+    x = e.embed(texts)
+    assert_unit_rows(x, 384, 5)
+    assert x[0] @ x[1] > x[0] @ x[2] + 0.2
+    np.testing.assert_array_equal(e.embed([texts[4]])[0], x[4])  # no padding: batch-independent
