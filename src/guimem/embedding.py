@@ -430,12 +430,18 @@ class CachedTextEmbedder:
     def __init__(self, inner: TextEmbedder, cache: EmbeddingCache | None):
         self.inner, self.cache = inner, cache
         self.name, self.dim = inner.name, inner.dim
+        self._memo: dict[str, np.ndarray] = {}  # text -> vector, for this process
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """``[n, dim]`` as the inner embedder gives it, read from the cache where possible."""
-        keys = [text_key(t) for t in texts]
-        return _cached(self.name, self.dim, keys, self.cache,
-                       lambda pos: self.inner.embed([texts[i] for i in pos]))
+        todo = sorted({t for t in texts if t not in self._memo})
+        if todo:
+            vectors = _cached(self.name, self.dim, [text_key(t) for t in todo], self.cache,
+                              lambda pos: self.inner.embed([todo[i] for i in pos]))
+            self._memo.update(zip(todo, vectors))
+        if not texts:
+            return _empty(self.dim)
+        return np.stack([self._memo[t] for t in texts])
 
 
 def _file_key_checked(path: Path) -> str:

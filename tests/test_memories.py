@@ -1,0 +1,237 @@
+"""The four memories behind one interface, on a hand-made three-screen store."""
+
+import io
+
+import numpy as np
+import pytest
+from PIL import Image, ImageDraw
+
+from guimem.data import Action, DataError, Episode, Observation, Step, Subgoal, SubgoalLabel, UIElement
+from guimem.embedding import CachedImageEmbedder, CachedTextEmbedder, EmbeddingCache, HashingTextEmbedder, PixelEmbedder
+from guimem.memories import (FlatMemory, GraphMemory, RenderStyle, Retrieved, build_memory, count_tokens, grid_shape,
+                             load_memory, make_memory, render_text, step_units, task_unit)
+
+SETTINGS = UIElement("settings", "icon", text="Settings", bounds=(0.1, 0.3, 0.4, 0.4), clickable=True)
+SEARCH = UIElement("search", "field", text="Search", bounds=(0.1, 0.05, 0.9, 0.12), clickable=True)
+DISPLAY = UIElement("display", "list_item", text="Display", bounds=(0.0, 0.2, 1.0, 0.3), clickable=True)
+GEAR = UIElement("gear", "icon", bounds=(0.85, 0.02, 0.98, 0.08), clickable=True)
+TITLE_LIST = UIElement("t", "text", text="Settings", bounds=(0.05, 0.03, 0.6, 0.1))
+TITLE_DETAIL = UIElement("t", "text", text="Display", bounds=(0.05, 0.03, 0.6, 0.1))
+SCREENS = {"home": (SEARCH, SETTINGS), "list": (TITLE_LIST, DISPLAY, GEAR), "detail": (TITLE_DETAIL,)}
+COLOURS = {"home": (230, 90, 40), "list": (40, 160, 90), "detail": (60, 80, 220)}
+
+
+def draw_screen(name: str) -> Image.Image:
+    im = Image.new("RGB", (90, 180), (245, 245, 245))
+    d = ImageDraw.Draw(im)
+    for el in SCREENS[name]:
+        x0, y0, x1, y1 = (v * s for v, s in zip(el.bounds, (90, 180, 90, 180)))
+        d.rectangle((x0, y0, x1, y1), fill=COLOURS[name] if el.clickable else (30, 30, 30))
+    return im
+
+
+def obs(name: str) -> Observation:
+    return Observation(f"screens/{name}.png", SCREENS[name], screen=name)
+
+
+TAP_SETTINGS = Action("tap", (0.2, 0.35))
+TAP_DISPLAY = Action("tap", (0.5, 0.25))
+TAP_GEAR = Action("tap", (0.9, 0.05))
+
+
+def episode(eid: str, goal: str, path: list[tuple[str, Action, str]], final: str) -> Episode:
+    steps = tuple(Step(obs(screen), action, SubgoalLabel(i, kind, kind)) for i, (screen, action, kind) in enumerate(path))
+    return Episode(eid, "settings", goal, steps, obs(final), success=True)
+
+
+def subgoal(ep: Episode, index: int, first: int, last: int, text: str, success: str) -> Subgoal:
+    o = ep.observations
+    return Subgoal(ep.id, index, first, last, o[first].screenshot, o[last + 1].screenshot, text,
+                   effect=f"went from {o[first].screen} to {o[last + 1].screen}", behaviour="tap", success=success,
+                   successor=None, goal=ep.goal, app=ep.app,
+                   actions=tuple(s.action for s in ep.steps[first:last + 1]))
+
+
+@pytest.fixture()
+def store(tmp_path):
+    (tmp_path / "screens").mkdir()
+    for name in SCREENS:
+        draw_screen(name).save(tmp_path / "screens" / f"{name}.png")
+    eps = [
+        episode("e0", "turn on dark mode", [("home", TAP_SETTINGS, "open_settings"),
+                                            ("list", TAP_DISPLAY, "open_display")], "detail"),
+        episode("e1", "turn on dark mode", [("home", TAP_SETTINGS, "open_settings"),
+                                            ("list", TAP_GEAR, "open_display")], "list"),  # a dead end
+        episode("e2", "search for milk", [("home", TAP_SETTINGS, "open_settings"),
+                                          ("list", TAP_DISPLAY, "open_display")], "detail"),
+    ]
+    subs = [subgoal(eps[0], 0, 0, 0, "open the settings", "yes"), subgoal(eps[0], 1, 1, 1, "open display", "yes"),
+            subgoal(eps[1], 0, 0, 0, "open the settings", "yes"), subgoal(eps[1], 1, 1, 1, "open display", "no"),
+            subgoal(eps[2], 0, 0, 0, "open the settings", "yes"), subgoal(eps[2], 1, 1, 1, "open display", "yes")]
+    return tmp_path, eps, subs
+
+
+def embedders(tmp_path):
+    return (CachedImageEmbedder(PixelEmbedder(), EmbeddingCache(tmp_path / "cache")),
+            CachedTextEmbedder(HashingTextEmbedder(), EmbeddingCache(tmp_path / "cache")))
+
+
+def build(name, store, **params):
+    root, eps, subs = store
+    img, txt = embedders(root)
+    return build_memory(name, eps, subs, root, img, txt, tau=0.99, theta=0.9, **params)
+
+
+# ----------------------------------------------------------------------------- each memory
+def test_smg_merges_dedups_and_keeps_failures(store):
+    root, _, _ = store
+    m = build("smg", store)
+    assert (m.graph.n_nodes, m.graph.n_edges) == (3, 3)  # home->list once; list->detail ok; list->list failed
+    r = m.retrieve(draw_screen("list"), "turn on dark mode")
+    assert r.nodes[0][1] == pytest.approx(1.0)
+    assert [(i.id, i.success) for i in r.items] == [("smg:e0#1", "yes"), ("smg:e1#1", "no")]
+    first = r.items[0]
+    assert first.kind == "subgoal" and first.phrases == ('tap "Display" (list_item)',)
+    assert first.targets == (DISPLAY,) and first.anchor == "screens/list.png" and first.node == r.nodes[0][0]
+    assert r.items[1].phrases == ("tap an unlabeled icon at top right",)
+
+
+def test_smg_ranks_edges_by_goal_or_by_id(store):
+    root, eps, subs = store
+    img, txt = embedders(root)
+    extra = episode("e3", "search for milk", [("home", TAP_SETTINGS, "open_settings"),
+                                              ("list", TAP_GEAR, "open_display")], "detail")
+    subs3 = subs + [subgoal(extra, 0, 0, 0, "open the settings", "yes"), subgoal(extra, 1, 1, 1, "open the gear", "yes")]
+    by_goal = build_memory("smg", eps + [extra], subs3, root, img, txt, tau=0.99, theta=0.9)
+    by_id = build_memory("smg", eps + [extra], subs3, root, img, txt, tau=0.99, theta=0.9, rank_by="id")
+    q = draw_screen("list")
+    assert by_id.retrieve(q, "search for milk").ids == ("smg:e0#1", "smg:e1#1", "smg:e3#1")
+    assert by_goal.retrieve(q, "search for milk").ids[0] == "smg:e3#1"
+    assert by_goal.retrieve(q, "turn on dark mode").ids[:2] == ("smg:e0#1", "smg:e1#1")
+
+
+def test_flat_keeps_every_subgoal(store):
+    m = build("flat", store, k=3)
+    r = m.retrieve(draw_screen("home"), "turn on dark mode")
+    assert r.ids == ("flat:e0#0", "flat:e1#0", "flat:e2#0")  # three copies: no merging, no dedup
+    assert r.nodes == () and all(i.score == pytest.approx(1.0) for i in r.items)
+    assert len(m.retrieve(draw_screen("home"), "x", k=10).items) == 6
+
+
+def test_action_graph_holds_steps(store):
+    root, eps, subs = store
+    units = step_units(eps[1], [s for s in subs if s.episode_id == "e1"])
+    assert [(u.first_step, u.success, u.text) for u in units] == [
+        (0, "yes", 'tap "Settings" (icon)'), (1, "no", "tap an unlabeled icon at top right")]
+    m = build("action_graph", store)
+    r = m.retrieve(draw_screen("list"), "turn on dark mode")
+    assert [(i.kind, i.first_step, i.success) for i in r.items] == [("step", 1, "yes"), ("step", 1, "no")]
+
+
+def test_task_graph_holds_whole_episodes(store):
+    root, eps, subs = store
+    unit = task_unit(eps[1], [s for s in subs if s.episode_id == "e1"])
+    assert (unit.first_step, unit.last_step, unit.success, unit.text) == (0, 1, "no", "turn on dark mode")
+    m = build("task_graph", store)
+    r = m.retrieve(draw_screen("home"), "search for milk")
+    assert r.items[0].id == "task_graph:e2#0" and r.items[0].kind == "task"
+    assert len(r.items[0].phrases) == 2 and {i.success for i in r.items} == {"yes", "no"}
+
+
+def test_reingest_adds_nothing(store):
+    root, eps, subs = store
+    for name in ("smg", "flat", "action_graph", "task_graph"):
+        m = build(name, store)
+        before = render_text(m.retrieve(draw_screen("list"), "g", k=5), RenderStyle(max_items=20))
+        m.add(eps, subs, root)
+        assert render_text(m.retrieve(draw_screen("list"), "g", k=5), RenderStyle(max_items=20)) == before
+
+
+def test_unknown_names_and_stray_subgoals(store):
+    root, eps, subs = store
+    img, txt = embedders(root)
+    with pytest.raises(DataError, match="memory"):
+        make_memory("episodic", img, txt)
+    with pytest.raises(DataError, match="not given"):
+        build_memory("smg", eps[:1], subs, root, img, txt)
+
+
+# ----------------------------------------------------------------------------- rendering
+def test_render_text_is_compact_and_deterministic(store):
+    m = build("smg", store, style=RenderStyle(max_items=1))
+    r = m.retrieve(draw_screen("list"), "turn on dark mode")
+    text = m.render_text(r)
+    assert text == ("Past experience (1 of 2):\n1. succeeded | task: turn on dark mode | subgoal: open display | "
+                    'did: tap "Display" (list_item) | result: went from list to detail')
+    assert text == build("smg", store, style=RenderStyle(max_items=1)).render_text(r)
+    assert 20 < count_tokens(text) < 60
+    assert render_text(Retrieved("smg", ())) == "Past experience: none."
+    long = RenderStyle(max_actions=1)
+    task = build("task_graph", store, style=long)
+    assert "(+1 more)" in task.render_text(task.retrieve(draw_screen("home"), "x"))
+
+
+def test_render_image_fixed_size_marks_and_determinism(store):
+    root, _, _ = store
+    style = RenderStyle(max_items=4, image_size=(180, 360))
+    m = build("smg", store, style=style)
+    r = m.retrieve(draw_screen("list"), "turn on dark mode")
+    image = m.render_image(r)
+    assert image.size == (180, 360) and grid_shape(4) == (2, 2)
+    png = io.BytesIO()
+    image.save(png, format="PNG")
+    again = io.BytesIO()
+    build("smg", store, style=style).render_image(r, root).save(again, format="PNG")
+    assert png.getvalue() == again.getvalue()
+    px = np.asarray(image)
+    assert tuple(px[1, 1]) == (34, 170, 76)  # first panel: success border
+    assert tuple(px[1, 91]) == (222, 45, 38)  # second panel: failure border
+    assert tuple(px[200, 10]) == (128, 128, 128)  # third panel empty
+    ring = px[:180, :90][np.all(px[:180, :90] == (255, 0, 200), axis=-1)]
+    assert len(ring) > 20  # the tap is marked
+    empty = m.render_image(Retrieved("smg", ()))
+    assert empty.size == (180, 360)
+
+
+def test_render_image_marks_swipes_and_typing(store):
+    root, eps, subs = store
+    swipe = Action("swipe", (0.5, 0.8), end=(0.5, 0.3))
+    typing = [Step(obs("home"), Action("tap", (0.5, 0.08)), None), Step(obs("home"), Action("type", text="milk")),
+              Step(obs("home"), swipe), Step(obs("home"), Action("back"))]
+    ep = Episode("t", "settings", "search for milk", tuple(typing), obs("home"))
+    sg = [Subgoal("t", 0, 0, 3, "screens/home.png", "screens/home.png", "search", "", "", "uncertain", None, ep.goal)]
+    img, txt = embedders(root)
+    m = build_memory("smg", [ep], sg, root, img, txt, style=RenderStyle(max_items=1, image_size=(90, 180)))
+    r = m.retrieve(draw_screen("home"), "x")
+    assert r.items[0].phrases == ('tap "Search" (field)', 'type "milk" into "Search"', "swipe up at bottom center", "back")
+    image = np.asarray(m.render_image(r))
+    assert image.shape == (180, 90, 3) and tuple(image[0, 0]) == (240, 160, 0)
+    marked = np.all(image == (255, 0, 200), axis=-1)
+    assert marked[100:150, 40:50].any()  # the swipe arrow's shaft
+    assert marked[170:176, :].any() or marked[150:176, :].any()  # the back badge near the bottom
+
+
+# ----------------------------------------------------------------------------- files
+@pytest.mark.parametrize("name", ["smg", "flat", "action_graph", "task_graph"])
+def test_save_load_round_trip(store, name):
+    root, eps, subs = store
+    m = build(name, store)
+    m.save(root / "mem" / name)
+    img, txt = embedders(root)
+    loaded = load_memory(root / "mem" / name, img, txt)
+    for screen in SCREENS:
+        a, b = m.retrieve(draw_screen(screen), "turn on dark mode"), loaded.retrieve(draw_screen(screen), "turn on dark mode")
+        assert a == b
+        assert m.render_text(a) == loaded.render_text(b)
+    loaded.add(eps, subs, root)  # re-ingest after load: nothing new
+    assert loaded.retrieve(draw_screen("list"), "g").ids == m.retrieve(draw_screen("list"), "g").ids
+
+
+def test_load_refuses_other_embedders(store):
+    root, _, _ = store
+    build("smg", store).save(root / "smg")
+    with pytest.raises(DataError) as err:
+        load_memory(root / "smg", PixelEmbedder(8, 8), HashingTextEmbedder())
+    assert err.value.field == "image_embedder" and err.value.path.endswith("memory.json")
+    with pytest.raises(DataError, match="text_dim|text_embedder"):
+        load_memory(root / "smg", PixelEmbedder(), HashingTextEmbedder(64))
