@@ -1,0 +1,104 @@
+"""The scripted demonstrator: solvability, noise, labels, success rate, and the dataset splits."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from guimem.demonstrator import (dataset_stats, demonstrate, plan_tasks, run_episode, split_combos,
+                                 unseen_types_covered)
+from guimem.world import TEMPLATES, Task, World, WorldConfig
+
+NOISE_FREE = WorldConfig(p_wrong_tap=0.0, p_give_up=0.0, p_wrong_state=0.0, dialog_prob=0.5)
+
+
+@pytest.mark.parametrize("tid", sorted(TEMPLATES))
+def test_every_template_is_solved_without_noise(tid):
+    """With shuffles, themes and popups on, the noise-free expert solves every template."""
+    world = World(NOISE_FREE)
+    combos = TEMPLATES[tid].combos()
+    for k, combo in enumerate([combos[0], combos[len(combos) // 2], combos[-1]]):
+        images: dict[str, bytes] = {}
+        ep = run_episode(world, Task(tid, combo), seed=100 + k, episode_id="e", images=images, mode="clean", strict=True)
+        assert ep.success, (tid, combo, [s.action.describe() for s in ep.steps])
+        assert ep.steps[-1].action.type == "done" and ep.provenance["ended"] == "done"
+        assert all(s.screenshot in images for s in ep.steps) and ep.final.screenshot in images
+
+
+def _episodes(cfg: WorldConfig, n: int, seed: int = 0):
+    tasks = plan_tasks(dataclasses.replace(cfg, n_train=n, n_test=0), seed)["train"]
+    return demonstrate(cfg, tasks, seed, "train", progress=False)[0]
+
+
+def test_success_rate_lands_in_configured_range():
+    cfg = WorldConfig()
+    eps = _episodes(cfg, 160)
+    rate = sum(bool(e.success) for e in eps) / len(eps)
+    assert cfg.success_min <= rate <= cfg.success_max, rate
+    assert dataset_stats(eps, cfg)["success_in_range"]
+
+
+def test_noise_modes_fail_as_designed():
+    cfg = WorldConfig(p_wrong_tap=0.0)
+    world = World(cfg)
+    tid = "notes.display"
+    t = Task(tid, TEMPLATES[tid].combos()[0])
+    wrong = run_episode(world, t, 3, "w", {}, mode="wrong_state")
+    assert wrong.steps[-1].action.type == "done" and wrong.success is False
+    quit_ = run_episode(world, t, 3, "q", {}, mode="give_up_impossible")
+    assert quit_.steps[-1].action.type == "impossible" and quit_.success is False
+    lost = run_episode(world, t, 3, "b", {}, mode="give_up_budget")
+    assert len(lost.steps) == cfg.max_steps and lost.provenance["ended"] == "budget" and lost.success is False
+    assert lost.steps[-1].action.type not in ("done", "impossible")
+
+
+def test_wrong_taps_are_undone_and_labelled_with_their_subgoal():
+    cfg = WorldConfig(p_wrong_tap=0.5, p_give_up=0.0, p_wrong_state=0.0, dialog_prob=0.0)
+    world = World(cfg)
+    tid = "clock.display"
+    ep = run_episode(world, Task(tid, TEMPLATES[tid].combos()[1]), 8, "x", {}, mode="clean")
+    clean = run_episode(World(dataclasses.replace(cfg, p_wrong_tap=0.0)), Task(tid, TEMPLATES[tid].combos()[1]), 8, "y", {},
+                        mode="clean")
+    assert ep.success and len(ep.steps) > len(clean.steps)
+    assert any(s.action.type == "back" for s in ep.steps)
+    assert {s.subgoal.text for s in ep.steps} == {s.subgoal.text for s in clean.steps}
+
+
+def test_labels_are_consecutive_and_popups_get_their_own_subgoal():
+    cfg = WorldConfig(dialog_prob=1.0)
+    eps = _episodes(cfg, 40, seed=1)
+    saw_popup = False
+    for ep in eps:
+        idx = [s.subgoal.index for s in ep.steps]
+        assert idx[0] == 0 and all(b - a in (0, 1) for a, b in zip(idx, idx[1:])), idx
+        texts = {}
+        for s in ep.steps:  # one index, one subgoal
+            assert texts.setdefault(s.subgoal.index, (s.subgoal.type, s.subgoal.text)) == (s.subgoal.type, s.subgoal.text)
+        saw_popup |= any(s.subgoal.type == "dismiss_popup" for s in ep.steps)
+    assert saw_popup
+
+
+def test_demonstration_is_deterministic():
+    cfg = WorldConfig()
+    a = [e.to_dict() for e in _episodes(cfg, 12, seed=5)]
+    b = [e.to_dict() for e in _episodes(cfg, 12, seed=5)]
+    assert a == b
+    assert a != [e.to_dict() for e in _episodes(cfg, 12, seed=6)]
+
+
+def test_splits_hold_unseen_parameters_and_templates():
+    cfg = WorldConfig(n_train=200, n_test=80)
+    combos = split_combos(cfg)
+    for tid, c in combos.items():
+        assert not set(c["train"]) & set(c["test"])
+        if tid not in cfg.unseen_templates:
+            assert c["train"]
+    tasks = plan_tasks(cfg, 0)
+    train_templates = {t.template for t in tasks["train"]}
+    assert not train_templates & set(cfg.unseen_templates)
+    unseen = [t for t in tasks["test"] if t.template in cfg.unseen_templates]
+    assert len(unseen) == round(80 * cfg.test_unseen_share)
+    train_params = {(t.template, t.params) for t in tasks["train"]}
+    assert not any((t.template, t.params) in train_params for t in tasks["test"])
+    assert unseen_types_covered(cfg)

@@ -1,0 +1,371 @@
+"""The synthetic phone: determinism, hit-testing, scrolling, typing, navigation, tasks, conditions."""
+
+from __future__ import annotations
+
+import pytest
+
+from guimem import apps as A
+from guimem.data import Action, DataError
+from guimem.episodes import png_bytes
+from guimem.world import (SUBGOAL_TYPES, TEMPLATES, Env, Task, World, WorldConfig, screen_types, subgoal_reuse)
+
+
+def task(tid: str, **params: str) -> Task:
+    return Task(tid, tuple(sorted(params.items())) if params else TEMPLATES[tid].combos()[0])
+
+
+def centre(world: World, wid: str) -> tuple[float, float]:
+    """The normalised centre of the reachable widget ``wid``."""
+    w = world.layout.find(wid)
+    assert w is not None, f"{wid} not on {world.layout.screen}: {[x.id for x in world.layout.active()]}"
+    x0, y0, x1, y1 = w.box
+    return ((x0 + x1) / 2 / A.W, (y0 + y1) / 2 / A.H)
+
+
+def tap(world: World, wid: str, long: bool = False):
+    return world.step(Action("long_press" if long else "tap", point=centre(world, wid)))
+
+
+def quiet(**kw) -> World:
+    """A world without popups (so a test controls every screen)."""
+    return World(WorldConfig(dialog_prob=0.0, **kw))
+
+
+# ----------------------------------------------------------------------------- determinism
+def test_same_seed_same_bytes_and_tree():
+    actions = [Action("open_app", text="Notes"), Action("swipe", point=(0.5, 0.8), end=(0.5, 0.3)),
+               Action("tap", point=(0.5, 0.3)), Action("back")]
+    runs = []
+    for _ in range(2):
+        w = World(WorldConfig(dialog_prob=1.0))
+        obs = [w.reset(task("notes.pin"), seed=7)] + [w.step(a)[0] for a in actions]
+        runs.append([(png_bytes(o.image), o.elements, o.screen, o.key) for o in obs])
+    assert runs[0] == runs[1]
+
+
+def test_other_seed_other_episode():
+    shots = set()
+    for seed in range(4):
+        w = quiet()
+        w.reset(task("notes.pin"), seed)
+        shots.add(w.step(Action("open_app", text="Notes"))[0].key)
+    assert len(shots) > 1  # content, order and theme vary between episodes
+
+
+def test_equal_keys_mean_equal_pixels():
+    w = quiet()
+    first = w.reset(task("notes.pin"), 3)
+    w.step(Action("open_app", text="Notes"))
+    again, _, _ = w.step(Action("home"))
+    assert again.key == first.key and png_bytes(again.image) == png_bytes(first.image)
+
+
+def test_world_is_an_env():
+    w: Env = quiet()
+    assert isinstance(w.reset(task("clock.timer"), 0).image.size, tuple)
+
+
+# ----------------------------------------------------------------------------- hit-testing
+def test_tap_hits_topmost_clickable_and_toggles():
+    w = quiet()
+    w.reset(task("settings.network", option="Wi-Fi", state="on"), 1)
+    w.step(Action("open_app", text="Settings"))
+    tap(w, "row:network_internet")
+    assert w.layout.screen == "settings/network"
+    assert w.state.data["settings"]["prefs"]["wifi"] is False  # prepare made the task non-trivial
+    obs, done, info = tap(w, "toggle:wifi")
+    assert w.state.data["settings"]["prefs"]["wifi"] is True and not done
+    wifi = next(e for e in obs.elements if e.id == "toggle:wifi")
+    assert wifi.role == "toggle" and wifi.description == "on"
+
+
+def test_tap_on_nothing_changes_nothing():
+    w = quiet()
+    w.reset(task("settings.network"), 1)
+    w.step(Action("open_app", text="Settings"))
+    before = w.layout
+    obs, _, info = w.step(Action("tap", point=(0.5, 0.02)))  # the status bar
+    assert info["effect"] == "nothing there" and w.layout == before
+
+
+def test_dialog_blocks_what_is_under_it():
+    w = quiet()
+    w.reset(task("notes.delete", title="Budget"), 2)
+    w.step(Action("open_app", text="Notes"))
+    while w.layout.find("item:budget") is None:
+        w.step(Action("swipe", point=(0.5, 0.8), end=(0.5, 0.4)))
+    below = centre(w, "item:budget")
+    tap(w, "item:budget", long=True)
+    assert w.layout.screen == "notes/item_menu"
+    tap(w, "menu:delete")
+    assert w.layout.screen == "notes/confirm_delete" and w.layout.modal
+    fab = w.layout.widgets[-1]
+    assert fab.id == "icon:add"  # the list's FAB is still drawn under the dialog ...
+    obs, _, info = w.step(Action("tap", point=((fab.box[0] + fab.box[2]) / 2 / A.W, (fab.box[1] + fab.box[3]) / 2 / A.H)))
+    assert info["effect"] == "nothing there" and w.layout.screen == "notes/confirm_delete"  # ... but unreachable
+    assert {e.role for e in obs.elements} <= {"dialog", "text", "button"}  # the tree shows the dialog only
+    tap(w, "btn:delete")
+    assert w.success() and w.layout.screen == "notes/list" and below
+
+
+def test_menu_closes_on_outside_tap_and_back():
+    w = quiet()
+    w.reset(task("gallery.settings"), 0)
+    w.step(Action("open_app", text="Gallery"))
+    tap(w, "icon:more")
+    assert w.layout.screen == "gallery/more" and not w.layout.modal
+    w.step(Action("tap", point=(0.1, 0.9)))
+    assert w.layout.screen == "gallery/photos"
+    tap(w, "icon:more")
+    w.step(Action("back"))
+    assert w.layout.screen == "gallery/photos"
+
+
+def test_long_press_opens_context_menu_tap_opens_item():
+    w = quiet()
+    w.reset(task("clock.delete_alarm", time="7:30"), 4)
+    w.step(Action("open_app", text="Clock"))
+    tap(w, "item:7_30", long=True)
+    assert w.layout.screen == "clock/alarm_menu"
+    w.step(Action("back"))
+    tap(w, "item:7_30")
+    assert w.layout.screen == "clock/edit_alarm" and w.state.page.fields["field:minute"] == "30"
+
+
+# ----------------------------------------------------------------------------- scrolling
+def test_long_list_needs_scrolling_and_clamps():
+    w = quiet()
+    w.reset(task("settings.ringtone", tone="Zen"), 0)
+    w.step(Action("open_app", text="Settings"))
+    tap(w, "row:sound")
+    tap(w, "row:ringtone")
+    lay = w.layout
+    assert lay.find("radio:zen") is None and ("radio:zen", 1) in lay.offscreen and lay.scroll_max > 0
+    up = Action("swipe", point=(0.5, 0.85), end=(0.5, 0.25))
+    for _ in range(5):
+        w.step(up)
+    assert w.layout.find("radio:zen") is not None and w.state.page.scroll == w.layout.scroll_max
+    assert w.layout.find("radio:chime") is None
+    for _ in range(5):
+        w.step(Action("swipe", point=(0.5, 0.25), end=(0.5, 0.85)))
+    assert w.state.page.scroll == 0 and w.layout.find("radio:chime") is not None
+
+
+def test_horizontal_or_outside_swipes_do_not_scroll():
+    w = quiet()
+    w.reset(task("settings.ringtone"), 0)
+    w.step(Action("open_app", text="Settings"))
+    tap(w, "row:sound")
+    tap(w, "row:ringtone")
+    _, _, info = w.step(Action("swipe", point=(0.9, 0.5), end=(0.1, 0.45)))
+    assert info["effect"] == "swipe without effect" and w.state.page.scroll == 0
+    _, _, info = w.step(Action("swipe", point=(0.5, 0.05), end=(0.5, 0.01)))  # starts in the top bar
+    assert info["effect"] == "swipe without effect"
+
+
+def test_grid_scrolls_by_rows_of_cells():
+    w = quiet()
+    w.reset(task("gallery.delete"), 5)
+    w.step(Action("open_app", text="Gallery"))
+    hidden = [wid for wid, d in w.layout.offscreen if d == 1]
+    assert hidden and all(wid.startswith("cell:") for wid in hidden)
+    w.step(Action("swipe", point=(0.5, 0.7), end=(0.5, 0.3)))
+    assert w.layout.find(hidden[-1]) is not None
+
+
+# ----------------------------------------------------------------------------- typing, search
+def test_type_fills_only_the_focused_field_and_enter_submits():
+    w = quiet()
+    w.reset(task("shop.add_searched", n="2", item="Milk"), 0)
+    w.step(Action("open_app", text="Shop"))
+    _, _, info = w.step(Action("type", text="milk"))
+    assert info["effect"] == "typed into nothing"
+    tap(w, "field:search")
+    assert w.layout.screen == "shop/search" and w.state.page.focus == "field:search"
+    w.step(Action("type", text="milk"))
+    assert w.layout.find("item:milk") is None  # not submitted yet
+    obs, _, _ = w.step(Action("enter"))
+    assert w.layout.find("item:milk") is not None
+    assert next(e for e in obs.elements if e.id == "field:search").text == "milk"
+
+
+# ----------------------------------------------------------------------------- navigation
+def test_back_home_and_open_app():
+    w = quiet()
+    w.reset(task("notes.display"), 0)
+    assert w.layout.screen == "launcher/home"
+    _, _, info = w.step(Action("open_app", text="Weather"))
+    assert info["effect"] == "no such app" and w.layout.screen == "launcher/home"
+    tap(w, "app:notes")
+    tap(w, "icon:more")
+    tap(w, "menu:preferences")
+    assert [p.screen for p in w.state.stack] == ["notes/list", "notes/preferences"]
+    w.step(Action("back"))
+    w.step(Action("back"))
+    assert w.layout.screen == "launcher/home"
+    w.step(Action("open_app", text="notes"))
+    w.step(Action("home"))
+    assert w.layout.screen == "launcher/home"
+
+
+def test_dead_end_needs_back():
+    w = quiet()
+    w.reset(task("notes.display"), 0)
+    w.step(Action("open_app", text="Notes"))
+    tap(w, "icon:more")
+    tap(w, "menu:help")
+    assert w.layout.screen == "notes/info"
+    assert not any(e.clickable and e.id != "nav:back" for e in w.layout.widgets)
+    w.step(Action("back"))
+    assert w.layout.screen == "notes/list"
+
+
+def test_popup_interrupts_and_is_dismissed():
+    w = World(WorldConfig(dialog_prob=1.0))
+    w.reset(task("clock.timer"), 11)
+    for _ in range(4):
+        obs, _, _ = w.step(Action("open_app", text="Clock"))
+        if w.state.popup:
+            break
+    assert obs.screen.startswith("popup/") and w.layout.modal
+    tap(w, "btn:dismiss")
+    assert w.state.popup is None and w.layout.screen == "clock/alarms"
+
+
+# ----------------------------------------------------------------------------- episodes
+def test_done_impossible_and_budget_end_episodes():
+    w = quiet(max_steps=3)
+    w.reset(task("clock.timer", n="5"), 0)
+    _, done, info = w.step(Action("impossible"))
+    assert done and info["ended"] == "impossible" and info["success"] is False
+    with pytest.raises(RuntimeError):
+        w.step(Action("back"))
+    w.reset(task("clock.timer", n="5"), 0)
+    for i in range(3):
+        _, done, info = w.step(Action("back"))
+    assert done and info["ended"] == "budget" and not info["success"]
+
+
+def test_success_is_checked_on_hidden_state():
+    w = quiet()
+    w.reset(task("clock.timer", n="5"), 0)
+    w.step(Action("open_app", text="Clock"))
+    tap(w, "tab:timer")
+    tap(w, "field:minutes")
+    w.step(Action("type", text="15"))
+    tap(w, "btn:start")
+    _, done, info = w.step(Action("done"))
+    assert done and info["success"] is False  # a 15-minute timer is not the task
+    w.reset(task("clock.timer", n="5"), 0)
+    w.step(Action("open_app", text="Clock"))
+    tap(w, "tab:timer")
+    tap(w, "field:minutes")
+    w.step(Action("type", text="5"))
+    tap(w, "btn:start")
+    assert w.step(Action("done"))[2]["success"] is True
+
+
+# ----------------------------------------------------------------------------- the catalogue
+def test_apps_screens_templates_and_reuse():
+    types = screen_types()
+    assert len(types) >= 5 and all(len(v) >= 8 for v in types.values())
+    assert len(TEMPLATES) >= 30
+    reuse = subgoal_reuse()
+    assert reuse["share"] >= 0.5 and set(reuse["templates_per_type"]) <= set(SUBGOAL_TYPES)
+    assert all(len({c for c in t.combos()}) >= 1 for t in TEMPLATES.values())
+
+
+def test_every_screen_type_is_reachable_by_its_builder():
+    w = quiet()
+    w.reset(task("notes.display"), 0)
+    for app in A.APP_LIST:
+        w.state.app = app.key
+        for s in app.screens:
+            w.state.stack = [app.new_page(f"{app.key}/{s}", _arg(app.key, s, w), w.state)]
+            w.state.overlay = None
+            w._layout = None
+            assert w.layout.screen == f"{app.key}/{s}"
+        for o in app.overlays:
+            w.state.overlay = (f"{app.key}/{o}", _arg(app.key, o, w))
+            w._layout = None
+            assert w.layout.screen == f"{app.key}/{o}" and w.layout.overlay
+
+
+def _arg(app: str, screen: str, w: World) -> str:
+    d = w.state.data[app]
+    return {("settings", "app_info"): "Notes", ("settings", "confirm_clear"): "Notes",
+            ("notes", "view"): d["notes"][0]["title"] if app == "notes" else "",
+            ("messages", "thread"): "Alice Chen", ("messages", "stickers"): "Alice Chen",
+            ("shop", "category"): "Fruit", ("shop", "product"): "Milk",
+            ("gallery", "viewer"): "beach", ("gallery", "album"): "Camera", ("gallery", "trash_item"): "beach",
+            ("clock", "edit_alarm"): "7:30"}.get((app, screen), "Help")
+
+
+def test_icons_are_label_free_and_bounds_normalised():
+    w = quiet()
+    seen_icons = 0
+    for tid in ("notes.pin", "gallery.share", "messages.sticker", "shop.add_searched"):
+        w.reset(task(tid), 3)
+        obs, _, _ = w.step(Action("open_app", text=TEMPLATES[tid].app))
+        for e in obs.elements:
+            assert all(0.0 <= v <= 1.0 for v in e.bounds)
+            if e.role == "icon":
+                seen_icons += 1
+                assert e.text == "" and e.description == ""
+            if e.role == "grid_cell" and e.id.startswith(("cell:", )):
+                assert e.text == "" and e.description == ""  # photos and stickers: appearance only
+    assert seen_icons >= 4
+
+
+def test_paths_differ_between_apps_and_goals_do_not_name_them():
+    paths = {}
+    for tid in ("notes.display", "messages.appearance", "shop.appearance", "gallery.settings", "clock.display"):
+        t = TEMPLATES[tid]
+        p = {"option": "Dark mode", "state": "on"}
+        plan = t.full_plan(p)
+        paths[tid] = tuple(sg.moves for sg in plan[1:-1])
+        goal = t.goal.format(**p)
+        for sg in plan[1:-1]:
+            for move in sg.moves:
+                label = move[1].split(":", 1)[1].replace("_", " ")
+                assert label not in goal.lower(), (tid, label, goal)
+    assert len(set(paths.values())) == len(paths)  # five apps, five different paths to dark mode
+
+
+def test_shuffles_keep_labels_but_move_them():
+    orders, labels = set(), set()
+    for seed in range(6):
+        w = quiet()
+        w.reset(task("settings.network"), seed)
+        obs, _, _ = w.step(Action("open_app", text="Settings"))
+        rows = [e for e in obs.elements if e.id.startswith("row:")]
+        orders.add(tuple(e.id for e in rows))
+        labels |= {e.text for e in rows}
+    assert len(orders) > 1
+    unshuffled = quiet(shuffle=False, themes=False)
+    unshuffled.reset(task("settings.network"), 0)
+    obs, _, _ = unshuffled.step(Action("open_app", text="Settings"))
+    assert {e.text for e in obs.elements if e.id.startswith("row:")} <= labels
+
+
+def test_config_from_params_rejects_bad_keys():
+    cfg = WorldConfig.from_dict({"n_train": 10, "dialog_prob": 0, "unseen_templates": ["notes.rename"]})
+    assert cfg.n_train == 10 and cfg.dialog_prob == 0.0 and cfg.unseen_templates == ("notes.rename",)
+    assert WorldConfig.from_dict(cfg.to_dict()) == cfg
+    with pytest.raises(DataError, match="world.n_trian"):
+        WorldConfig.from_dict({"n_trian": 10})
+    with pytest.raises(DataError, match="world.dialog_prob"):
+        WorldConfig.from_dict({"dialog_prob": 1.5})
+    with pytest.raises(DataError, match="world.shuffle"):
+        WorldConfig.from_dict({"shuffle": "yes"})
+    with pytest.raises(DataError, match="world.unseen_templates"):
+        WorldConfig.from_dict({"unseen_templates": ["no.such"]})
+
+
+def test_task_round_trip_and_errors():
+    t = task("messages.send", name="Alice", text="on my way")
+    assert Task.from_dict(t.to_dict()) == t and t.goal == "Send 'on my way' to Alice"
+    with pytest.raises(DataError, match="task.template"):
+        Task.from_dict({"template": "nope"})
+    with pytest.raises(DataError, match="task.params"):
+        Task.from_dict({"template": "messages.send", "params": {"name": 3}})
