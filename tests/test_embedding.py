@@ -146,6 +146,7 @@ def test_efficientnet_lite0_letterbox_variant():
     assert float(x[0] @ squash[0]) < 0.9999  # a different view of the screen
 
 
+@pytest.mark.slow
 def test_minilm_text_embedder():
     torch.set_num_threads(1)
     e = make_text_embedder("minilm", batch_size=4)

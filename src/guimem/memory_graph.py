@@ -594,9 +594,11 @@ def _read_npy(path: Path, dtype: type, dim: int) -> np.ndarray:
 
 
 def _fsync_dir(folder: Path) -> None:
-    for p in folder.iterdir():
-        with open(p, "rb") as f:
-            os.fsync(f.fileno())
+    """Flush every file under ``folder`` to disk before it is renamed into place."""
+    for p in sorted(folder.rglob("*")):
+        if p.is_file():
+            with open(p, "rb") as f:
+                os.fsync(f.fileno())
 
 
 def atomic_write_dir(target: Path, write: Any) -> Path:
