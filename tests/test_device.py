@@ -1,0 +1,137 @@
+"""The adb backend, against a fake device that records what it is asked to do."""
+
+from __future__ import annotations
+
+from collections import namedtuple
+
+import pytest
+from PIL import Image
+
+from guimem.data import Action, DataError
+from guimem.device import DeviceEnv, parse_hierarchy, role_of
+from guimem.world import Env, Task, TEMPLATES
+
+WindowSize = namedtuple("WindowSize", "width height")  # what adbutils returns
+
+XML = """<?xml version='1.0' encoding='UTF-8' standalone='yes' ?>
+<hierarchy rotation="0">
+  <node index="0" text="" resource-id="" class="android.widget.FrameLayout" content-desc="" clickable="false" bounds="[0,0][1080,2400]">
+    <node index="0" text="Settings" resource-id="android:id/title" class="android.widget.TextView" content-desc="" clickable="false" bounds="[40,100][400,180]" />
+    <node index="1" text="" resource-id="com.x:id/more" class="android.widget.ImageButton" content-desc="More options" clickable="true" bounds="[960,100][1080,220]" />
+    <node index="2" text="Wi-Fi" resource-id="" class="android.widget.Switch" content-desc="" clickable="true" bounds="[0,300][1080,420]" />
+    <node index="3" text="" resource-id="" class="android.view.View" content-desc="" clickable="false" bounds="[0,420][1080,500]" />
+    <node index="4" text="Gone" resource-id="" class="android.widget.TextView" content-desc="" clickable="false" bounds="[0,2400][1080,2400]" />
+    <node index="5" text="Wide" resource-id="" class="android.widget.Button" content-desc="" clickable="true" bounds="[-20,2300][1200,2500]" />
+  </node>
+</hierarchy>"""
+
+
+class FakeDevice:
+    """Implements the adbutils methods DeviceEnv uses and records every call."""
+
+    def __init__(self, xml: str = XML):
+        self.calls: list[tuple] = []
+        self.xml = xml
+        self.shade = 0
+
+    def window_size(self):
+        return WindowSize(1080, 2400)
+
+    def screenshot(self):
+        return Image.new("RGBA", (1080, 2400), (self.shade, 100, 200, 255))
+
+    def dump_hierarchy(self):
+        return self.xml
+
+    def click(self, x, y):
+        self.calls.append(("click", x, y))
+        self.shade += 1
+
+    def swipe(self, sx, sy, ex, ey, duration=1.0):
+        self.calls.append(("swipe", sx, sy, ex, ey, duration))
+
+    def send_keys(self, text):
+        self.calls.append(("send_keys", text))
+
+    def keyevent(self, key_code):
+        self.calls.append(("keyevent", key_code))
+
+    def app_start(self, package_name, activity=None):
+        self.calls.append(("app_start", package_name))
+
+
+def env(**kw) -> tuple[DeviceEnv, FakeDevice]:
+    dev = FakeDevice()
+    return DeviceEnv(dev, packages={"Settings": "com.android.settings"}, settle_s=0.0, sleep=lambda s: None, **kw), dev
+
+
+TASK = Task("settings.network", TEMPLATES["settings.network"].combos()[0])
+
+
+def test_reset_goes_home_and_observes():
+    e, dev = env(image_width=180)
+    obs = e.reset(TASK, 0)
+    assert dev.calls == [("keyevent", 3)]
+    assert obs.image.mode == "RGB" and obs.image.size == (180, 400)
+    assert [x.id for x in obs.elements] == ["android:id/title", "com.x:id/more", "node3", "node6"]
+    more = obs.elements[1]
+    assert more.role == "icon" and more.description == "More options" and more.clickable
+    assert more.bounds == (round(960 / 1080, 4), round(100 / 2400, 4), 1.0, round(220 / 2400, 4))
+    assert obs.elements[3].bounds == (0.0, round(2300 / 2400, 4), 1.0, 1.0)  # clipped to the screen
+
+
+def test_actions_map_to_adb_calls():
+    e, dev = env()
+    e.reset(TASK, 0)
+    e.step(Action("tap", point=(0.5, 0.25)))
+    e.step(Action("long_press", point=(0.0, 1.0)))
+    e.step(Action("swipe", point=(0.5, 0.8), end=(0.5, 0.2)))
+    e.step(Action("type", text="hello"))
+    e.step(Action("back"))
+    e.step(Action("enter"))
+    e.step(Action("home"))
+    e.step(Action("open_app", text="settings"))
+    _, _, info = e.step(Action("open_app", text="Nope"))
+    assert info["effect"] == "no such app"
+    assert dev.calls[1:] == [("click", 540, 600), ("swipe", 0, 2399, 0, 2399, 0.8), ("swipe", 540, 1919, 540, 480, 0.3),
+                             ("send_keys", "hello"), ("keyevent", 4), ("keyevent", 66), ("keyevent", 3),
+                             ("app_start", "com.android.settings")]
+
+
+def test_screens_change_keys_and_episode_ends():
+    e, dev = env(max_steps=2)
+    first = e.reset(TASK, 0)
+    obs, done, info = e.step(Action("tap", point=(0.5, 0.5)))
+    assert obs.key != first.key and not done
+    obs, done, info = e.step(Action("back"))
+    assert done and info["ended"] == "budget" and info["success"] is None
+    with pytest.raises(RuntimeError):
+        e.step(Action("back"))
+
+
+def test_checker_decides_success():
+    e, _ = env(checker=lambda device, task: task.template == "settings.network")
+    e.reset(TASK, 0)
+    assert e.step(Action("done"))[2]["success"] is True
+    e.reset(TASK, 0)
+    assert e.step(Action("impossible"))[2]["success"] is False
+
+
+def test_device_env_is_an_env():
+    e: Env = env()[0]
+    assert e.reset(TASK, 0).elements
+
+
+def test_bad_hierarchy_is_a_data_error():
+    with pytest.raises(DataError, match="hierarchy"):
+        parse_hierarchy("<hierarchy><node", (1080, 2400))
+    with pytest.raises(DataError, match=r"hierarchy.node\[0\].bounds"):
+        parse_hierarchy('<hierarchy><node text="a" clickable="true" bounds="[1,2,3,4]"/></hierarchy>', (1080, 2400))
+
+
+def test_roles_from_class_names():
+    assert role_of("android.widget.EditText") == "field"
+    assert role_of("androidx.appcompat.widget.SwitchCompat") == "toggle"
+    assert role_of("android.widget.ImageButton") == "icon"
+    assert role_of("android.widget.Button") == "button"
+    assert role_of("android.view.ViewGroup") == "view"
