@@ -55,15 +55,16 @@ bench: setup  ## run every benchmarks/*.py; each writes its results to a file
 	if [ -z "$$scripts" ]; then echo "no benchmarks/*.py yet"; fi; \
 	for f in $$scripts; do echo "== $$f"; python "$$f"; done
 
-# The lock is the installed .venv less the project itself (editable) and the no-deps packages;
+# The lock is the installed .venv (setuptools included: torch needs it at run time) less pip,
+# the project itself (editable) and the no-deps packages;
 # torch's local version label (+cpu) is dropped so that the pin also matches PyPI's release.
 NODEPS_NAMES := $(shell sed -nE 's/^([A-Za-z0-9_.-]+)==.*/\1/p' requirements-nodeps.txt 2>/dev/null)
 lock:  ## rewrite requirements.lock and environment.yml from .venv
 	@{ echo "# Exact versions of every package in .venv (pip freeze), installed by 'make setup' with"; \
 	  echo "# 'pip install -r requirements.lock -e .'. Regenerate with 'make lock'; do not edit by hand."; \
 	  echo "# Packages installed with --no-deps are pinned in requirements-nodeps.txt."; \
-	  $(PIP) freeze --exclude-editable \
-	    | grep -viE '^(guimem$(foreach n,$(NODEPS_NAMES),|$(n)))==' \
+	  $(PIP) freeze --all --exclude-editable \
+	    | grep -viE '^(pip|guimem$(foreach n,$(NODEPS_NAMES),|$(n)))==' \
 	    | sed -E 's/^(torch==[^+]+)\+.*/\1/'; \
 	} > requirements.lock.tmp && mv requirements.lock.tmp requirements.lock
 	@{ echo "# The same environment for conda users, generated from requirements.lock by 'make lock'."; \
