@@ -11,6 +11,7 @@ import pytest
 from nbsmoke import metrics_parameter, notebook_parameters
 from guimem.notebook_runner import (
     NotebookError,
+    enter_repo_root,
     main,
     parse_parameters,
     parse_value,
@@ -58,6 +59,17 @@ def test_repo_root_is_the_nearest_folder_with_dvc_yaml(tmp_path):
     assert repo_root(tmp_path / "notebooks" / "deep") == tmp_path.resolve()
     with pytest.raises(FileNotFoundError, match="no dvc.yaml"):
         repo_root(Path("/"))
+
+
+def test_enter_repo_root_moves_only_from_the_notebooks_folder(tmp_path, monkeypatch):
+    (tmp_path / "dvc.yaml").write_text("stages: {}\n")
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "notebooks")
+    assert enter_repo_root() == tmp_path.resolve() == Path.cwd().resolve()
+    assert enter_repo_root() == tmp_path.resolve()  # at the root already: stays
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    assert enter_repo_root() == (tmp_path / "elsewhere").resolve()
 
 
 # ----------------------------------------------------------------------------- scrubbing

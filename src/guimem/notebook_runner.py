@@ -20,7 +20,8 @@ normalises everything that varies between runs while keeping what a reader needs
   interactive-widget state.
 
 The kernel runs with the repository root as its working directory, so the notebook's
-relative paths (``data/...``, ``figures/...``) resolve as they do for DVC, and with
+relative paths (``data/...``, ``figures/...``) resolve as they do for DVC (in JupyterLab,
+where a kernel starts in ``notebooks/``, :func:`enter_repo_root` does the same), and with
 ``PYTHONHASHSEED=0`` so that set and dict-of-str iteration orders are reproducible.
 A failing cell makes :func:`run_notebook` raise :class:`NotebookError` (the CLI prints its
 message and exits 1) and nothing is written: the output path is left untouched.
@@ -108,6 +109,19 @@ def repo_root(start: str | os.PathLike[str] | None = None) -> Path:
         if (folder / ROOT_MARKER).is_file():
             return folder
     raise FileNotFoundError(f"{here}: no {ROOT_MARKER} here or in any parent folder (not inside the repository?)")
+
+
+def enter_repo_root() -> Path:
+    """From ``<repo>/notebooks`` (where JupyterLab starts a kernel) move to ``<repo>``; return the cwd.
+
+    Call it in a notebook's first code cell so that its relative default paths resolve as
+    they do under DVC. Anywhere else it changes nothing: under the runner the kernel already
+    starts at the root, and a test's ``tmp_path`` stays where it is.
+    """
+    here = Path.cwd()
+    if here.name == "notebooks" and not (here / ROOT_MARKER).is_file() and (here.parent / ROOT_MARKER).is_file():
+        os.chdir(here.parent)
+    return Path.cwd()
 
 
 def _relative(path: str, root: Path) -> str:
