@@ -152,25 +152,31 @@ def _first(d: Mapping[str, Any], keys: Sequence[str]) -> Any:
     return None
 
 
+def _arg(args: Mapping[str, Any], keys: Sequence[str], positional: Sequence[Any]) -> Any:
+    """The first of ``keys`` given, else the first positional argument, else None."""
+    value = _first(args, keys)
+    return positional[0] if value is None and positional else value
+
+
+def _special_action(raw: str, args: Mapping[str, Any], positional: Sequence[Any]) -> Action:
+    """Key presses, system buttons and ``terminate(status=...)`` as our actions."""
+    if raw == "terminate":
+        status = _canonical(str(_arg(args, ("status", "result"), positional) or ""))
+        if status not in ("success", "failure", "fail", "failed"):
+            raise ActionParseError(f"terminate needs status success or failure, got {status!r}", "status")
+        return Action("done" if status == "success" else "impossible")
+    key = _canonical(str(_arg(args, ("key", "button", "text", "keycode"), positional) or ""))
+    if key not in _KEY_NAMES:
+        raise ActionParseError(f"{raw} {key!r} is not in the action space (enter, back, home)")
+    return Action(_KEY_NAMES[key])
+
+
 def _build_action(name: str, args: Mapping[str, Any], positional: Sequence[Any], frame: Frame,
                   swipe_length: float) -> Action:
     """One action from its name and arguments (JSON keys or call keywords)."""
     raw = _canonical(name)
-    if raw in ("key", "hotkey", "press_key", "keyevent"):
-        key = _canonical(str(_first(args, ("key", "text", "keycode", "button")) or (positional[0] if positional else "")))
-        if key not in _KEY_NAMES:
-            raise ActionParseError(f"key {key!r} is not in the action space (enter, back, home)")
-        return Action(_KEY_NAMES[key])
-    if raw in ("system_button", "press_button"):
-        button = _canonical(str(_first(args, ("button", "key", "text")) or (positional[0] if positional else "")))
-        if button not in _KEY_NAMES:
-            raise ActionParseError(f"button {button!r} is not in the action space (back, home, enter)")
-        return Action(_KEY_NAMES[button])
-    if raw == "terminate":
-        status = _canonical(str(_first(args, ("status", "result")) or (positional[0] if positional else "")))
-        if status not in ("success", "failure", "fail", "failed"):
-            raise ActionParseError(f"terminate needs status success or failure, got {status!r}", "status")
-        return Action("done" if status == "success" else "impossible")
+    if raw in _SPECIAL:
+        return _special_action(raw, args, positional)
     if raw in _UNSUPPORTED:
         raise ActionParseError(f"{name!r} is not in the action space")
     if raw not in _ACTION_NAMES:
@@ -199,16 +205,12 @@ def _build_action(name: str, args: Mapping[str, Any], positional: Sequence[Any],
             return directional_swipe(str(direction), start, scroll=raw == "scroll", length=swipe_length)
         raise ActionParseError(f"a {name} needs an end point or a direction", "end")
     if kind == "type":
-        text = _first(args, _TEXT_KEYS)
-        if text is None and positional:
-            text = positional[0]
+        text = _arg(args, _TEXT_KEYS, positional)
         if not isinstance(text, str):
             raise ActionParseError(f"a type needs text, got {text!r:.60}", "text")
         return Action("type", text=text)
     if kind == "open_app":
-        app = _first(args, _APP_KEYS)
-        if app is None and positional:
-            app = positional[0]
+        app = _arg(args, _APP_KEYS, positional)
         if not isinstance(app, str) or not app.strip():
             raise ActionParseError(f"an open_app needs an app name, got {app!r:.60}", "text")
         return Action("open_app", text=app.strip())
@@ -594,7 +596,7 @@ class HFVLMActor:
         texts, images, frames = zip(*(self.prompt(i) for i in inputs))
         enc = self.processor(text=list(texts), images=list(images), padding=True, padding_side="left",
                              return_tensors="pt")
-        return enc.to(self.device), list(frames)
+        return enc.to(self.device, dtype=self.model.dtype), list(frames)  # images cast to the model dtype
 
     # ------------------------------------------------------------------ acting
     def act(self, inputs: Sequence[PolicyInput], output_hidden_states: bool = False) -> list[PolicyOutput]:
@@ -638,3 +640,68 @@ class HFVLMActor:
         except DataError as err:  # ActionParseError, or an Action refusing what was parsed
             action, info["parse_error"] = FALLBACK_ACTION, str(err)
         return PolicyOutput(action=action, hidden_states=hidden_states, raw=answer, info=info)
+
+
+# ============================================================================ a tiny random model
+_TINY_SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>",
+                        "<|image_pad|>", "<|video_pad|>")
+TINY_CHAT_TEMPLATE = (  # Qwen-style: <|im_start|>role\n...<|im_end|>, images as vision pads
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n"
+    "{% if m['content'] is string %}{{ m['content'] }}{% else %}{% for c in m['content'] %}"
+    "{% if c['type'] == 'image' %}<|vision_start|><|image_pad|><|vision_end|>"
+    "{% elif c['type'] == 'text' %}{{ c['text'] }}{% endif %}{% endfor %}{% endif %}<|im_end|>\n"
+    "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+def byte_tokenizer(chat_template: str = TINY_CHAT_TEMPLATE) -> Any:
+    """A byte-level BPE tokenizer without merges (one token per byte) with Qwen's special tokens."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {c: i for i, c in enumerate(sorted(pre_tokenizers.ByteLevel.alphabet()))}
+    tokenizer = Tokenizer(models.BPE(vocab=vocab, merges=[]))
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    tokenizer.add_special_tokens(list(_TINY_SPECIAL_TOKENS))
+    return PreTrainedTokenizerFast(tokenizer_object=tokenizer, eos_token="<|im_end|>", pad_token="<|endoftext|>",
+                                   chat_template=chat_template)
+
+
+def tiny_random_qwen2_vl(n_layers: int = 2, d_model: int = 32, seed: int = 0,
+                         max_image_tokens: int = 16) -> tuple[Any, Any]:
+    """A randomly initialised Qwen2-VL and its processor, built offline (tests, benchmarks, smoke runs).
+
+    The text model has ``n_layers`` decoder layers of width ``d_model``; the vision tower one
+    block; images are resized to at most ``max_image_tokens`` merged 28 x 28 patches. The
+    processor is Qwen2-VL's without its video processor (which needs torchvision).
+    """
+    from transformers import AutoModelForImageTextToText, Qwen2VLConfig, Qwen2VLProcessor
+    from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
+
+    class ImageOnlyQwen2VLProcessor(Qwen2VLProcessor):
+        """Qwen2-VL's processor for images only."""
+
+        def __init__(self, image_processor=None, tokenizer=None, chat_template=None, **kwargs):
+            super().__init__(image_processor, tokenizer, None, chat_template=chat_template, **kwargs)
+
+    tokenizer = byte_tokenizer()
+    ids = {t: tokenizer.convert_tokens_to_ids(t) for t in _TINY_SPECIAL_TOKENS}
+    image_processor = Qwen2VLImageProcessorPil(min_pixels=28 * 28 * 4, max_pixels=28 * 28 * max_image_tokens)
+    processor = ImageOnlyQwen2VLProcessor(image_processor=image_processor, tokenizer=tokenizer,
+                                          chat_template=TINY_CHAT_TEMPLATE)
+    heads = max(2, d_model // 8)  # head_dim 8
+    half_rotary = d_model // heads // 2  # M-RoPE splits each head's rotary half over (t, h, w)
+    config = Qwen2VLConfig(
+        text_config=dict(vocab_size=len(tokenizer), hidden_size=d_model, intermediate_size=2 * d_model,
+                         num_hidden_layers=n_layers, num_attention_heads=heads, num_key_value_heads=heads // 2,
+                         bos_token_id=None, eos_token_id=ids["<|im_end|>"], pad_token_id=ids["<|endoftext|>"],
+                         rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
+                                          "mrope_section": [half_rotary - 2 * (half_rotary // 4),
+                                                            half_rotary // 4, half_rotary // 4]}),
+        vision_config=dict(depth=1, embed_dim=32, hidden_size=d_model, num_heads=2, patch_size=14,
+                           spatial_merge_size=2, temporal_patch_size=2),
+        image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
+        vision_start_token_id=ids["<|vision_start|>"], vision_end_token_id=ids["<|vision_end|>"])
+    torch.manual_seed(seed)
+    return AutoModelForImageTextToText.from_config(config).eval(), processor

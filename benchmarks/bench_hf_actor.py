@@ -1,0 +1,81 @@
+"""Benchmark of the Hugging Face VLM actor on a tiny random Qwen2-VL (CPU, one thread).
+
+Reports answers per second with one input per forward pass and with batches of 8, and what
+asking for the hidden states costs: ``act`` with and without ``output_hidden_states``, and a
+plain prefill forward with and without it. Writes ``benchmarks/results/hf_actor.json``.
+
+Run: ``python benchmarks/bench_hf_actor.py`` (about half a minute).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import time
+from pathlib import Path
+
+import torch
+from PIL import Image
+
+from guimem.hf_actor import HFVLMActor, tiny_random_qwen2_vl
+from guimem.policy import PolicyInput
+
+N_INPUTS = 16  # inputs per timed run
+REPEATS = 3  # timed runs per measurement (the fastest is kept)
+MAX_NEW_TOKENS = 16  # answer length budget (a random model rarely stops early)
+N_LAYERS, D_MODEL = 4, 128  # the tiny model's depth and width
+OUT = Path(__file__).parent / "results" / "hf_actor.json"
+
+
+def inputs(n: int) -> list[PolicyInput]:
+    """``n`` inputs with different goals, half of them with memory as text and image."""
+    screen, memory = Image.new("RGB", (180, 320), (30, 120, 200)), Image.new("RGB", (120, 120), (250, 250, 0))
+    return [PolicyInput(screen, (), f"open setting number {i}", memory_text="tap Settings" if i % 2 else None,
+                        memory_image=memory if i % 2 else None) for i in range(n)]
+
+
+def best_seconds(fn, repeats: int = REPEATS) -> float:
+    """Shortest wall time of ``fn()`` over ``repeats`` runs, after one warm-up (the least noisy on a shared machine)."""
+    fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def main() -> dict:
+    torch.set_num_threads(1)
+    model, processor = tiny_random_qwen2_vl(n_layers=N_LAYERS, d_model=D_MODEL)
+    batch = inputs(N_INPUTS)
+    single = HFVLMActor.from_model(model, processor, max_new_tokens=MAX_NEW_TOKENS, batch_size=1)
+    batched = HFVLMActor.from_model(model, processor, max_new_tokens=MAX_NEW_TOKENS, batch_size=8)
+    t_single = best_seconds(lambda: single.act(batch))
+    t_single_h = best_seconds(lambda: single.act(batch, output_hidden_states=True))
+    t_batched = best_seconds(lambda: batched.act(batch))
+    t_batched_h = best_seconds(lambda: batched.act(batch, output_hidden_states=True))
+    enc, _ = batched.encode(batch[:8])
+    with torch.inference_mode():
+        t_fwd = best_seconds(lambda: model(**enc))
+        t_fwd_h = best_seconds(lambda: model(**enc, output_hidden_states=True))
+    result = {
+        "model": f"tiny random Qwen2-VL, {N_LAYERS} layers, d_model {D_MODEL}",
+        "prompt_tokens_mean": statistics.mean(int(n) for n in enc["attention_mask"].sum(1)),
+        "max_new_tokens": MAX_NEW_TOKENS,
+        "answers_per_s_single": N_INPUTS / t_single,
+        "answers_per_s_batch8": N_INPUTS / t_batched,
+        "hidden_states_cost_act_single": t_single_h / t_single - 1,  # relative extra time
+        "hidden_states_cost_act_batch8": t_batched_h / t_batched - 1,
+        "hidden_states_cost_forward_batch8": t_fwd_h / t_fwd - 1,
+        "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch threads 1",
+    }
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text(json.dumps(result, indent=2) + "\n")
+    return result
+
+
+if __name__ == "__main__":
+    print(json.dumps(main(), indent=2))
