@@ -47,8 +47,10 @@ repro: setup  ## run the whole pipeline (dvc repro)
 test: setup  ## run the tests (PYTEST_ARGS="-m 'not slow'" to select)
 	python -m pytest $(PYTEST_ARGS)
 
+# JupyterLab refuses to run as root unless told; containers and CI machines often are root.
+LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 lab: setup  ## open JupyterLab on the notebooks
-	jupyter lab $(LAB_ARGS)
+	jupyter lab $(LAB_ROOT) $(LAB_ARGS)
 
 bench: setup  ## run every benchmarks/*.py; each writes its results to a file
 	@scripts="$(wildcard benchmarks/*.py)"; \
