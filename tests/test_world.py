@@ -369,3 +369,47 @@ def test_task_round_trip_and_errors():
         Task.from_dict({"template": "nope"})
     with pytest.raises(DataError, match="task.params"):
         Task.from_dict({"template": "messages.send", "params": {"name": 3}})
+
+
+def test_params_yaml_world_section_maps_one_to_one(repo_root):
+    import dataclasses
+
+    import yaml
+
+    section = yaml.safe_load((repo_root / "params.yaml").read_text())["world"]
+    assert set(section) == {f.name for f in dataclasses.fields(WorldConfig)}
+    assert WorldConfig.from_dict(section) == WorldConfig()  # the code's defaults are the pipeline's defaults
+
+
+# ----------------------------------------------------------------------------- the notebook
+@pytest.fixture(scope="module")
+def world_notebook(tmp_path_factory):
+    from nbsmoke import run_notebook
+
+    tmp = tmp_path_factory.mktemp("world_nb")
+    return tmp, run_notebook("00_world", tmp, n_train=10, n_test=4)
+
+
+@pytest.mark.notebook
+@pytest.mark.slow
+def test_world_notebook_runs(world_notebook):
+    tmp, _ = world_notebook
+    for what in ("gallery", "filmstrip", "summary"):
+        assert (tmp / "figures" / f"world_{what}.png").stat().st_size > 10_000
+    for split in ("train", "test"):
+        assert (tmp / "data" / "world" / split / "manifest.json").is_file()
+
+
+@pytest.mark.notebook
+@pytest.mark.slow
+def test_world_notebook_metrics(world_notebook):
+    tmp, metrics = world_notebook
+    from guimem.episodes import load_episodes
+
+    train = load_episodes(tmp / "data" / "world" / "train")
+    assert metrics["train_episodes"] == len(train) == 10 and metrics["test_episodes"] == 4
+    assert metrics["steps"] == sum(len(e.steps) for e in train) + sum(
+        len(e.steps) for e in load_episodes(tmp / "data" / "world" / "test"))
+    assert metrics["train_success_rate"] == round(sum(bool(e.success) for e in train) / 10, 4)
+    assert metrics["templates"] >= 30 and metrics["subgoal_reuse_share"] >= 0.5
+    assert len(metrics["screen_types_per_app"]) >= 5 and min(metrics["screen_types_per_app"].values()) >= 8

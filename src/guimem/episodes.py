@@ -39,7 +39,7 @@ _SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 def png_bytes(image: Image.Image) -> bytes:
     """Deterministic PNG bytes of an RGB image: no metadata, fixed filter and compression."""
     buf = io.BytesIO()
-    image.convert("RGB").save(buf, format="PNG", compress_level=1, optimize=False)
+    (image if image.mode == "RGB" else image.convert("RGB")).save(buf, format="PNG", compress_level=1, optimize=False)
     return buf.getvalue()
 
 

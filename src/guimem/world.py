@@ -23,6 +23,7 @@ success is checked on the hidden final state, never on pixels.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import itertools
 import random
@@ -1116,15 +1117,18 @@ class World:
 
 def ui_elements(layout: Layout) -> tuple[UIElement, ...]:
     """The accessibility tree of a layout: what a touch can reach, bounds normalised to [0, 1]."""
-    out = []
-    for w in layout.active():
-        role = A.ROLES.get(w.kind)
-        if role is None:
-            continue
-        x0, y0, x1, y1 = w.box
-        bounds = (round(max(0, x0) / W, 4), round(max(0, y0) / H, 4), round(min(W, x1) / W, 4), round(min(H, y1) / H, 4))
-        out.append(UIElement(id=w.id, role=role, text=w.text, description=w.desc, bounds=bounds, clickable=w.clickable))
-    return tuple(out)
+    return tuple(e for e in map(_element, layout.active()) if e is not None)
+
+
+@functools.lru_cache(maxsize=65536)
+def _element(w: A.Widget) -> UIElement | None:
+    """One widget's UI-tree node (None for decoration); widgets recur, so nodes are cached."""
+    role = A.ROLES.get(w.kind)
+    if role is None:
+        return None
+    x0, y0, x1, y1 = w.box
+    bounds = (round(max(0, x0) / W, 4), round(max(0, y0) / H, 4), round(min(W, x1) / W, 4), round(min(H, y1) / H, 4))
+    return UIElement(id=w.id, role=role, text=w.text, description=w.desc, bounds=bounds, clickable=w.clickable)
 
 
 def screen_types() -> dict[str, list[str]]:

@@ -1,0 +1,227 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 00 · The world: a miniature phone, its tasks, and the demonstrations memory is built from
+#
+# **What this stage does.** It generates every trajectory the later stages learn from and
+# remember: a built-in synthetic Android-like phone (a launcher and six apps drawn to PNG,
+# each screen with an accessibility tree), a scripted demonstrator that performs tasks on it
+# — sometimes clumsily, sometimes failing — and the train and test episode stores.
+#
+# **Why.** The Subgoal-aware Memory Graph (SMG) and SwitchMem papers evaluate on AITW,
+# LearnGUI, AndroidWorld and SPA-Bench, which need emulators, GPUs and large downloads. This
+# world keeps what makes memory matter in those benchmarks and runs on a laptop:
+# app-specific paths the goal never spells out, label-free icons and dense picture grids,
+# layouts and colours that change between episodes while labels stay, interrupting popups
+# and dead ends. Later notebooks *measure* whether each memory exploits these; nothing here
+# assumes it.
+#
+# **Reads** nothing (the world is code). **Writes** `data/world/train/` and `data/world/test/`
+# (episode stores: `episodes/<id>.json`, `screens/<sha>.png`, `manifest.json`),
+# `metrics/world.json`, and three figures: `figures/world_gallery.png`,
+# `figures/world_filmstrip.png`, `figures/world_summary.png`.
+#
+# **Paper.** The stand-in for the trajectory data of the SMG paper (§4, SPA-Bench / AITW-style
+# trajectories with subgoals) and the environment of its closed-loop table.
+
+# %% tags=["parameters"]
+seed = 0  # master seed: tasks, phone content, shuffles, popups and demonstrator noise all derive from it
+n_train = 400  # training episodes (the size knob: use ~10 for a smoke run)
+n_test = 120  # test episodes: unseen parameter combinations and unseen templates
+image_width = 180  # screenshot width in pixels; height is twice that
+max_steps = 30  # step budget per episode
+dialog_prob = 0.3  # chance that an episode is interrupted by a popup
+shuffle = True  # per-episode layout shuffles (list, menu, tab and toolbar order)
+themes = True  # per-episode accent colours
+p_launcher_tap = 0.5  # the demonstrator opens apps from the launcher grid (else with open_app)
+p_wrong_tap = 0.05  # per-step chance of a wrong tap, undone with back
+p_give_up = 0.08  # per-episode chance of giving up midway
+p_give_up_impossible = 0.5  # share of give-ups ending with `impossible` (the others wander to the budget)
+p_wrong_state = 0.1  # per-episode chance of finishing in a wrong state, then `done`
+success_min = 0.6  # the demonstrator's success rate must land in [success_min, success_max]
+success_max = 0.92  # upper end of that range
+test_param_share = 0.25  # share of each template's parameter combinations kept for the test split
+unseen_templates = ["settings.search_toggle", "notes.rename", "messages.mute", "shop.wishlist", "clock.label_alarm"]  # test-only templates
+test_unseen_share = 0.3  # share of test episodes drawn from the unseen templates
+out_dir = "data/world"  # where the train/ and test/ episode stores are written
+figures_dir = "figures"  # where the figures go
+metrics_path = "metrics/world.json"  # this stage's metrics
+
+# %%
+import json
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+
+from guimem.notebook_runner import enter_repo_root
+from guimem.plotting import figure_path, save_figure
+from guimem import render
+from guimem.data import Action
+from guimem.demonstrator import generate_dataset, run_episode
+from guimem.episodes import load_episodes, load_screenshot
+from guimem.world import SUBGOAL_TYPES, TEMPLATES, Task, World, WorldConfig, screen_types, subgoal_reuse
+
+enter_repo_root()
+config = WorldConfig(
+    n_train=n_train, n_test=n_test, image_width=image_width, max_steps=max_steps, dialog_prob=dialog_prob,
+    shuffle=shuffle, themes=themes, p_launcher_tap=p_launcher_tap, p_wrong_tap=p_wrong_tap, p_give_up=p_give_up,
+    p_give_up_impossible=p_give_up_impossible, p_wrong_state=p_wrong_state, success_min=success_min,
+    success_max=success_max, test_param_share=test_param_share, unseen_templates=tuple(unseen_templates),
+    test_unseen_share=test_unseen_share)
+
+# %% [markdown]
+# ## A screen
+# A **screen** is two things at once: a picture (what a vision model sees) and an
+# accessibility tree of UI elements, each with a role, a visible text, a content
+# description, normalised bounds `(x0, y0, x1, y1)` and whether it is clickable (what a
+# text-only agent reads). Below, the Notes app right after it opens, with every element's
+# box drawn: the toolbar icons (red boxes) carry **no text and no description** — only their
+# picture says that one is a magnifier and the other a ⋮ menu.
+
+# %%
+world = World(config)
+world.reset(Task("notes.display", (("option", "Dark mode"), ("state", "on"))), seed=seed)
+obs, done, info = world.step(Action("open_app", text="Notes"))
+print(obs.screen, "—", len(obs.elements), "elements")
+for e in obs.elements[:6]:
+    print(f"  {e.role:10s} text={e.text!r:18s} description={e.description!r:10s} clickable={e.clickable} bounds={e.bounds}")
+render.annotate(obs.image, obs.elements).resize((270, 540))
+
+# %% [markdown]
+# Actions are the AITW-like set `tap, long_press, swipe, type, back, home, enter, open_app,
+# done, impossible`, with points normalised to [0, 1]. A tap hits the topmost clickable
+# element under it (a dialog blocks what lies beneath), a vertical swipe scrolls the list,
+# `type` fills the focused field. Here: the ⋮ icon opens a menu of words.
+
+# %%
+more = next(e for e in obs.elements if e.id == "icon:more")
+obs, done, info = world.step(Action("tap", point=more.center))
+print(info["effect"], "->", obs.screen, [e.text for e in obs.elements if e.role == "menu_item"])
+
+# %% [markdown]
+# ## A task, and the subgoals it is made of
+# A **task** is a template with parameters, e.g. "Turn {state} {option} in Notes". Every
+# template is a sequence of **subgoals** — contiguous actions with one sub-intent — drawn
+# from *one shared library*, so the same kinds of subgoal recur across tasks and apps. What
+# the goal does not say is *where*: dark mode lives under ⋮ › Preferences › Display in
+# Notes, but under the Settings tab › Appearance in Messages. Only experience tells.
+
+# %%
+for tid in ("notes.display", "messages.appearance", "gallery.settings"):
+    t = TEMPLATES[tid]
+    params = {"option": "Dark mode", "state": "on"}
+    print(f"{t.goal.format(**params)!r}")
+    for sg in t.full_plan(params):
+        print(f"    {sg.type:20s} {sg.text}")
+reuse = subgoal_reuse()
+print(f"\n{len(TEMPLATES)} templates, {reuse['types_used']} subgoal types; "
+      f"{reuse['types_shared']} of them ({reuse['share']:.0%}) are used by two or more templates")
+
+# %% [markdown]
+# ## An episode
+# The **demonstrator** is a scripted expert that knows every path. It is deliberately
+# imperfect: it sometimes taps the wrong control and goes back, gives up (`impossible`, or
+# wanders until the step budget runs out), or finishes in a wrong state (a sibling option,
+# another item, a mistyped text) and says `done`. Every step records the ground-truth
+# subgoal it belongs to — noise steps included — and success is judged on the phone's
+# hidden final state, never on pixels. An interrupting popup gets a subgoal of its own.
+
+# %%
+demo_world = World(WorldConfig(**{**config.to_dict(), "dialog_prob": 1.0}))
+episode = run_episode(demo_world, Task("messages.sticker", (("name", "Bob"), ("sticker", "heart"))), seed=seed + 3,
+                      episode_id="demo", images=None)
+print(episode.goal, "->", "success" if episode.success else "failure")
+for i, step in enumerate(episode.steps):
+    print(f"  {i:2d} [{step.subgoal.index}] {step.subgoal.type:18s} {step.action.describe():28s} on {step.observation.screen}")
+
+# %% [markdown]
+# ## The dataset
+# Training episodes are balanced over the seen templates. The test split holds parameter
+# combinations never used in training (a fixed hash split per template) and whole
+# **unseen templates** composed of subgoal types that training does contain — the case
+# where remembered subgoals, not memorised tasks, must carry over.
+
+# %%
+stats = generate_dataset(config, out_dir, seed=seed)
+print(json.dumps({k: stats[k] for k in ("episodes", "steps", "success_rate", "subgoal_reuse_share")}, indent=1))
+print("train:", json.dumps(stats["train"]["modes"]), " test:", json.dumps(stats["test"]["modes"]))
+
+# %% [markdown]
+# Every episode is a JSON file; every distinct screen is stored once, named by its content
+# hash, and validated on load (a missing or truncated PNG, a NaN coordinate or an unknown
+# action type is an error naming the file and the field).
+
+# %%
+train = load_episodes(Path(out_dir) / "train")
+test = load_episodes(Path(out_dir) / "test")
+print(len(train), "train and", len(test), "test episodes;", train[0].id, "starts with", train[0].steps[0].screenshot)
+
+# %% [markdown]
+# ## Figures
+# **Gallery**: screens of every app with their UI bounds (red: label-free icons, orange:
+# grid cells, green: fields, purple: toggles, blue: buttons, grey: the rest). Note the
+# dense photo and sticker grids — nothing but pixels tells a beach from a bridge.
+
+# %%
+wanted = ["launcher/home", "settings/main", "notes/list", "notes/overflow", "messages/thread", "messages/stickers",
+          "gallery/photos", "gallery/viewer", "shop/product", "shop/cart", "clock/alarms", "clock/new_alarm",
+          "popup/rate", "popup/notifications", "notes/confirm_delete", "messages/settings"]
+picked = render.pick_screens(train, wanted)
+shots = [render.annotate(load_screenshot(Path(out_dir) / "train", obs.screenshot), obs.elements) for obs, _ in picked]
+fig = render.contact_sheet(shots, [obs.screen for obs, _ in picked], cols=8, title="Screens and their UI trees")
+save_figure(fig, figure_path(figures_dir, "world", "gallery"))
+
+# %% [markdown]
+# **Filmstrip**: one training episode, each frame with the action taken on it (a ring for
+# a tap, an arrow for a swipe, a banner for keys) and the subgoal it belongs to.
+
+# %%
+strip = next((e for e in train if e.success and e.provenance["popups"] and 6 <= len(e.steps) <= 11), train[0])
+frames = [render.annotate(load_screenshot(Path(out_dir) / "train", s.screenshot), (), s.action) for s in strip.steps]
+frames.append(load_screenshot(Path(out_dir) / "train", strip.final.screenshot).convert("RGB"))
+captions = [f"{i}: [{s.subgoal.index}] {s.subgoal.text}" for i, s in enumerate(strip.steps)] + ["final"]
+fig = render.contact_sheet(frames, captions, cols=len(frames), title=f"{strip.id}: {strip.goal}")
+save_figure(fig, figure_path(figures_dir, "world", "filmstrip"))
+
+# %% [markdown]
+# **Summary**: episodes and demonstrator success per app, episode lengths, and how often
+# each subgoal type occurs.
+
+# %%
+fig = render.dataset_summary_figure({"train": train, "test": test})
+save_figure(fig, figure_path(figures_dir, "world", "summary"))
+
+# %% [markdown]
+# ## Metrics
+# Counts, rates and the catalogue of the world, for `dvc metrics show`.
+
+# %%
+metrics = {
+    "episodes": stats["episodes"], "steps": stats["steps"],
+    "train_episodes": stats["train"]["episodes"], "test_episodes": stats["test"]["episodes"],
+    "demonstrator_success_rate": stats["success_rate"],
+    "train_success_rate": stats["train"]["success_rate"], "test_success_rate": stats["test"]["success_rate"],
+    "success_in_range": stats["train"]["success_in_range"] and stats["test"]["success_in_range"],
+    "mean_steps": round(stats["steps"] / max(1, stats["episodes"]), 3),
+    "templates": stats["templates"], "unseen_templates": len(stats["unseen_templates"]),
+    "subgoal_types": stats["subgoal_types"], "subgoal_reuse_share": stats["subgoal_reuse_share"],
+    "screen_types_per_app": stats["screen_types_per_app"],
+    "screenshots_per_app": stats["train"]["screenshots_per_app"],
+    "unique_screenshots": stats["train"]["unique_screenshots"] + stats["test"]["unique_screenshots"],
+    "episodes_with_popup": stats["train"]["episodes_with_popup"] + stats["test"]["episodes_with_popup"],
+    "demonstrator_modes": stats["train"]["modes"],
+}
+Path(metrics_path).parent.mkdir(parents=True, exist_ok=True)
+Path(metrics_path).write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
+metrics
