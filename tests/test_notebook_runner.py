@@ -15,6 +15,7 @@ from guimem.notebook_runner import (
     main,
     parse_parameters,
     parse_value,
+    params_from_yaml,
     repo_root,
     run_notebook,
     scrub_notebook,
@@ -51,6 +52,19 @@ def test_parse_parameters_refuses_repeats_and_bad_names():
         parse_parameters([("n", "3"), ("n", "4")])
     with pytest.raises(ValueError, match="not a Python identifier"):
         parse_parameters([("graph.tau", "0.9")])
+
+
+def test_params_from_yaml_reads_a_section_with_its_types(tmp_path):
+    path = tmp_path / "params.yaml"
+    path.write_text("base:\n  seed: 0\nworld:\n  n: 3\n  unseen: [a.b, c]\n  flag: true\n  deep:\n    x: 1\n")
+    assert params_from_yaml(f"{path}:world") == {"n": 3, "unseen": ["a.b", "c"], "flag": True, "deep": {"x": 1}}
+    assert params_from_yaml(f"{path}:world.deep") == {"x": 1}
+    with pytest.raises(ValueError, match="no key 'world.nope'"):
+        params_from_yaml(f"{path}:world.nope")
+    with pytest.raises(ValueError, match="'world.n' must be a mapping"):
+        params_from_yaml(f"{path}:world.n")
+    with pytest.raises(ValueError, match="cannot read parameters"):
+        params_from_yaml(f"{tmp_path / 'missing.yaml'}:world")
 
 
 def test_repo_root_is_the_nearest_folder_with_dvc_yaml(tmp_path):
@@ -194,7 +208,8 @@ def test_a_run_is_typed_runs_at_the_root_and_is_byte_identical_when_repeated(pro
     metrics = json.loads((project / "metrics" / "tiny.json").read_text())
     assert metrics == {"types": {"n": "int", "label": "str", "rate": "float", "flag": "bool", "sizes": "list"},
                        "cwd": str(project.resolve()), "label": "no", "hashseed": "0"}
-    run_notebook(src, out, params)
+    (project / "params.yaml").write_text("tiny:\n  n: 3\n  label: 'no'\n  rate: 1.0e-05\n  flag: true\n  sizes: [9]\n")
+    assert main([str(src), str(out), "--params-from", f"{project / 'params.yaml'}:tiny", "-p", "sizes", "[1, 2]"]) == 0
     assert out.read_bytes() == first
     text = first.decode()
     assert "it/s" not in text and "0x..." in text and "UserWarning: careful" in text

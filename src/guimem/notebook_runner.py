@@ -5,6 +5,10 @@ Every DVC stage calls this module::
     python -m guimem.notebook_runner notebooks/00_world.ipynb reports/00_world.ipynb \\
         -p seed 0 -p episodes 400
 
+Values are typed like papermill's ``-p`` (see :func:`parse_value`). Lists and maps, which DVC
+cannot interpolate into a command, come from the YAML file itself: ``-f params.yaml:world``
+passes every key of that section (``-p`` overrides).
+
 The executed notebook is a stage output, so it must be byte-identical when the stage is
 run again with the same parameters. :func:`scrub_notebook` therefore removes or
 normalises everything that varies between runs while keeping what a reader needs:
@@ -99,6 +103,29 @@ def parse_parameters(pairs: Sequence[Sequence[str]]) -> dict[str, Any]:
             raise ValueError(f"parameter {name!r} given twice")
         params[name] = parse_value(value)
     return params
+
+
+def params_from_yaml(spec: str) -> dict[str, Any]:
+    """``FILE:KEY`` to the mapping at the dotted ``KEY`` of the YAML ``FILE`` (``FILE`` alone: all of it).
+
+    For stages whose parameters include lists or maps, which DVC cannot interpolate into a
+    command: ``--params-from params.yaml:world`` passes every key of the ``world`` section.
+    """
+    path, _, key = spec.partition(":")
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as err:
+        raise ValueError(f"{path}: cannot read parameters: {err}") from err
+    for part in key.split(".") if key else []:
+        if not isinstance(data, dict) or part not in data:
+            raise ValueError(f"{path}: no key '{key}' (missing '{part}')")
+        data = data[part]
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: '{key or '(top level)'}' must be a mapping of parameters, got {type(data).__name__}")
+    for name in data:
+        if not isinstance(name, str) or not name.isidentifier():
+            raise ValueError(f"{path}: '{key}': parameter name {name!r} is not a Python identifier")
+    return dict(data)
 
 
 # ----------------------------------------------------------------------------- paths
@@ -365,6 +392,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("output", type=Path, help="executed notebook to write, e.g. reports/00_world.ipynb")
     p.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
                    help="set a parameter (typed: 3 -> int, 0.5 -> float, true/True -> bool, [1, 2] -> list)")
+    p.add_argument("-f", "--params-from", action="append", default=[], metavar="FILE:KEY",
+                   help="set every parameter of a YAML mapping, e.g. params.yaml:world (-p overrides)")
     p.add_argument("--cwd", type=Path, default=None, help="kernel working directory (default: repository root)")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="per-cell progress bar on stderr (default: when stderr is a terminal)")
@@ -377,7 +406,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     try:
-        params = parse_parameters(args.parameter)
+        params: dict[str, Any] = {}
+        for spec in args.params_from:
+            params.update(params_from_yaml(spec))
+        params.update(parse_parameters(args.parameter))
     except ValueError as err:
         parser.error(str(err))
     if args.log_output:
