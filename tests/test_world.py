@@ -129,7 +129,7 @@ def test_long_press_opens_context_menu_tap_opens_item():
     assert w.layout.screen == "clock/alarm_menu"
     w.step(Action("back"))
     tap(w, "item:7_30")
-    assert w.layout.screen == "clock/edit_alarm" and w.state.page.fields["field:minute"] == "30"
+    assert w.layout.screen == "clock/edit_alarm" and w.state.page.fields["field:time"] == "7:30"
 
 
 # ----------------------------------------------------------------------------- scrolling
@@ -413,3 +413,13 @@ def test_world_notebook_metrics(world_notebook):
     assert metrics["train_success_rate"] == round(sum(bool(e.success) for e in train) / 10, 4)
     assert metrics["templates"] >= 30 and metrics["subgoal_reuse_share"] >= 0.5
     assert len(metrics["screen_types_per_app"]) >= 5 and min(metrics["screen_types_per_app"].values()) >= 8
+
+
+def test_typed_texts_are_spans_of_the_goal():
+    """What the expert types is written in the goal (an actor can copy it from there)."""
+    for tid, t in TEMPLATES.items():
+        for combo in t.combos()[:6]:
+            p = dict(combo)
+            goal = t.goal.format(**p)
+            typed = [m[2] for sg in t.full_plan(p) for m in sg.moves if m[0] == "type"]
+            assert all(text in goal for text in typed), (tid, typed, goal)

@@ -73,7 +73,8 @@ class Widget:
     text: str = ""
     sub: str = ""  # secondary text (row subtitle, field hint)
     glyph: str = ""  # icon / photo / sticker name
-    on: bool = False  # toggle state, radio selection, focused field, selected tab, FAB, chevron
+    on: bool = False  # state: toggle on, radio selected, field focused, tab selected, cell starred
+    style: str = ""  # presentation words: big, sub, center (text); flat (button); chevron (row); fab (icon)
     tap: Cmd = ()  # command on tap; () = not clickable
     long: Cmd = ()  # command on long press
     desc: str = ""  # accessibility description
@@ -239,12 +240,13 @@ class Builder:
     def fab(self, glyph: str, wid: str, cmd: Cmd, left: bool = False) -> None:
         """A floating round action button at the bottom right (or left)."""
         x0 = 12 if left else W - 52
-        self.add(Widget(wid, "icon", (x0, self.bottom - 52, x0 + 40, self.bottom - 12), glyph=glyph, on=True, tap=cmd))
+        self.add(Widget(wid, "icon", (x0, self.bottom - 52, x0 + 40, self.bottom - 12), glyph=glyph, style="fab", tap=cmd))
 
     # -- content
     def text(self, text: str, h: int = 18, style: str = "", big: bool = False) -> None:
         """A line of plain text (style 'sub' for secondary, 'center' to centre it)."""
-        self.add(Widget(f"text:{len(self.widgets)}", "text", (8, self.y, W - 8, self.y + h), text=text, glyph=style, on=big))
+        words = " ".join(w for w in (style, "big" if big else "") if w)
+        self.add(Widget(f"text:{len(self.widgets)}", "text", (8, self.y, W - 8, self.y + h), text=text, style=words))
         self.y += h
 
     def field(self, wid: str, hint: str, h: int = 26, x0: int = 8, x1: int = W - 8) -> None:
@@ -257,7 +259,7 @@ class Builder:
     def button(self, wid: str, label: str, cmd: Cmd, flat: bool = False, w: int = 120) -> None:
         """A labelled button, centred."""
         x0 = (W - w) // 2
-        self.add(Widget(wid, "button", (x0, self.y + 4, x0 + w, self.y + 30), text=label, glyph="flat" if flat else "",
+        self.add(Widget(wid, "button", (x0, self.y + 4, x0 + w, self.y + 30), text=label, style="flat" if flat else "",
                         tap=cmd))
         self.y += 34
 
@@ -289,7 +291,7 @@ class Builder:
             y = top + (i - first) * row_h
             desc = e.desc or (("on" if e.on else "off") if e.kind == "toggle" else e.sub)
             self.add(Widget(e.id, e.kind, (0, y, W, y + row_h), text=e.text, sub=e.sub, glyph=e.glyph,
-                            on=e.on or (e.chevron and e.kind == "row"), tap=e.tap, long=e.long, desc=desc))
+                            on=e.on, style="chevron" if e.chevron else "", tap=e.tap, long=e.long, desc=desc))
             x1 = W
             for wid, glyph, on, cmd in reversed(e.trail):
                 if glyph == "switch":
@@ -330,12 +332,12 @@ class Builder:
         y0 = (H - h) // 2
         self.modal = True
         self.overlay.append(Widget("dialog", "panel", (14, y0, W - 14, y0 + h)))
-        self.overlay.append(Widget("dialog:title", "text", (24, y0 + 8, W - 40, y0 + 26), text=title, on=True))
+        self.overlay.append(Widget("dialog:title", "text", (24, y0 + 8, W - 40, y0 + 26), text=title, style="big"))
         if close is not None:
             self.overlay.append(Widget("icon:close", "icon", (W - 40, y0 + 4, W - 16, y0 + 28), glyph="close", tap=close))
         y = y0 + 30
         if body:
-            self.overlay.append(Widget("dialog:body", "text", (24, y, W - 22, y + 16), text=body, glyph="sub"))
+            self.overlay.append(Widget("dialog:body", "text", (24, y, W - 22, y + 16), text=body, style="sub"))
             y += 18
         for label, wid, on, cmd in options:
             self.overlay.append(Widget(wid, "radio", (16, y, W - 16, y + 26), text=label, on=on, tap=cmd))
@@ -343,14 +345,14 @@ class Builder:
         bw = (W - 44) // max(1, len(buttons))
         for i, (label, wid, cmd) in enumerate(buttons):
             x0 = 22 + i * bw
-            self.overlay.append(Widget(wid, "button", (x0, y + 2, x0 + bw - 4, y + 28), text=label, glyph="flat", tap=cmd))
+            self.overlay.append(Widget(wid, "button", (x0, y + 2, x0 + bw - 4, y + 28), text=label, style="flat", tap=cmd))
 
     def sheet(self, title: str, cells: Sequence[tuple[str, str, str, Cmd]]) -> None:
         """A non-modal bottom sheet with a grid of labelled cells (label, id, glyph, command)."""
         rows = (len(cells) + 3) // 4
         y0 = H - 34 - 62 * rows
         self.overlay.append(Widget("sheet", "panel", (0, y0, W, H)))
-        self.overlay.append(Widget("sheet:title", "text", (12, y0 + 6, W - 12, y0 + 26), text=title, on=True))
+        self.overlay.append(Widget("sheet:title", "text", (12, y0 + 6, W - 12, y0 + 26), text=title, style="big"))
         for i, (label, wid, glyph, cmd) in enumerate(cells):
             r, c = divmod(i, 4)
             x0, y = 6 + c * 42, y0 + 30 + r * 62
@@ -990,7 +992,7 @@ class ShopApp(App):
         y = b.y + 4
         qty = v.page.fields.get("qty", "1")
         b.add(Widget("icon:qty_minus", "icon", (40, y, 66, y + 26), glyph="minus", tap=("op", "qty", -1)))
-        b.add(Widget("text:qty", "text", (80, y, 100, y + 26), text=qty, glyph="center", on=True))
+        b.add(Widget("text:qty", "text", (80, y, 100, y + 26), text=qty, style="center big"))
         b.add(Widget("icon:qty_plus", "icon", (114, y, 140, y + 26), glyph="plus", tap=("op", "qty", 1)))
         b.y = y + 30
         b.button("btn:add_to_cart", "Add to cart", ("op", "add", item, 0))
@@ -1279,8 +1281,8 @@ class ClockApp(App):
     TABS = (("Alarm", "clock/alarms"), ("Timer", "clock/timer"), ("World", "clock/world"), ("Stopwatch", "clock/stopwatch"))
 
     def init_data(self, rng: random.Random) -> dict:
-        times = set()
-        while len(times) < rng.randint(4, 8):
+        n, times = rng.randint(4, 8), set()
+        while len(times) < n:
             times.add((rng.randint(5, 11), rng.choice((0, 15, 30, 45))))
         alarms = [{"h": h, "m": m, "on": rng.random() < 0.6, "label": ""} for h, m in sorted(times)]
         prefs = {k: rng.random() < 0.5 for k in ("h24", "show_seconds", "gradual_volume", "vibrate")}
@@ -1297,7 +1299,7 @@ class ClockApp(App):
         if page.screen == "clock/edit_alarm":
             a = self.alarm(state.data[self.key], page.arg)
             if a:
-                page.fields = {"field:hour": str(a["h"]), "field:minute": f"{a['m']:02d}", "field:label": a["label"]}
+                page.fields = {"field:time": alarm_id(a["h"], a["m"]), "field:label": a["label"]}
 
     def s_alarms(self, b: Builder, v: View) -> None:
         b.topbar("Clock", back=False, icons=[("more", "icon:more", ("overlay", "clock/more", ""))])
@@ -1312,8 +1314,8 @@ class ClockApp(App):
         b.fab("plus", "icon:add", ("push", "clock/new_alarm", ""), left=v.flip("fab"))
 
     def _alarm_form(self, b: Builder, v: View) -> None:
-        for wid, hint in v.perm("form", [("field:hour", "Hour"), ("field:minute", "Minute")]) + [("field:label", "Label")]:
-            b.text(hint, style="sub", h=14)
+        for wid, label, hint in v.perm("form", [("field:time", "Time", "h:mm, e.g. 7:30"), ("field:label", "Label", "Label")]):
+            b.text(label, style="sub", h=14)
             b.field(wid, hint)
         if v.page.note:
             b.text(v.page.note, style="sub")
@@ -1392,10 +1394,11 @@ class ClockApp(App):
 
     def op_save_alarm(self, state: PhoneState) -> None:
         data, page = state.data[self.key], state.page
-        h, m = page.fields.get("field:hour", "").strip(), page.fields.get("field:minute", "").strip()
-        if not (h.isdigit() and m.isdigit() and 0 <= int(h) < 24 and 0 <= int(m) < 60):
-            page.note = "Enter an hour and a minute"
+        match = re.fullmatch(r"(\d{1,2}):(\d{2})", page.fields.get("field:time", "").strip())
+        if not match or int(match[1]) > 23 or int(match[2]) > 59:
+            page.note = "Enter a time like 7:30"
             return
+        h, m = match[1], match[2]
         label = page.fields.get("field:label", "")
         old = self.alarm(data, page.arg) if page.arg else None
         if old is not None:
@@ -1441,8 +1444,8 @@ DECOY_APPS = ("camera", "maps", "music", "weather", "calendar", "files")
 def build_launcher(state: PhoneState) -> Builder:
     """The home screen: a dense grid of app icons (their order shuffled per episode)."""
     b = Builder("launcher/home", Page("launcher/home"))
-    b.add(Widget("text:clock", "text", (8, 30, W - 8, 70), text="9:41", glyph="center", on=True))
-    b.add(Widget("text:date", "text", (8, 70, W - 8, 86), text="Tuesday, 14 May", glyph="center"))
+    b.add(Widget("text:clock", "text", (8, 30, W - 8, 70), text="9:41", style="center big"))
+    b.add(Widget("text:date", "text", (8, 70, W - 8, 86), text="Tuesday, 14 May", style="center"))
     b.y = 100
     keys = [a.key for a in APP_LIST] + list(DECOY_APPS)
     view = View(state, "launcher", b.page)

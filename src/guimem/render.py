@@ -488,10 +488,11 @@ def _d_title(im, d, w, t, s, b):
 
 
 def _d_text(im, d, w, t, s, b):
-    size = _fs(10 if not w.on else 12, s)
-    anchor = "c" if w.glyph == "center" else "l"
+    style = w.style.split()
+    size = _fs(12 if "big" in style else 10, s)
+    anchor = "c" if "center" in style else "l"
     x = (b[0] + b[2]) / 2 if anchor == "c" else b[0]
-    draw_text(im, (x, (b[1] + b[3]) / 2), w.text, size, t.subtext if w.glyph == "sub" else t.text,
+    draw_text(im, (x, (b[1] + b[3]) / 2), w.text, size, t.subtext if "sub" in style else t.text,
               width=b[2] - b[0], anchor=anchor)
 
 
@@ -503,13 +504,14 @@ def _d_row(im, d, w, t, s, b):
         size = b[3] - b[1] - 6 * s
         draw_picture(d, w.glyph, (x, b[1] + 3 * s, x + size, b[3] - 3 * s), t.subtext, t.surface)
         x += size + 6 * s
-    right = b[2] - (18 * s if w.on else 6 * s)
+    chevron = "chevron" in w.style.split()
+    right = b[2] - (18 * s if chevron else 6 * s)
     if w.sub:
         draw_text(im, (x, b[1] + (b[3] - b[1]) * 0.34), w.text, _fs(11, s), t.text, width=right - x)
         draw_text(im, (x, b[1] + (b[3] - b[1]) * 0.72), w.sub, _fs(9, s), t.subtext, width=right - x)
     else:
         draw_text(im, (x, (b[1] + b[3]) / 2), w.text, _fs(11, s), t.text, width=right - x)
-    if w.on:  # a chevron: this row leads somewhere
+    if chevron:  # this row leads somewhere
         draw_icon(d, "chevron", (b[2] - 18 * s, b[1], b[2] - 4 * s, b[3]), t.subtext, t.surface)
 
 
@@ -536,7 +538,7 @@ def _d_radio(im, d, w, t, s, b):
 
 
 def _d_button(im, d, w, t, s, b):
-    filled = w.glyph != "flat"
+    filled = "flat" not in w.style.split()
     if filled:
         d.rounded_rectangle(b, radius=6 * s, fill=t.accent)
     draw_text(im, ((b[0] + b[2]) / 2, (b[1] + b[3]) / 2), w.text, _fs(11, s), t.on_accent if filled else t.accent,
@@ -544,7 +546,7 @@ def _d_button(im, d, w, t, s, b):
 
 
 def _d_icon(im, d, w, t, s, b):
-    if w.on:  # a floating action button: accent disc
+    if "fab" in w.style.split():  # a floating action button: accent disc
         d.ellipse(b, fill=t.accent)
         draw_icon(d, w.glyph, b, t.on_accent, t.accent)
     else:

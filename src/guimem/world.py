@@ -604,7 +604,7 @@ _CATEGORY_OF = {p: c for c, items in A.CATALOG.items() for p in items}
 
 
 def _search_product(item: str) -> list[SubgoalSpec]:
-    return [search_for(item.lower(), entry="field:search"),
+    return [search_for(item, entry="field:search"),
             select_list_item(item.lower(), f"item:{slug(item)}", ("page", "shop/product", item))]
 
 
@@ -781,8 +781,7 @@ def _alarm_set_corrupt(d: Data, p: Params, rng: random.Random) -> Params:
 
 _register(TaskTemplate(
     "clock.set_alarm", _CLK, "Set an alarm for {time}", (("time", NEW_ALARM_TIMES),),
-    lambda p: [create_new("alarm", "clock/new_alarm"), type_into_field("hour", "field:hour", str(_hm(p["time"])[0])),
-               type_into_field("minute", "field:minute", f"{_hm(p['time'])[1]:02d}"), save("alarm")],
+    lambda p: [create_new("alarm", "clock/new_alarm"), type_into_field("time", "field:time", p["time"]), save("alarm")],
     lambda d, p: bool(_alarm(d, p["time"]) and _alarm(d, p["time"])["on"]), _alarm_set_prepare, _alarm_set_corrupt))
 _register(TaskTemplate(
     "clock.switch_alarm", _CLK, "Turn {state} the {time} alarm", (("time", ALARM_TIMES), ("state", ON_OFF)),
@@ -804,7 +803,7 @@ def _timer_prepare(d: Data, p: Params, rng: random.Random) -> None:
 
 
 _register(TaskTemplate(
-    "clock.timer", _CLK, "Start a {n}-minute timer", (("n", TIMER_MINUTES),),
+    "clock.timer", _CLK, "Start a timer for {n} minutes", (("n", TIMER_MINUTES),),
     lambda p: [select_tab("Timer", "clock/timer"), type_into_field("minutes", "field:minutes", p["n"]),
                press_button("Start", "btn:start", ("task",))],
     lambda d, p: d[_CLK]["timer"] == int(p["n"]), _timer_prepare,
