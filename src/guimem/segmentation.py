@@ -572,8 +572,10 @@ def segmentation_prompt(episode: Episode) -> list[dict[str, str]]:
             {"role": "user", "content": trajectory_text(episode)}]
 
 
-_RANGE = re.compile(r"(?:\bsteps?\s*)?(?<![\d.])(\d{1,3})\s*(?:-|–|—|\bto\b|\.\.|\bthrough\b)\s*(\d{1,3})(?![\d.])", re.I)
-_SINGLE = re.compile(r"\bsteps?\s*#?\s*(\d{1,3})(?![\d.])", re.I)
+_NUM_START, _NUM_END = r"(?<!\d)(?<!\d[.:])", r"(?!\d|[.:]\d)"  # not inside 6:40 or 4.2.1
+_RANGE = re.compile(rf"(?:\bsteps?\s*)?{_NUM_START}(\d{{1,3}})\s*(?:-|–|—|\bto\b|\.\.|\bthrough\b)\s*(\d{{1,3}}){_NUM_END}",
+                    re.I)
+_SINGLE = re.compile(rf"\bsteps?\s*#?\s*(\d{{1,3}}){_NUM_END}", re.I)
 _LINE_PREFIX = re.compile(r"^\s*(?:[-*•>#]+\s*|(?:subgoal|segment|part)\s*#?\d+\s*[:.)-]?\s*)", re.I)
 _TRIM = " \t:;,.-–—()[]{}\"'`*"
 
