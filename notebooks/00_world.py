@@ -102,11 +102,13 @@ render.annotate(obs.image, obs.elements).resize((270, 540))
 # Actions are the AITW-like set `tap, long_press, swipe, type, back, home, enter, open_app,
 # done, impossible`, with points normalised to [0, 1]. A tap hits the topmost clickable
 # element under it (a dialog blocks what lies beneath), a vertical swipe scrolls the list,
-# `type` fills the focused field. Here: the ⋮ icon opens a menu of words.
+# `type` fills the focused field. The tree names the two icons only `icon0` and `icon1`, and
+# their order is shuffled between episodes; below we peek at the world's hidden layout to
+# find the ⋮ — an agent has to recognise its three dots. It opens a menu of words.
 
 # %%
-more = next(e for e in obs.elements if e.id == "icon:more")
-obs, done, info = world.step(Action("tap", point=more.center))
+x0, y0, x1, y1 = world.layout.find("icon:more").box  # hidden from agents: the world's own widget
+obs, done, info = world.step(Action("tap", point=((x0 + x1) / 2 / 180, (y0 + y1) / 2 / 360)))
 print(info["effect"], "->", obs.screen, [e.text for e in obs.elements if e.role == "menu_item"])
 
 # %% [markdown]

@@ -301,20 +301,24 @@ def _arg(app: str, screen: str, w: World) -> str:
             ("clock", "edit_alarm"): "7:30"}.get((app, screen), "Help")
 
 
-def test_icons_are_label_free_and_bounds_normalised():
+def test_icons_and_pictures_are_label_free_and_bounds_normalised():
+    import re
+
     w = quiet()
-    seen_icons = 0
+    seen = {"icon": 0, "grid_cell": 0}
     for tid in ("notes.pin", "gallery.share", "messages.sticker", "shop.add_searched"):
         w.reset(task(tid), 3)
         obs, _, _ = w.step(Action("open_app", text=TEMPLATES[tid].app))
+        if tid == "messages.sticker":  # the sticker grid
+            tap(w, next(x.id for x in w.layout.widgets if x.id.startswith("item:")))  # the first chat
+            obs, _, _ = tap(w, "icon:sticker")
         for e in obs.elements:
             assert all(0.0 <= v <= 1.0 for v in e.bounds)
-            if e.role == "icon":
-                seen_icons += 1
-                assert e.text == "" and e.description == ""
-            if e.role == "grid_cell" and e.id.startswith(("cell:", )):
-                assert e.text == "" and e.description == ""  # photos and stickers: appearance only
-    assert seen_icons >= 4
+            if e.role == "icon" or (e.role == "grid_cell" and not e.text):
+                seen[e.role] += 1
+                assert e.text == "" and e.description == ""  # nothing but the picture says what it is
+                assert re.fullmatch(r"(icon|cell)\d+", e.id), e.id  # and the id is only a position
+    assert seen["icon"] >= 4 and seen["grid_cell"] >= 16
 
 
 def test_paths_differ_between_apps_and_goals_do_not_name_them():

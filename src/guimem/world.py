@@ -1115,19 +1115,32 @@ class World:
 
 
 def ui_elements(layout: Layout) -> tuple[UIElement, ...]:
-    """The accessibility tree of a layout: what a touch can reach, bounds normalised to [0, 1]."""
-    return tuple(e for e in map(_element, layout.active()) if e is not None)
+    """The accessibility tree of a layout: what a touch can reach, bounds normalised to [0, 1].
+
+    Label-free icons and picture cells get positional ids (``icon0``, ``cell3``: their order
+    on this screen), so that nothing but their pixels and place tells what they are.
+    """
+    out, counts = [], {"icon": 0, "cell": 0}
+    for w in layout.active():
+        eid = w.id
+        if w.kind in counts and not w.text and not w.desc:
+            eid = f"{w.kind}{counts[w.kind]}"
+            counts[w.kind] += 1
+        e = _element(w, eid)
+        if e is not None:
+            out.append(e)
+    return tuple(out)
 
 
 @functools.lru_cache(maxsize=65536)
-def _element(w: A.Widget) -> UIElement | None:
-    """One widget's UI-tree node (None for decoration); widgets recur, so nodes are cached."""
+def _element(w: A.Widget, eid: str) -> UIElement | None:
+    """One widget's UI-tree node with id ``eid`` (None for decoration); widgets recur, so nodes are cached."""
     role = A.ROLES.get(w.kind)
     if role is None:
         return None
     x0, y0, x1, y1 = w.box
     bounds = (round(max(0, x0) / W, 4), round(max(0, y0) / H, 4), round(min(W, x1) / W, 4), round(min(H, y1) / H, 4))
-    return UIElement(id=w.id, role=role, text=w.text, description=w.desc, bounds=bounds, clickable=w.clickable)
+    return UIElement(id=eid, role=role, text=w.text, description=w.desc, bounds=bounds, clickable=w.clickable)
 
 
 def screen_types() -> dict[str, list[str]]:
