@@ -158,3 +158,31 @@ def test_minilm_text_embedder():
     assert_unit_rows(x, 384, 5)
     assert x[0] @ x[1] > x[0] @ x[2] + 0.2
     np.testing.assert_array_equal(e.embed([texts[4]])[0], x[4])  # no padding: batch-independent
+
+
+# ----------------------------------------------------------------------------- projection
+def test_projection_fit_apply_save_load(tmp_path):
+    from guimem.embedding import ProjectedImageEmbedder, fit_projection
+
+    inner = CachedImageEmbedder(PixelEmbedder(8, 16), EmbeddingCache(tmp_path / "cache"))
+    images = [screen(i) for i in range(12)]
+    x = inner.embed(images)
+    proj = fit_projection(inner, x, rank=6)
+    assert proj.dim == 6 and proj.name.startswith("pixels-8x16+pca6-")
+    np.testing.assert_allclose(proj.basis @ proj.basis.T, np.eye(6), atol=1e-10)
+    y = proj.embed(images)
+    assert_unit_rows(y, 6, 12)
+    # the projection keeps the similarity structure: nearest neighbours mostly agree
+    agree = np.mean((x @ x.T - 2 * np.eye(12)).argmax(1) == (y @ y.T - 2 * np.eye(12)).argmax(1))
+    assert agree >= 0.5
+    assert fit_projection(inner, x, rank=6).name == proj.name  # deterministic
+    for i, im in enumerate(images[:2]):
+        im.save(tmp_path / f"{i}.png")
+    np.testing.assert_allclose(embed_screenshots(proj, tmp_path, ["0.png"])["0.png"], y[0], atol=1e-6)
+    proj.save(tmp_path / "proj")
+    again = ProjectedImageEmbedder.load(tmp_path / "proj", inner)
+    assert again.name == proj.name
+    with pytest.raises(DataError, match="fitted on"):
+        ProjectedImageEmbedder.load(tmp_path / "proj", PixelEmbedder())
+    with pytest.raises(DataError, match="rank"):
+        fit_projection(inner, x[:3], rank=6)

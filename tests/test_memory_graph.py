@@ -293,27 +293,25 @@ def brute_force(x: np.ndarray, q: np.ndarray, k: int) -> list[int]:
     return list(np.lexsort((np.arange(len(x)), -s))[:k])
 
 
-@pytest.mark.parametrize("low_rank", [True, False])
-def test_index_topk_is_exact(low_rank):
+def test_index_topk_is_exact():
     rng = np.random.default_rng(0)
     basis = rng.standard_normal((8, 64))
     x = rng.standard_normal((3000, 8)) @ basis + 0.05 * rng.standard_normal((3000, 64))
     x = mg.normalize_rows(x)
-    index = NodeIndex(64, rank=8, lowrank_min_rows=1000 if low_rank else 10**9)
+    index = NodeIndex(64)
     index.extend(x[:2000])
     for v in x[2000:]:
         index.append(v)
     index.update(5, x[6])  # exact duplicate rows: ties go to the lower id
     x[5] = x[6]
-    used_low_rank = 0
     for q in mg.normalize_rows(rng.standard_normal((30, 8)) @ basis):
-        used_low_rank += index._basis is not None and index._lowrank_candidates(q, 3) is not None
-        for k in (1, 3):
+        for k in (1, 3, 50):
             ids, scores = index.topk(q, k)
             assert list(ids) == brute_force(x, q, k)
-    assert (used_low_rank > 0) == low_rank
+            np.testing.assert_allclose(scores, np.sort(x.astype(np.float64) @ q)[::-1][:k], rtol=0, atol=1e-12)
     ids, _ = index.topk(x[6], 2)
     assert list(ids) == [5, 6]
+    assert len(NodeIndex(4).topk(np.ones(4), 3)[0]) == 0
 
 
 # ----------------------------------------------------------------------------- from image files

@@ -22,9 +22,9 @@ subgoal edges in subgoal-index order. Adding episodes to a saved graph gives exa
 graph built from all of them in one go; an episode already ingested (same id, same content
 hash) adds nothing; the same id with different content is refused.
 
-Similarity search is exact and vectorised (:class:`NodeIndex`): a float32 scan (or, for
-large graphs, a low-rank scan with provable bounds) picks candidates, which are then scored
-in float64 on the stored vectors, so the answer never depends on the scan that found it.
+Similarity search is exact and vectorised (:class:`NodeIndex`): a float32 scan picks
+candidates, which are then scored in float64 on the stored vectors, so the answer never
+depends on how the scan was blocked.
 
 On disk (a folder, plain files, no pickle): ``manifest.json`` (format version, embedders and
 their dimensions, ``tau``, ``theta``, counts), ``nodes.json``, ``edges.jsonl``,
@@ -73,22 +73,16 @@ class NodeIndex:
     """Exact top-k cosine search over unit vectors that are appended and updated in place.
 
     The answer is defined as the ``k`` rows with the highest float64 dot product with the
-    query (ties: lower row id). Scans only prune: a float32 scan keeps every row within
-    ``2 * dim * 2**-24`` (twice the worst-case float32 rounding error of a dot product of unit
-    vectors) of the k-th best, and from ``lowrank_min_rows`` rows on, a scan of a rank-``rank``
-    projection keeps every row whose upper bound ``(Px).(Pq) + |x_perp||q_perp| + eps``
-    reaches the k-th best lower bound. Both keep every true answer, so the result is exact
-    and independent of when the projection was fitted.
+    query (ties: lower row id). One float32 matrix-vector product over all rows (the
+    vectorised scan) keeps every row within ``2 * dim * 2**-24`` of the k-th best (twice the
+    worst-case float32 rounding error of a dot product of unit vectors); only those few are
+    rescored in float64, row by row, so the answer never depends on BLAS blocking.
     """
 
-    def __init__(self, dim: int, rank: int = 32, lowrank_min_rows: int = 20_000):
-        self.dim, self.rank, self.lowrank_min_rows = dim, rank, lowrank_min_rows
+    def __init__(self, dim: int):
+        self.dim = dim
         self._x = np.zeros((64, dim), dtype=np.float32)  # [capacity, dim] unit rows
         self.n = 0
-        self._basis: np.ndarray | None = None  # [rank, dim] float64, orthonormal rows
-        self._y = np.zeros((0, rank), dtype=np.float32)  # [capacity, rank] projections
-        self._rho = np.zeros(0, dtype=np.float32)  # [capacity] residual norms (+ eps)
-        self._fitted_at = 0
         self.margin = 2.0 * dim * 2.0 ** -24
 
     @property
@@ -96,61 +90,28 @@ class NodeIndex:
         """``[n, dim]`` float32 view of the stored unit vectors."""
         return self._x[: self.n]
 
-    def _grow(self) -> None:
-        cap = 2 * len(self._x)
-        self._x = np.concatenate([self._x, np.zeros_like(self._x)])[:cap]
-        if self._basis is not None:
-            self._y = np.concatenate([self._y, np.zeros_like(self._y)])[:cap]
-            self._rho = np.concatenate([self._rho, np.zeros_like(self._rho)])[:cap]
+    def _reserve(self, n: int) -> None:
+        if n > len(self._x):
+            grown = np.zeros((max(n, 2 * len(self._x)), self.dim), dtype=np.float32)
+            grown[: self.n] = self._x[: self.n]
+            self._x = grown
 
     def append(self, v: np.ndarray) -> int:
         """Store a unit vector; returns its row id."""
-        if self.n == len(self._x):
-            self._grow()
+        self._reserve(self.n + 1)
         self._x[self.n] = v
         self.n += 1
-        if self._basis is not None:
-            self._project(self.n - 1)
-        elif self.n >= self.lowrank_min_rows:
-            self.fit_projection()
         return self.n - 1
 
     def update(self, i: int, v: np.ndarray) -> None:
         """Replace row ``i`` (a node's mean moved)."""
         self._x[i] = v
-        if self._basis is not None:
-            self._project(i)
 
     def extend(self, vectors: np.ndarray) -> None:
-        """Append many rows at once (loading a saved graph); refits the projection if large."""
-        while self.n + len(vectors) > len(self._x):
-            self._grow()
+        """Append many rows at once (loading a saved graph)."""
+        self._reserve(self.n + len(vectors))
         self._x[self.n: self.n + len(vectors)] = vectors
         self.n += len(vectors)
-        if self.n >= self.lowrank_min_rows:
-            self.fit_projection()
-
-    def _project(self, i: int) -> None:
-        x = self._x[i].astype(np.float64)
-        y = self._basis @ x  # [rank]
-        self._y[i] = y
-        self._rho[i] = np.sqrt(max(0.0, x @ x - y @ y)) + 1e-6
-
-    def fit_projection(self) -> None:
-        """Fit the rank-``rank`` basis on up to 4096 evenly spaced rows; project every row."""
-        step = max(1, self.n // 4096)
-        sample = self._x[: self.n : step].astype(np.float64)  # [<=4096, dim]
-        _, _, vt = np.linalg.svd(sample, full_matrices=False)
-        basis, _ = np.linalg.qr(vt[: self.rank].T)  # re-orthonormalise in float64
-        self._basis = basis.T  # [rank, dim]
-        cap = len(self._x)
-        x = self._x[: self.n].astype(np.float64)
-        y = x @ self._basis.T  # [n, rank]
-        self._y = np.zeros((cap, self.rank), dtype=np.float32)
-        self._y[: self.n] = y
-        self._rho = np.zeros(cap, dtype=np.float32)
-        self._rho[: self.n] = np.sqrt(np.maximum(0.0, (x * x).sum(1) - (y * y).sum(1))) + 1e-6
-        self._fitted_at = self.n
 
     def topk(self, q: np.ndarray, k: int = 1) -> tuple[np.ndarray, np.ndarray]:
         """Row ids ``[k']`` and float64 cosines ``[k']`` of the ``k' = min(k, n)`` best rows."""
@@ -159,25 +120,10 @@ class NodeIndex:
             return np.zeros(0, dtype=np.int64), np.zeros(0)
         k = min(k, n)
         q = np.asarray(q, dtype=np.float32)
-        candidates = self._lowrank_candidates(q, k) if self._basis is not None else None
-        if candidates is None:
-            s = self._x[:n] @ q  # [n] float32
-            kth = s.max() if k == 1 else np.partition(s, n - k)[n - k]
-            candidates = np.flatnonzero(s >= kth - self.margin)
+        s = self._x[:n] @ q  # [n] float32
+        kth = s.max() if k == 1 else np.partition(s, n - k)[n - k]
+        candidates = np.flatnonzero(s >= kth - self.margin)
         return _top(candidates, _exact_scores(self._x[candidates], q), k)
-
-    def _lowrank_candidates(self, q: np.ndarray, k: int) -> np.ndarray | None:
-        """Rows whose upper bound reaches the k-th lower bound; None if that prunes too little."""
-        n = self.n
-        q64 = q.astype(np.float64)
-        yq = self._basis @ q64  # [rank]
-        rho_q = np.float32(np.sqrt(max(0.0, q64 @ q64 - yq @ yq)) + 1e-6)
-        approx = self._y[:n] @ yq.astype(np.float32)  # [n]
-        slack = self._rho[:n] * rho_q + np.float32(self.margin + 1e-5)  # [n]
-        lower = approx - slack
-        kth = lower.max() if k == 1 else np.partition(lower, n - k)[n - k]
-        candidates = np.flatnonzero(approx + slack >= kth)
-        return candidates if len(candidates) <= n // 4 else None
 
 
 def normalize_rows(x: np.ndarray) -> np.ndarray:
@@ -272,10 +218,10 @@ def group_by_episode(subgoals: Iterable[Subgoal]) -> dict[str, list[Subgoal]]:
 class MemoryGraph:
     """The SMG on a networkx ``MultiDiGraph``; build with :meth:`add_episode`, query with :meth:`retrieve`."""
 
-    def __init__(self, config: GraphConfig, rank: int = 32, lowrank_min_rows: int = 20_000):
+    def __init__(self, config: GraphConfig):
         self.config = config
         self.graph = nx.MultiDiGraph()
-        self.index = NodeIndex(config.image_dim, rank, lowrank_min_rows)
+        self.index = NodeIndex(config.image_dim)
         self._sums = np.zeros((64, config.image_dim), dtype=np.float64)  # [capacity, image_dim]
         self._intents = np.zeros((64, config.text_dim), dtype=np.float32)  # [capacity, text_dim]
         self.edges: list[Edge] = []
@@ -446,8 +392,7 @@ class MemoryGraph:
         np.save(folder / EDGE_INTENTS, self.edge_intents, allow_pickle=False)
 
     @classmethod
-    def load(cls, path: str | Path, expect: GraphConfig | None = None, rank: int = 32,
-             lowrank_min_rows: int = 20_000) -> "MemoryGraph":
+    def load(cls, path: str | Path, expect: GraphConfig | None = None) -> "MemoryGraph":
         """Read a saved graph; with ``expect``, refuse one made with other embedders or dimensions.
 
         ``tau``/``theta`` come from the manifest (a graph's structure depends on them); a
@@ -472,7 +417,7 @@ class MemoryGraph:
                 if got != want:
                     raise DataError(name, f"graph was built with {name}={got!r} but the caller uses {want!r}; "
                                     "rebuild the graph with this embedder", mpath)
-        g = cls(config, rank, lowrank_min_rows)
+        g = cls(config)
         sums = _read_npy(folder / NODE_SUMS, np.float64, config.image_dim)
         intents = _read_npy(folder / EDGE_INTENTS, np.float32, config.text_dim)
         nodes = _read_json(folder / NODES)
