@@ -427,3 +427,29 @@ def test_typed_texts_are_spans_of_the_goal():
             goal = t.goal.format(**p)
             typed = [m[2] for sg in t.full_plan(p) for m in sg.moves if m[0] == "type"]
             assert all(text in goal for text in typed), (tid, typed, goal)
+
+
+def test_random_actions_never_crash_the_world():
+    """A closed-loop actor may do anything; the world must take it (and keep its invariants)."""
+    import random
+
+    from guimem.data import ACTION_TYPES
+
+    rng = random.Random(0)
+    w = World(WorldConfig(max_steps=40, dialog_prob=0.5))
+    tids = sorted(TEMPLATES)
+    for ep in range(len(tids)):
+        w.reset(task(tids[ep]), ep)
+        done = False
+        while not done:
+            kind = rng.choice(ACTION_TYPES[:8] + ("tap", "tap", "swipe"))
+            if kind in ("tap", "long_press", "swipe"):
+                a = Action(kind, point=(rng.random(), rng.random()),
+                           end=(rng.random(), rng.random()) if kind == "swipe" else None)
+            elif kind in ("type", "open_app"):
+                a = Action(kind, text=rng.choice(["", "7:30", "Zen", "12:75", "Notes", "Gallery", "Nope"]))
+            else:
+                a = Action(kind)
+            obs, done, info = w.step(a)
+            assert w.state.stack and obs.elements is not None and info["steps"] == w.t
+        assert info["ended"] in ("budget", "done", "impossible")

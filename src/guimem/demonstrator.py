@@ -203,15 +203,15 @@ def run_episode(world: World, task: Task, seed: int, episode_id: str, images: di
                 popup = (n_popups, dismiss_popup(world.state.popup, by_back=rng.random() < 0.3))
             action, _ = expert_action(world, popup[1].moves[0], rng, cfg.p_launcher_tap)
             label = track.label(("popup", popup[0]), popup[1])
-        elif recover:
+        elif recover:  # undo a wrong tap; it belongs to the subgoal it interrupted (resumed after a popup)
             action, recover = Action("back"), False
-            label = track.current
+            label = track.label(("plan", sg_i), run[sg_i])
         elif give_up_at is not None and sg_i >= give_up_at:
             idx = min(sg_i, len(run) - 1)
             label = track.label(("plan", idx), run[idx])
             action = Action("impossible") if mode == "give_up_impossible" else _wander(layout, rng)
-        elif sg_i >= len(run):
-            action, label = Action("done"), track.current
+        elif sg_i >= len(run):  # `done` closes the last subgoal
+            action, label = Action("done"), track.label(("plan", len(run) - 1), run[-1])
         else:
             sg = run[sg_i]
             if move_i >= len(sg.moves):
