@@ -194,7 +194,8 @@ def test_bad_settings_are_refused(tiny):
     with pytest.raises(DataError, match="batch_size"):
         HFVLMActor.from_model(*tiny, batch_size=0)
     processor = copy.copy(tiny[1])
-    processor.chat_template = None
+    processor.chat_template = None  # the tokenizer's template is used instead
+    assert HFVLMActor.from_model(tiny[0], processor).prompt(_input())[0].endswith("<|im_start|>assistant\n")
     processor.tokenizer = copy.copy(tiny[1].tokenizer)
     processor.tokenizer.chat_template = None
     with pytest.raises(DataError, match="chat_template"):

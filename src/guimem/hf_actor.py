@@ -555,6 +555,7 @@ class HFVLMActor:
 
     @property
     def device(self) -> torch.device:
+        """Where the model's weights are (inputs are sent there)."""
         return next(self.model.parameters()).device
 
     # ------------------------------------------------------------------ prompt
@@ -588,7 +589,9 @@ class HFVLMActor:
         frame = self.frame(inp.screenshot)
         messages, images = build_messages(inp, self.system, self.answer_format, frame,
                                           show_frame=self.coords.startswith("absolute"))
-        text = self.processor.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        template = self.processor.chat_template or self.processor.tokenizer.chat_template
+        text = self.processor.apply_chat_template(messages, chat_template=template, tokenize=False,
+                                                  add_generation_prompt=True)
         return text, images, frame
 
     def encode(self, inputs: Sequence[PolicyInput]) -> tuple[Any, list[Frame]]:
