@@ -4,8 +4,8 @@
 
     @pytest.mark.notebook
     def test_world_notebook_runs(tmp_path):
-        metrics = run_notebook("00_world", tmp_path, train_episodes=6, test_episodes=3)
-        assert metrics["episodes"] == 9
+        metrics = run_notebook("00_world", tmp_path, n_train=12, n_test=6)
+        assert metrics["episodes"] == 18
 
 The notebook runs through :func:`guimem.notebook_runner.run_notebook` (the same path as a
 DVC stage) with ``tmp_path`` as its working directory, so every relative default path it
