@@ -184,8 +184,8 @@ def test_render_image_fixed_size_marks_and_determinism(store):
     build("smg", store, style=style).render_image(r, root).save(again, format="PNG")
     assert png.getvalue() == again.getvalue()
     px = np.asarray(image)
-    assert tuple(px[1, 1]) == (34, 170, 76)  # first panel: success border
-    assert tuple(px[1, 91]) == (222, 45, 38)  # second panel: failure border
+    assert tuple(px[1, 1]) == (0, 158, 115)  # first panel: success border
+    assert tuple(px[1, 91]) == (213, 94, 0)  # second panel: failure border
     assert tuple(px[200, 10]) == (128, 128, 128)  # third panel empty
     ring = px[:180, :90][np.all(px[:180, :90] == (255, 0, 200), axis=-1)]
     assert len(ring) > 20  # the tap is marked
@@ -205,7 +205,7 @@ def test_render_image_marks_swipes_and_typing(store):
     r = m.retrieve(draw_screen("home"), "x")
     assert r.items[0].phrases == ('tap "Search" (field)', 'type "milk" into "Search"', "swipe up at bottom center", "back")
     image = np.asarray(m.render_image(r))
-    assert image.shape == (180, 90, 3) and tuple(image[0, 0]) == (240, 160, 0)
+    assert image.shape == (180, 90, 3) and tuple(image[0, 0]) == (240, 228, 66)
     marked = np.all(image == (255, 0, 200), axis=-1)
     assert marked[100:150, 40:50].any()  # the swipe arrow's shaft
     assert marked[170:176, :].any() or marked[150:176, :].any()  # the back badge near the bottom

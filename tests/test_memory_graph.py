@@ -334,3 +334,23 @@ def test_build_graph_from_files_merges_identical_screens(tmp_path):
     assert report.episodes_skipped == 3 and g.n_edges == 2
     with pytest.raises(DataError, match="'pixels-8x8'"):
         mg.add_subgoals(g, subs, PixelEmbedder(8, 8), HashingTextEmbedder(), tmp_path)
+
+
+def test_node_purity_and_drawing(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from PIL import Image
+
+    g = MemoryGraph(cfg(tau=0.75))
+    for name, v in (("a1", signs()), ("a2", signs(0, 1)), ("b1", signs(0, 1, 2, 3, 4, 5, 6, 7))):
+        Image.new("RGB", (36, 72), (len(name) * 40, 80, 120)).save(tmp_path / f"{name}.png")
+        g.add_screen(v, f"{name}.png")
+    g.add_edge(0, 1, subgoal("e", 0, 0, 0), signs())
+    g.add_edge(0, 0, subgoal("e", 1, 1, 1, success="no"), signs())
+    assert mg.node_purity(g, {"a1.png": "home", "a2.png": "home", "b1.png": "list"}) == 1.0
+    assert mg.node_purity(g, {"a1.png": "home", "a2.png": "menu", "b1.png": "list"}) == pytest.approx(2 / 3)
+    fig, ax = plt.subplots()
+    assert mg.draw_graph(g, tmp_path, ax, max_nodes=5) == [0, 1]
+    plt.close(fig)

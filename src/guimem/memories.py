@@ -502,7 +502,7 @@ def count_tokens(text: str) -> int:
 
 
 # ============================================================================ image
-OUTCOME_COLOURS = {"yes": (34, 170, 76), "no": (222, 45, 38), "uncertain": (240, 160, 0)}
+OUTCOME_COLOURS = {"yes": (0, 158, 115), "no": (213, 94, 0), "uncertain": (240, 228, 66)}  # Okabe-Ito
 MARK = (255, 0, 200)  # action marks: a magenta no theme uses
 MARK_EDGE = (255, 255, 255)
 EMPTY = (128, 128, 128)

@@ -450,6 +450,55 @@ class MemoryGraph:
         return g
 
 
+# ============================================================================ analysis
+def node_purity(graph: MemoryGraph, screen_of: Mapping[str, str | None]) -> float:
+    """Share of nodes' distinct screenshots whose true screen type is their node's majority type.
+
+    ``screen_of`` maps a screenshot to the world's true screen type (analysis only; None or
+    missing screenshots are left out).
+    """
+    agree = total = 0
+    for node in graph.graph.nodes:
+        types = [screen_of.get(s) for s in graph.node_screenshots(node)]
+        types = [t for t in types if t is not None]
+        if types:
+            agree += max(types.count(t) for t in set(types))
+            total += len(types)
+    return agree / total if total else float("nan")
+
+
+def draw_graph(graph: MemoryGraph, store_root: str | Path, ax: Any, max_nodes: int = 12,
+               thumb: tuple[int, int] = (30, 60), seed: int = 0) -> list[int]:
+    """Draw the ``max_nodes`` most visited nodes (screen thumbnails) and their edges, coloured by success.
+
+    Returns the drawn node ids. Layout: networkx spring layout with ``seed``.
+    """
+    from matplotlib.offsetbox import AnnotationBbox, OffsetImage
+
+    from guimem.embedding import open_image
+    from guimem.plotting import SUCCESS_COLORS
+
+    nodes = sorted(graph.graph.nodes, key=lambda n: (-graph.graph.nodes[n]["count"], n))[:max_nodes]
+    sub = graph.graph.subgraph(nodes)
+    pos = nx.spring_layout(nx.Graph(sub), seed=seed, k=1.5 / max(1, len(nodes)) ** 0.5)
+    for u, v, key in sorted(sub.edges(keys=True)):
+        success = graph.edges[key].subgoal.success
+        rad = 0.0 if u == v else 0.1 + 0.05 * (key % 3)
+        ax.annotate("", xy=pos[v], xytext=pos[u], arrowprops=dict(
+            arrowstyle="-|>", color=SUCCESS_COLORS[success], lw=0.8, alpha=0.8,
+            connectionstyle=f"arc3,rad={rad}", shrinkA=12, shrinkB=12))
+    for n in nodes:
+        image = open_image(Path(store_root) / graph.node_screenshots(n)[0]).resize(thumb)
+        ax.add_artist(AnnotationBbox(OffsetImage(np.asarray(image), zoom=1.0), pos[n], frameon=True, pad=0.1))
+        ax.annotate(f"{n} (x{graph.graph.nodes[n]['count']})", pos[n], xytext=(0, -thumb[1] / 2 - 6),
+                    textcoords="offset points", ha="center", fontsize=6)
+    xs, ys = zip(*pos.values()) if pos else ((0,), (0,))
+    ax.set_xlim(min(xs) - 0.25, max(xs) + 0.25)
+    ax.set_ylim(min(ys) - 0.3, max(ys) + 0.3)
+    ax.set_axis_off()
+    return nodes
+
+
 # ============================================================================ building from data
 def add_subgoals(graph: MemoryGraph, subgoals: Sequence[Subgoal], image_embedder: ImageEmbedder,
                  text_embedder: TextEmbedder, store_root: str | Path, progress: bool = False) -> IngestReport:
