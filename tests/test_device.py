@@ -73,6 +73,7 @@ def test_reset_goes_home_and_observes():
     obs = e.reset(TASK, 0)
     assert dev.calls == [("keyevent", 3)]
     assert obs.image.mode == "RGB" and obs.image.size == (180, 400)
+    assert obs.screen is None and "screen" not in obs.to_observation("s.png").to_dict()  # a phone's screen type is unknown
     assert [x.id for x in obs.elements] == ["android:id/title", "com.x:id/more", "node3", "node6"]
     more = obs.elements[1]
     assert more.role == "icon" and more.description == "More options" and more.clickable

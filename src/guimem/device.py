@@ -158,7 +158,7 @@ class DeviceEnv:
             image = image.resize((self.image_width, round(image.height * self.image_width / image.width)), Image.BILINEAR)
         elements = parse_hierarchy(self.device.dump_hierarchy(), size)
         key = hashlib.sha256(image.tobytes()).hexdigest()[:16]
-        return WorldObservation(image=image, elements=elements, screen="", key=key)
+        return WorldObservation(image=image, elements=elements, screen=None, key=key)
 
     def _send(self, action: Action) -> str:
         kind, d = action.type, self.device

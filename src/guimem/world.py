@@ -856,7 +856,7 @@ class WorldObservation:
 
     image: Image.Image
     elements: tuple[UIElement, ...]
-    screen: str  # true screen type (analysis only: no method may read it)
+    screen: str | None  # true screen type (analysis only: no method may read it); None when unknown (a real phone)
     key: str  # 16 hex digits identifying the rendered pixels (equal keys -> equal images)
 
     def to_observation(self, screenshot: str) -> Observation:
