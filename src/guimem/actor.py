@@ -1,0 +1,924 @@
+"""The miniature multimodal actor: a small transformer that reads memory as text and as an image.
+
+One prompt is one token sequence, in this order::
+
+    [screen patches] [goal tokens] [history tokens] [memory text | -] [memory image patches | -] [ACT]
+
+* **Screen.** The screenshot is resized to ``screen_height x screen_width`` pixels and cut into
+  ``patch_size``-pixel square patches (row-major), each linearly projected and given a learned
+  2-D (row, column) position embedding. A model this small cannot read rendered text from
+  pixels, so every screen patch also adds the mean word embedding of the visible labels
+  (``UIElement.text``; never ``description``) of the UI elements whose centre falls in it: a
+  documented stand-in for the OCR a real VLM's vision tower does. Label-free icons carry no
+  words, only pixels.
+* **Goal, memory text.** Word tokens (:mod:`guimem.tokenizer`) with 1-D positions.
+* **History.** The last ``max_history`` actions, two tokens each: the type and a coarse
+  argument (the 3x3 screen cell of a point, the direction of a swipe, or none).
+* **Memory image.** Resized to ``memory_image_height x memory_image_width`` and patched like
+  the screen, sharing its projection and its row/column embeddings (so a mark at a place in a
+  remembered screen and that place on the current screen start from the same position code).
+  Memory patches are **pixels only**: a rendered memory carries no UI tree, and a thumbnail is
+  less legible than the live screen, so giving it the word channel would hand the image the
+  text's advantage for free.
+* Every position adds its segment's embedding (screen, goal, history, memory text, memory
+  image, act). The final ``[ACT]`` token is where every head reads the model's decision.
+
+The encoder is a pre-LN transformer (bidirectional attention, padding masked). Heads on the
+final-norm state at ``[ACT]``:
+
+* action type: 10 classes, :data:`guimem.data.ACTION_TYPES` order;
+* a point: a pointer over the screen patches (scaled dot product of the ``[ACT]`` query with
+  each screen-patch key) plus an in-patch offset in [0, 1]^2 regressed from the ``[ACT]`` and
+  chosen-patch states;
+* swipe direction: 4 classes (:data:`DIRECTIONS`, the way the finger moves); a swipe starts at
+  the pointed point and ends ``swipe_length`` away in that direction (clipped to the screen);
+* text to type: a start/end span pointer over the goal tokens, decoded to the exact original
+  substring of the goal;
+* app to open: a class over ``config.app_names`` (the apps seen opened in training). The goal
+  often does not name the app ("turn on dark mode"), so a pointer over goal tokens would fail
+  exactly where experience matters; an unseen app cannot be produced (documented limitation).
+
+**Hidden states.** ``forward(..., output_hidden_states=True)`` returns ``hidden_states``, a
+tuple of ``n_layers + 1`` tensors ``[batch, seq, d_model]``, and ``act_hidden_states``
+``[batch, n_layers + 1, d_model]``: the same states at the final prompt token ``[ACT]``. Index 0
+is the embedding layer's output (the input of block 1); index ``i`` is the residual stream after
+block ``i``; none of them has the final LayerNorm applied (the heads apply it to index -1).
+:class:`MiniActor` returns one example's ``[n_layers + 1, d_model]`` array per step.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from PIL import Image
+from torch import nn
+from tqdm.auto import tqdm
+from transformers import AutoConfig, AutoModel, PretrainedConfig, PreTrainedModel
+from transformers.utils import ModelOutput
+
+from guimem.data import ACTION_TYPES, Action, DataError, UIElement
+from guimem.policy import MODALITIES, Modality, PolicyInput, PolicyOutput
+from guimem.tokenizer import ACT, PAD, Token, Vocabulary, find_span, span_text, tokenize
+
+DIRECTIONS: tuple[str, ...] = ("up", "down", "left", "right")
+"""Swipe directions: the way the finger moves (``up`` = lift point above touch point)."""
+_DIRECTION_VECTORS = {"up": (0.0, -1.0), "down": (0.0, 1.0), "left": (-1.0, 0.0), "right": (1.0, 0.0)}
+
+# Segment ids; 0 is padding (its embedding row is fixed at zero and never attended to).
+SEG_PAD, SEG_SCREEN, SEG_GOAL, SEG_HISTORY, SEG_MEMORY_TEXT, SEG_MEMORY_IMAGE, SEG_ACT = range(7)
+SEGMENTS: tuple[str, ...] = ("pad", "screen", "goal", "history", "memory_text", "memory_image", "act")
+
+IGNORE = -100  # label value for "this head has no target on this example"
+VOCAB_FILE = "vocab.json"
+
+
+def history_tokens() -> list[str]:
+    """The special tokens that spell an action history: types, 3x3 cells, directions, none."""
+    kinds = [f"[H:{t}]" for t in ACTION_TYPES]
+    cells = [f"[H:at_{r}_{c}]" for r in range(3) for c in range(3)]
+    return kinds + cells + [f"[H:{d}]" for d in DIRECTIONS] + ["[H:-]"]
+
+
+# ============================================================================ config
+class ActorConfig(PretrainedConfig):
+    """Hyper-parameters of :class:`GuiActor` (saved as ``config.json`` beside the weights)."""
+
+    model_type = "guimem_actor"
+
+    vocab_size: int = 256  # word ids: named tokens + hash buckets (set from the Vocabulary)
+    hidden_size: int = 128  # d_model
+    num_hidden_layers: int = 6  # transformer blocks (hidden states: num_hidden_layers + 1)
+    num_attention_heads: int = 4
+    intermediate_size: int = 256  # MLP width
+    dropout: float = 0.1  # on embeddings and residual branches
+    attention_dropout: float = 0.0  # on attention weights (non-zero forces the slow unfused CPU kernel)
+    layer_norm_eps: float = 1e-5
+    initializer_range: float = 0.02
+    screen_height: int = 96  # screenshot resized to this many pixels high ...
+    screen_width: int = 48  # ... and this wide (phone aspect ratio 2:1)
+    memory_image_height: int = 96  # memory image resized to this size (same as the screen
+    memory_image_width: int = 48  #   by default so position codes line up)
+    patch_size: int = 8  # square patch side in pixels (screen 96x48 -> 12 x 6 = 72 patches)
+    max_words_per_patch: int = 6  # label words kept per screen patch (word channel)
+    max_goal_tokens: int = 32  # goal truncated to this many tokens
+    max_history: int = 4  # last actions shown (2 tokens each)
+    max_memory_tokens: int = 160  # memory text truncated to this many tokens
+    max_span_tokens: int = 8  # longest text span the type head may decode
+    swipe_length: float = 0.3  # swipe distance (normalized screen units) from the pointed point
+    app_names: list[str] | None = None  # classes of the open_app head, in order
+    offset_loss_weight: float = 1.0  # weight of the L1 in-patch offset loss
+    mimetic_init: float = 0.7  # query = key projection starts near this x identity (0: plain random init)
+    word_init_scale: float = 3.0  # word embeddings start this many times larger than the other embeddings
+
+    def __post_init__(self, **kwargs):
+        if self.app_names is None:
+            self.app_names = []
+        super().__post_init__(**kwargs)
+
+    @property
+    def screen_grid(self) -> tuple[int, int]:
+        """(rows, columns) of screen patches."""
+        return self.screen_height // self.patch_size, self.screen_width // self.patch_size
+
+    @property
+    def memory_grid(self) -> tuple[int, int]:
+        """(rows, columns) of memory-image patches."""
+        return self.memory_image_height // self.patch_size, self.memory_image_width // self.patch_size
+
+    @property
+    def n_screen_patches(self) -> int:
+        rows, cols = self.screen_grid
+        return rows * cols
+
+    def check(self) -> None:
+        """Raise :class:`DataError` naming the first inconsistent field."""
+        for name in ("screen_height", "screen_width", "memory_image_height", "memory_image_width"):
+            if getattr(self, name) % self.patch_size:
+                raise DataError(name, f"must be a multiple of patch_size={self.patch_size}, got {getattr(self, name)}")
+        if self.hidden_size % self.num_attention_heads:
+            raise DataError("num_attention_heads", f"must divide hidden_size={self.hidden_size}")
+        if self.num_hidden_layers < 1:
+            raise DataError("num_hidden_layers", "must be >= 1")
+
+
+# ============================================================================ model
+@dataclass
+class ActorOutput(ModelOutput):
+    """What :meth:`GuiActor.forward` returns (fields left ``None`` when not computed)."""
+
+    loss: torch.Tensor | None = None  # scalar, when labels are given
+    losses: dict[str, torch.Tensor] | None = None  # the loss terms, detached
+    type_logits: torch.Tensor | None = None  # [batch, n_types]
+    pointer_logits: torch.Tensor | None = None  # [batch, n_screen_patches]
+    offset: torch.Tensor | None = None  # [batch, 2] in-patch (x, y) in [0, 1] of the argmax patch
+    direction_logits: torch.Tensor | None = None  # [batch, 4]
+    span_start_logits: torch.Tensor | None = None  # [batch, seq], -inf outside the goal
+    span_end_logits: torch.Tensor | None = None  # [batch, seq], -inf outside the goal
+    app_logits: torch.Tensor | None = None  # [batch, n_apps]
+    hidden_states: tuple[torch.Tensor, ...] | None = None  # n_layers+1 x [batch, seq, d_model]
+    act_hidden_states: torch.Tensor | None = None  # [batch, n_layers+1, d_model] at [ACT]
+
+
+class PatchProjection(nn.Linear):
+    """Linear projection of flattened patch pixels (its own type so its init can differ)."""
+
+
+class WordEmbedding(nn.Embedding):
+    """Word embeddings shared by text tokens and screen labels (its own type for its init)."""
+
+
+class QKVProjection(nn.Linear):
+    """The fused query/key/value projection (its own type for the mimetic init)."""
+
+
+class SelfAttention(nn.Module):
+    """Multi-head self-attention over the whole prompt, padding masked."""
+
+    def __init__(self, config: ActorConfig):
+        super().__init__()
+        self.n_heads = config.num_attention_heads
+        self.qkv = QKVProjection(config.hidden_size, 3 * config.hidden_size)
+        self.out = nn.Linear(config.hidden_size, config.hidden_size)
+        self.dropout = config.attention_dropout
+
+    def forward(self, x: torch.Tensor, key_mask: torch.Tensor) -> torch.Tensor:
+        b, s, d = x.shape  # x: [batch, seq, d_model]; key_mask: [batch, 1, 1, seq] bool
+        q, k, v = self.qkv(x).view(b, s, 3, self.n_heads, d // self.n_heads).permute(2, 0, 3, 1, 4)
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=key_mask,
+                                           dropout_p=self.dropout if self.training else 0.0)
+        return self.out(y.transpose(1, 2).reshape(b, s, d))  # [batch, seq, d_model]
+
+
+class Block(nn.Module):
+    """Pre-LN transformer block: x + attn(ln(x)), then + mlp(ln(x))."""
+
+    def __init__(self, config: ActorConfig):
+        super().__init__()
+        d = config.hidden_size
+        self.ln_attn = nn.LayerNorm(d, eps=config.layer_norm_eps)
+        self.attn = SelfAttention(config)
+        self.ln_mlp = nn.LayerNorm(d, eps=config.layer_norm_eps)
+        self.mlp = nn.Sequential(nn.Linear(d, config.intermediate_size), nn.GELU(),
+                                 nn.Linear(config.intermediate_size, d))
+        self.drop = nn.Dropout(config.dropout)
+
+    def forward(self, x: torch.Tensor, key_mask: torch.Tensor) -> torch.Tensor:
+        x = x + self.drop(self.attn(self.ln_attn(x), key_mask))
+        return x + self.drop(self.mlp(self.ln_mlp(x)))
+
+
+class PromptEmbedding(nn.Module):
+    """Embeds the mixed sequence: words, patches (pixels + label words), positions, segments."""
+
+    def __init__(self, config: ActorConfig):
+        super().__init__()
+        d, p = config.hidden_size, config.patch_size
+        rows = max(config.screen_grid[0], config.memory_grid[0])
+        cols = max(config.screen_grid[1], config.memory_grid[1])
+        text_len = max(config.max_goal_tokens, 2 * config.max_history, config.max_memory_tokens)
+        self.words = WordEmbedding(config.vocab_size, d, padding_idx=0)  # shared by text and patch labels
+        self.patch = PatchProjection(3 * p * p, d, bias=False)
+        self.row = nn.Embedding(rows + 1, d, padding_idx=0)  # 0 = not a patch
+        self.col = nn.Embedding(cols + 1, d, padding_idx=0)
+        self.position = nn.Embedding(text_len + 1, d, padding_idx=0)  # 0 = not a text token
+        self.segment = nn.Embedding(len(SEGMENTS), d, padding_idx=SEG_PAD)
+        self.drop = nn.Dropout(config.dropout)
+
+    def forward(self, input_ids: torch.Tensor, patch_pixels: torch.Tensor, patch_words: torch.Tensor,
+                segment_ids: torch.Tensor, position_ids: torch.Tensor, row_ids: torch.Tensor,
+                col_ids: torch.Tensor) -> torch.Tensor:
+        is_patch = (row_ids > 0).unsqueeze(-1)  # [batch, seq, 1]
+        pixels = (patch_pixels.float() / 255.0 - 0.5) / 0.25  # [batch, seq, 3*p*p], roughly unit scale
+        label_sum = self.words(patch_words).sum(-2)  # [batch, seq, d_model]; PAD rows are zero
+        n_labels = (patch_words > 0).sum(-1, keepdim=True).clamp(min=1)  # [batch, seq, 1]
+        x = (self.words(input_ids) + self.position(position_ids) + self.segment(segment_ids)
+             + is_patch * self.patch(pixels) + self.row(row_ids) + self.col(col_ids) + label_sum / n_labels)
+        return self.drop(x)  # [batch, seq, d_model]
+
+
+class GuiActor(PreTrainedModel):
+    """The miniature multimodal actor (see the module docstring for the prompt and heads)."""
+
+    config_class = ActorConfig
+    base_model_prefix = "actor"
+    main_input_name = "input_ids"
+    _supports_sdpa = True
+
+    def __init__(self, config: ActorConfig):
+        super().__init__(config)
+        config.check()
+        d = config.hidden_size
+        self.embed = PromptEmbedding(config)
+        self.blocks = nn.ModuleList(Block(config) for _ in range(config.num_hidden_layers))
+        self.ln_final = nn.LayerNorm(d, eps=config.layer_norm_eps)
+        self.type_head = nn.Linear(d, len(ACTION_TYPES))
+        self.pointer = nn.Linear(d, d)  # one projection for query and key: same content scores high
+        self.offset_head = nn.Sequential(nn.Linear(2 * d, d), nn.GELU(), nn.Linear(d, 2))
+        self.direction_head = nn.Linear(d, len(DIRECTIONS))
+        self.span_query = nn.Linear(d, 2 * d)  # start and end queries
+        self.span_key = nn.Linear(d, d)
+        self.app_head = nn.Linear(d, max(1, len(config.app_names)))
+        self.post_init()
+
+    def _init_weights(self, module: nn.Module) -> None:
+        """Library defaults, then two deliberate changes (each skipped for loaded weights).
+
+        * Patch projection at the scale of the embeddings: a plain N(0, 0.02) projection of 3*p*p
+          unit-scale pixels is ~sqrt(3*p*p) times larger than a word embedding and would drown
+          the label-word channel of a patch at the start.
+        * Mimetic attention (Trockman & Kolter 2023, "Mimetic initialization of self-attention
+          layers"): query and key projections start equal and near ``mimetic_init`` x identity,
+          so from the first step a token attends to tokens with similar content (the same word
+          in the goal, the memory text and a screen label; the same grid cell in the screen and
+          the memory image). Small-data transformers learn such matching far faster from there.
+        """
+        super()._init_weights(module)
+        cfg = self.config
+        if isinstance(module, PatchProjection) and not getattr(module.weight, "_is_hf_initialized", False):
+            with torch.no_grad():
+                module.weight.normal_(0.0, cfg.initializer_range / math.sqrt(module.in_features))
+        if isinstance(module, WordEmbedding) and not getattr(module.weight, "_is_hf_initialized", False):
+            with torch.no_grad():
+                module.weight.normal_(0.0, cfg.initializer_range * cfg.word_init_scale)
+                module.weight[module.padding_idx].zero_()
+        if isinstance(module, QKVProjection) and cfg.mimetic_init > 0 and not getattr(module.weight, "_is_hf_initialized", False):
+            d = cfg.hidden_size
+            qk = torch.eye(d) * cfg.mimetic_init + torch.randn(d, d) * cfg.initializer_range  # [d_model, d_model]
+            with torch.no_grad():
+                module.weight[:d].copy_(qk)
+                module.weight[d:2 * d].copy_(qk)
+
+    def forward(self, input_ids: torch.Tensor, patch_pixels: torch.Tensor, patch_words: torch.Tensor,
+                segment_ids: torch.Tensor, position_ids: torch.Tensor, row_ids: torch.Tensor,
+                col_ids: torch.Tensor, attention_mask: torch.Tensor, output_hidden_states: bool = False,
+                type_labels: torch.Tensor | None = None, patch_labels: torch.Tensor | None = None,
+                offset_labels: torch.Tensor | None = None, direction_labels: torch.Tensor | None = None,
+                span_start_labels: torch.Tensor | None = None, span_end_labels: torch.Tensor | None = None,
+                app_labels: torch.Tensor | None = None, **_: Any) -> ActorOutput:
+        """Run the prompt; with ``type_labels`` also the loss (other labels ``IGNORE`` where absent).
+
+        Inputs are what :func:`collate` builds: ``[batch, seq]`` ids/masks, ``patch_pixels``
+        ``[batch, seq, 3*p*p]`` uint8 and ``patch_words`` ``[batch, seq, max_words_per_patch]``.
+        """
+        n_patch = self.config.n_screen_patches
+        act_index = _act_index(segment_ids)  # [batch]
+        rows = torch.arange(len(act_index), device=act_index.device)
+        key_mask = attention_mask.bool()[:, None, None, :]  # [batch, 1, 1, seq]
+
+        h = self.embed(input_ids, patch_pixels, patch_words, segment_ids, position_ids, row_ids, col_ids)
+        states = [h]  # residual stream: index 0 = embedding output
+        for block in self.blocks:
+            h = block(h, key_mask)
+            states.append(h)
+        z = self.ln_final(h)  # [batch, seq, d_model]
+        z_act = z[rows, act_index]  # [batch, d_model]
+        z_screen = z[:, :n_patch]  # [batch, n_patch, d_model]; the screen always opens the prompt
+
+        d = z.shape[-1]
+        pointer_logits = torch.einsum("bpd,bd->bp", self.pointer(z_screen), self.pointer(z_act)) / math.sqrt(d)
+        start_q, end_q = self.span_query(z_act).chunk(2, dim=-1)  # [batch, d_model] each
+        span_keys = self.span_key(z)  # [batch, seq, d_model]
+        not_goal = segment_ids != SEG_GOAL
+        span_start = (torch.einsum("bsd,bd->bs", span_keys, start_q) / math.sqrt(d)).masked_fill(not_goal, -1e9)
+        span_end = (torch.einsum("bsd,bd->bs", span_keys, end_q) / math.sqrt(d)).masked_fill(not_goal, -1e9)
+
+        use_labels = patch_labels is not None
+        chosen = torch.where(patch_labels >= 0, patch_labels, pointer_logits.argmax(-1)) if use_labels \
+            else pointer_logits.argmax(-1)  # [batch]: gold patch in training, argmax otherwise
+        offset = torch.sigmoid(self.offset_head(torch.cat([z_act, z_screen[rows, chosen]], -1)))  # [batch, 2]
+
+        out = ActorOutput(type_logits=self.type_head(z_act), pointer_logits=pointer_logits, offset=offset,
+                          direction_logits=self.direction_head(z_act), span_start_logits=span_start,
+                          span_end_logits=span_end, app_logits=self.app_head(z_act))
+        if output_hidden_states:
+            out.hidden_states = tuple(states)
+            out.act_hidden_states = torch.stack([s[rows, act_index] for s in states], dim=1)  # [batch, L+1, d]
+        if type_labels is not None:
+            out.loss, out.losses = self._loss(out, type_labels, patch_labels, offset_labels, direction_labels,
+                                              span_start_labels, span_end_labels, app_labels)
+        return out
+
+    def _loss(self, out: ActorOutput, type_labels: torch.Tensor, patch_labels: torch.Tensor | None,
+              offset_labels: torch.Tensor | None, direction_labels: torch.Tensor | None,
+              span_start_labels: torch.Tensor | None, span_end_labels: torch.Tensor | None,
+              app_labels: torch.Tensor | None) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """Type CE + pointer CE + offset L1 + direction CE + span CE + app CE, each where it applies."""
+        terms = {"type": F.cross_entropy(out.type_logits, type_labels)}
+
+        def ce(name: str, logits: torch.Tensor, labels: torch.Tensor | None) -> None:
+            if labels is not None and bool((labels != IGNORE).any()):
+                terms[name] = F.cross_entropy(logits, labels, ignore_index=IGNORE)
+
+        ce("pointer", out.pointer_logits, patch_labels)
+        ce("direction", out.direction_logits, direction_labels)
+        ce("span_start", out.span_start_logits, span_start_labels)
+        ce("span_end", out.span_end_logits, span_end_labels)
+        ce("app", out.app_logits, app_labels)
+        if patch_labels is not None and offset_labels is not None and bool((patch_labels >= 0).any()):
+            has = patch_labels >= 0
+            terms["offset"] = self.config.offset_loss_weight * F.l1_loss(out.offset[has], offset_labels[has])
+        loss = sum(terms.values())
+        return loss, {k: v.detach() for k, v in terms.items()}
+
+
+def _act_index(segment_ids: torch.Tensor) -> torch.Tensor:
+    """Position of the single ``[ACT]`` token of each row; raises if a row has none or several."""
+    is_act = segment_ids == SEG_ACT  # [batch, seq]
+    counts = is_act.sum(-1)
+    if bool((counts != 1).any()):
+        raise DataError("segment_ids", f"every prompt needs exactly one [ACT] token, got counts {counts.tolist()}")
+    return is_act.long().argmax(-1)
+
+
+AutoConfig.register(ActorConfig.model_type, ActorConfig, exist_ok=True)
+AutoModel.register(ActorConfig, GuiActor, exist_ok=True)
+
+
+# ============================================================================ featurisation
+@dataclass(frozen=True)
+class Features:
+    """One prompt's parts as tensors (unpadded); memory parts kept so a modality is chosen at collate."""
+
+    screen_pixels: torch.Tensor  # [n_screen_patches, 3*p*p] uint8
+    screen_words: torch.Tensor  # [n_screen_patches, max_words_per_patch] long, 0 = none
+    goal_ids: torch.Tensor  # [n_goal] long
+    history_ids: torch.Tensor  # [2 * n_history] long
+    memory_text_ids: torch.Tensor | None  # [n_memory_tokens] long
+    memory_pixels: torch.Tensor | None  # [n_memory_patches, 3*p*p] uint8
+    goal: str  # the goal text, for decoding spans ...
+    goal_tokens: tuple[Token, ...]  # ... and its tokens (truncated like goal_ids)
+    elements: tuple[UIElement, ...] = ()
+
+    def has(self, modality: Modality) -> bool:
+        """Whether the memory ``modality`` asks for is present."""
+        need_t, need_i = modality in ("text", "both"), modality in ("image", "both")
+        return (not need_t or self.memory_text_ids is not None) and (not need_i or self.memory_pixels is not None)
+
+
+class ImagePatcher:
+    """Resizes images and cuts them into flattened uint8 patches; caches by content hash."""
+
+    def __init__(self, max_cache: int = 50_000):
+        self._cache: dict[bytes, torch.Tensor] = {}
+        self.max_cache = max_cache
+
+    def __call__(self, image: Image.Image, height: int, width: int, patch: int) -> torch.Tensor:
+        """``[rows*cols, 3*patch*patch]`` uint8 patches of ``image`` resized to ``height x width``."""
+        rgb = image if image.mode == "RGB" else image.convert("RGB")
+        key = hashlib.blake2b(rgb.tobytes(), digest_size=16, key=f"{rgb.size}{height}x{width}/{patch}".encode()).digest()
+        hit = self._cache.get(key)
+        if hit is not None:
+            return hit
+        arr = np.asarray(rgb.resize((width, height), Image.Resampling.BOX), dtype=np.uint8)  # [H, W, 3]
+        rows, cols = height // patch, width // patch
+        patches = arr.reshape(rows, patch, cols, patch, 3).transpose(0, 2, 1, 3, 4).reshape(rows * cols, -1)
+        out = torch.from_numpy(np.ascontiguousarray(patches))  # [rows*cols, 3*patch*patch]
+        if len(self._cache) < self.max_cache:
+            self._cache[key] = out
+        return out
+
+
+def patch_of(point: tuple[float, float], grid: tuple[int, int]) -> tuple[int, tuple[float, float]]:
+    """Row-major patch index containing a normalized point, and the point's (x, y) offset in it."""
+    rows, cols = grid
+    fx, fy = point[0] * cols, point[1] * rows
+    c, r = min(int(fx), cols - 1), min(int(fy), rows - 1)
+    return r * cols + c, (min(max(fx - c, 0.0), 1.0), min(max(fy - r, 0.0), 1.0))
+
+
+def label_words(elements: Sequence[UIElement], vocab: Vocabulary, grid: tuple[int, int], max_words: int) -> torch.Tensor:
+    """``[rows*cols, max_words]`` word ids of the visible labels centred in each patch (0 = none)."""
+    rows, cols = grid
+    out = torch.zeros(rows * cols, max_words, dtype=torch.long)
+    fill = [0] * (rows * cols)
+    for el in elements:
+        if not el.text:
+            continue
+        idx, _ = patch_of(el.center, grid)
+        for w in vocab.encode(el.text):
+            if fill[idx] < max_words:
+                out[idx, fill[idx]] = w
+                fill[idx] += 1
+    return out
+
+
+def history_ids(history: Sequence[Action], vocab: Vocabulary, max_history: int) -> torch.Tensor:
+    """``[2 * min(len(history), max_history)]`` ids: per action its type and a coarse argument."""
+    ids: list[int] = []
+    for a in list(history)[-max_history:] if max_history else []:
+        if a.type == "swipe":
+            arg = f"[H:{swipe_direction(a)}]"
+        elif a.point is not None:
+            arg = f"[H:at_{min(int(a.point[1] * 3), 2)}_{min(int(a.point[0] * 3), 2)}]"
+        else:
+            arg = "[H:-]"
+        ids += [vocab.id(f"[H:{a.type}]"), vocab.id(arg)]
+    return torch.tensor(ids, dtype=torch.long)
+
+
+def swipe_direction(action: Action) -> str:
+    """The way the finger moves in a swipe: the dominant axis of end - start (ties: vertical)."""
+    if action.point is None or action.end is None:
+        raise DataError("end", f"a {action.type} has no start and end point")
+    dx, dy = action.end[0] - action.point[0], action.end[1] - action.point[1]
+    if abs(dy) >= abs(dx):
+        return "down" if dy > 0 else "up"
+    return "right" if dx > 0 else "left"
+
+
+def featurise(inp: PolicyInput, vocab: Vocabulary, config: ActorConfig, patcher: ImagePatcher | None = None) -> Features:
+    """Turn one :class:`PolicyInput` into tensors (both memory parts, when present)."""
+    patcher = patcher or ImagePatcher(max_cache=0)
+    p = config.patch_size
+    goal_tokens = tuple(tokenize(inp.goal)[:config.max_goal_tokens])
+    mem_text = None
+    if inp.memory_text is not None:
+        mem_text = torch.tensor([vocab.id(t.word) for t in tokenize(inp.memory_text)[:config.max_memory_tokens]],
+                                dtype=torch.long)
+    mem_pixels = None
+    if inp.memory_image is not None:
+        mem_pixels = patcher(inp.memory_image, config.memory_image_height, config.memory_image_width, p)
+    return Features(
+        screen_pixels=patcher(inp.screenshot, config.screen_height, config.screen_width, p),
+        screen_words=label_words(inp.elements, vocab, config.screen_grid, config.max_words_per_patch),
+        goal_ids=torch.tensor([vocab.id(t.word) for t in goal_tokens], dtype=torch.long),
+        history_ids=history_ids(inp.history, vocab, config.max_history),
+        memory_text_ids=mem_text, memory_pixels=mem_pixels,
+        goal=inp.goal, goal_tokens=goal_tokens, elements=tuple(inp.elements))
+
+
+def collate(features: Sequence[Features], modalities: Sequence[Modality], config: ActorConfig,
+            vocab: Vocabulary) -> dict[str, torch.Tensor]:
+    """Pad prompts into one batch; each keeps exactly the memory parts its modality names.
+
+    Returns the keyword tensors of :meth:`GuiActor.forward` (right-padded to the longest prompt).
+    """
+    if len(features) != len(modalities):
+        raise DataError("modalities", f"one per prompt: {len(features)} prompts, {len(modalities)} modalities")
+    p2 = 3 * config.patch_size ** 2
+    screen_rc = _grid_ids(config.screen_grid)
+    memory_rc = _grid_ids(config.memory_grid)
+    act_id = vocab.id(ACT)
+    rows: list[list[tuple[int, torch.Tensor, torch.Tensor | None]]] = []
+    for f, m in zip(features, modalities):
+        if m not in MODALITIES:
+            raise DataError("modality", f"expected one of {MODALITIES}, got {m!r}")
+        if not f.has(m):
+            raise DataError("modality", f"asked for memory {m!r} but the input carries {_present(f)}")
+        parts = [(SEG_SCREEN, f.screen_pixels, None), (SEG_GOAL, f.goal_ids, None), (SEG_HISTORY, f.history_ids, None)]
+        if m in ("text", "both"):
+            parts.append((SEG_MEMORY_TEXT, f.memory_text_ids, None))
+        if m in ("image", "both"):
+            parts.append((SEG_MEMORY_IMAGE, f.memory_pixels, None))
+        parts.append((SEG_ACT, torch.tensor([act_id]), None))
+        rows.append(parts)
+    lengths = [sum(len(t) for _, t, _ in parts) for parts in rows]
+    b, s = len(rows), max(lengths)
+    batch = {
+        "input_ids": torch.zeros(b, s, dtype=torch.long),  # [batch, seq]
+        "patch_pixels": torch.zeros(b, s, p2, dtype=torch.uint8),  # [batch, seq, 3*p*p]
+        "patch_words": torch.zeros(b, s, config.max_words_per_patch, dtype=torch.long),  # [batch, seq, W]
+        "segment_ids": torch.zeros(b, s, dtype=torch.long),
+        "position_ids": torch.zeros(b, s, dtype=torch.long),
+        "row_ids": torch.zeros(b, s, dtype=torch.long),
+        "col_ids": torch.zeros(b, s, dtype=torch.long),
+        "attention_mask": torch.zeros(b, s, dtype=torch.long),
+    }
+    for i, (parts, f) in enumerate(zip(rows, features)):
+        at = 0
+        for seg, t, _ in parts:
+            n = len(t)
+            sl = slice(at, at + n)
+            batch["segment_ids"][i, sl] = seg
+            if seg in (SEG_SCREEN, SEG_MEMORY_IMAGE):
+                rc = screen_rc if seg == SEG_SCREEN else memory_rc
+                batch["patch_pixels"][i, sl] = t
+                batch["row_ids"][i, sl], batch["col_ids"][i, sl] = rc[0], rc[1]
+                if seg == SEG_SCREEN:
+                    batch["patch_words"][i, sl] = f.screen_words
+            else:
+                batch["input_ids"][i, sl] = t
+                if seg != SEG_ACT:
+                    batch["position_ids"][i, sl] = torch.arange(1, n + 1)
+            at += n
+        batch["attention_mask"][i, :at] = 1
+    return batch
+
+
+def _grid_ids(grid: tuple[int, int]) -> tuple[torch.Tensor, torch.Tensor]:
+    """1-based (row ids, column ids) of a row-major patch grid."""
+    rows, cols = grid
+    r = torch.arange(1, rows + 1).repeat_interleave(cols)
+    c = torch.arange(1, cols + 1).repeat(rows)
+    return r, c
+
+
+def _present(f: Features) -> str:
+    has_t, has_i = f.memory_text_ids is not None, f.memory_pixels is not None
+    return "both" if has_t and has_i else "text only" if has_t else "image only" if has_i else "no memory"
+
+
+# ============================================================================ targets and decoding
+@dataclass(frozen=True)
+class Targets:
+    """The supervised labels of one example (``IGNORE`` where a head does not apply)."""
+
+    type: int
+    patch: int = IGNORE
+    offset: tuple[float, float] = (0.0, 0.0)
+    direction: int = IGNORE
+    span_start: int = IGNORE  # absolute prompt position (the goal starts after the screen)
+    span_end: int = IGNORE
+    app: int = IGNORE
+
+
+def targets_for(action: Action, features: Features, config: ActorConfig) -> Targets:
+    """Labels for ``action`` given the prompt it answers."""
+    kw: dict[str, Any] = {"type": ACTION_TYPES.index(action.type)}
+    if action.point is not None and action.type in ("tap", "long_press", "swipe"):
+        kw["patch"], kw["offset"] = patch_of(action.point, config.screen_grid)
+    if action.type == "swipe":
+        kw["direction"] = DIRECTIONS.index(swipe_direction(action))
+    if action.type == "type" and action.text:
+        span = find_span(features.goal_tokens, action.text)
+        if span is not None:
+            kw["span_start"], kw["span_end"] = (config.n_screen_patches + span[0], config.n_screen_patches + span[1])
+    if action.type == "open_app" and action.text in config.app_names:
+        kw["app"] = config.app_names.index(action.text)
+    return Targets(**kw)
+
+
+def stack_targets(targets: Sequence[Targets]) -> dict[str, torch.Tensor]:
+    """The label keyword tensors of :meth:`GuiActor.forward` for a batch."""
+    return {
+        "type_labels": torch.tensor([t.type for t in targets]),
+        "patch_labels": torch.tensor([t.patch for t in targets]),
+        "offset_labels": torch.tensor([t.offset for t in targets], dtype=torch.float32),  # [batch, 2]
+        "direction_labels": torch.tensor([t.direction for t in targets]),
+        "span_start_labels": torch.tensor([t.span_start for t in targets]),
+        "span_end_labels": torch.tensor([t.span_end for t in targets]),
+        "app_labels": torch.tensor([t.app for t in targets]),
+    }
+
+
+def decode(out: ActorOutput, features: Sequence[Features], config: ActorConfig) -> list[Action]:
+    """Argmax decoding of each head into one :class:`Action` per prompt."""
+    rows, cols = config.screen_grid
+    types = out.type_logits.argmax(-1).tolist()
+    patches = out.pointer_logits.argmax(-1).tolist()
+    offsets = out.offset.tolist()
+    directions = out.direction_logits.argmax(-1).tolist()
+    apps = out.app_logits.argmax(-1).tolist()
+    actions = []
+    for i, f in enumerate(features):
+        kind = ACTION_TYPES[types[i]]
+        r, c = divmod(patches[i], cols)
+        point = ((c + offsets[i][0]) / cols, (r + offsets[i][1]) / rows)
+        if kind in ("tap", "long_press"):
+            actions.append(Action(kind, point=point))
+        elif kind == "swipe":
+            dx, dy = _DIRECTION_VECTORS[DIRECTIONS[directions[i]]]
+            end = (min(max(point[0] + dx * config.swipe_length, 0.0), 1.0),
+                   min(max(point[1] + dy * config.swipe_length, 0.0), 1.0))
+            actions.append(Action(kind, point=point, end=end))
+        elif kind == "type":
+            actions.append(Action(kind, text=_decode_span(out, i, f, config)))
+        elif kind == "open_app":
+            names = config.app_names
+            actions.append(Action(kind, text=names[apps[i]] if names else ""))
+        else:
+            actions.append(Action(kind))
+    return actions
+
+
+def _decode_span(out: ActorOutput, i: int, f: Features, config: ActorConfig) -> str:
+    """The best goal span (start <= end, at most ``max_span_tokens``) as the original goal text."""
+    n = len(f.goal_tokens)
+    if n == 0:
+        return ""
+    base = config.n_screen_patches
+    start = out.span_start_logits[i, base:base + n]  # [n_goal]
+    end = out.span_end_logits[i, base:base + n]
+    score = start[:, None] + end[None, :]  # [n_goal, n_goal]
+    j, k = torch.meshgrid(torch.arange(n), torch.arange(n), indexing="ij")
+    valid = (k >= j) & (k - j < config.max_span_tokens)
+    best = int(score.masked_fill(~valid, -float("inf")).flatten().argmax())
+    return span_text(f.goal, f.goal_tokens, best // n, best % n)
+
+
+# ============================================================================ the Policy
+class MiniActor:
+    """A trained :class:`GuiActor` with its vocabulary, as a :class:`guimem.policy.Policy`.
+
+    Deterministic: eval mode, no gradients, argmax decoding. ``hidden_states`` of each output
+    is ``[n_layers + 1, d_model]`` float32 at the final prompt token ``[ACT]``, index 0 = the
+    embedding layer.
+    """
+
+    def __init__(self, model: GuiActor, vocab: Vocabulary, batch_size: int = 64):
+        if model.config.vocab_size != len(vocab):
+            raise DataError("vocab_size", f"model has {model.config.vocab_size} word ids, vocabulary {len(vocab)}")
+        self.model = model.eval()
+        self.vocab = vocab
+        self.batch_size = batch_size
+        self.patcher = ImagePatcher(max_cache=4096)
+
+    @property
+    def config(self) -> ActorConfig:
+        return self.model.config
+
+    def featurise(self, inp: PolicyInput) -> Features:
+        """This actor's tensors for one input."""
+        return featurise(inp, self.vocab, self.config, self.patcher)
+
+    @torch.no_grad()
+    def act(self, inputs: Sequence[PolicyInput], output_hidden_states: bool = False) -> list[PolicyOutput]:
+        """Answer a batch of inputs; with ``output_hidden_states`` fill ``hidden_states``."""
+        outputs: list[PolicyOutput] = []
+        for lo in range(0, len(inputs), self.batch_size):
+            chunk = inputs[lo:lo + self.batch_size]
+            feats = [self.featurise(x) for x in chunk]
+            outputs += self.act_features(feats, [x.modality for x in chunk], output_hidden_states)
+        return outputs
+
+    @torch.no_grad()
+    def act_features(self, feats: Sequence[Features], modalities: Sequence[Modality],
+                     output_hidden_states: bool = False) -> list[PolicyOutput]:
+        """Answer already-featurised prompts (one batch), each with the memory of its modality."""
+        self.model.eval()
+        batch = collate(feats, modalities, self.config, self.vocab)
+        out = self.model(**batch, output_hidden_states=output_hidden_states)
+        actions = decode(out, feats, self.config)
+        type_logp = F.log_softmax(out.type_logits, -1).max(-1).values.tolist()
+        hs = out.act_hidden_states.float().numpy() if output_hidden_states else None  # [batch, L+1, d]
+        return [PolicyOutput(action=a, hidden_states=None if hs is None else hs[i].copy(),
+                             info={"modality": m, "type_logprob": type_logp[i]})
+                for i, (a, m) in enumerate(zip(actions, modalities))]
+
+    def save(self, path: str) -> None:
+        """Write ``config.json``, ``model.safetensors`` and ``vocab.json`` to ``path``, atomically."""
+        parent = os.path.dirname(os.path.abspath(path)) or "."
+        os.makedirs(parent, exist_ok=True)
+        tmp = tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(path)}-")
+        try:
+            self.model.save_pretrained(tmp)
+            self.vocab.save(os.path.join(tmp, VOCAB_FILE))
+            old = None
+            if os.path.exists(path):
+                old = tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(path)}-old-")
+                os.replace(path, os.path.join(old, "model"))
+            os.replace(tmp, path)
+            if old is not None:
+                shutil.rmtree(old)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+
+    @classmethod
+    def load(cls, path: str, batch_size: int = 64) -> "MiniActor":
+        """Read an actor written by :meth:`save` (safetensors weights, JSON config and vocabulary)."""
+        for name in ("config.json", "model.safetensors", VOCAB_FILE):
+            if not os.path.isfile(os.path.join(path, name)):
+                raise DataError(name, "missing from the actor folder", path)
+        vocab = Vocabulary.load(os.path.join(path, VOCAB_FILE))
+        model = GuiActor.from_pretrained(path)
+        return cls(model, vocab, batch_size)
+
+
+# ============================================================================ training
+@dataclass(frozen=True)
+class ActorExample:
+    """One behaviour-cloning example: what the actor saw and what the demonstrator did."""
+
+    input: PolicyInput  # memory_text / memory_image: the retrieved experience (either may be None)
+    target: Action
+    episode_id: str = ""
+    step: int = -1
+    memory_kind: str | None = None  # which memory produced the experience (None: no memory)
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Behaviour-cloning hyper-parameters (the model's own live in ``model``)."""
+
+    epochs: int = 6  # passes over the examples
+    batch_size: int = 32
+    lr: float = 1e-3  # AdamW peak learning rate (linear warm-up, cosine decay)
+    weight_decay: float = 0.01
+    warmup_steps: int = 50  # optimizer steps of linear warm-up
+    grad_clip: float = 1.0  # max global gradient norm
+    modality_weights: tuple[float, float, float, float] = (1.0, 1.0, 1.0, 1.0)  # none/text/image/both draw odds
+    min_count: int = 2  # words seen fewer times share hash buckets
+    n_hash_buckets: int = 64
+    max_eval_examples: int = 512  # held-out examples scored after each epoch
+    model: Mapping[str, Any] = field(default_factory=dict)  # ActorConfig overrides
+
+    def __post_init__(self) -> None:
+        if self.epochs < 1 or self.batch_size < 1:
+            raise DataError("epochs" if self.epochs < 1 else "batch_size", "must be >= 1")
+        if len(self.modality_weights) != 4 or min(self.modality_weights) < 0 or sum(self.modality_weights) <= 0:
+            raise DataError("modality_weights", f"need 4 non-negative odds (none, text, image, both), got {self.modality_weights}")
+
+
+@dataclass
+class TrainHistory:
+    """Per-epoch training record."""
+
+    train_loss: list[float] = field(default_factory=list)  # mean loss over the epoch's batches
+    eval_step_accuracy: list[float] = field(default_factory=list)  # held-out, modality as drawn
+    eval_type_accuracy: list[float] = field(default_factory=list)
+    seconds: list[float] = field(default_factory=list)  # wall time of the epoch (training only)
+    examples_per_second: list[float] = field(default_factory=list)
+    loss_terms: list[dict[str, float]] = field(default_factory=list)  # epoch means of each loss term
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: list(v) for k, v in self.__dict__.items()}
+
+
+Matcher = Callable[[Action, Action], bool]
+
+
+def corpus_texts(examples: Iterable[ActorExample]) -> Iterable[str]:
+    """Every text the vocabulary is built from: goals, memory texts, UI labels."""
+    for ex in examples:
+        yield ex.input.goal
+        if ex.input.memory_text:
+            yield ex.input.memory_text
+        for el in ex.input.elements:
+            if el.text:
+                yield el.text
+
+
+def build_vocabulary(examples: Sequence[ActorExample], min_count: int = 2, n_hash_buckets: int = 64) -> Vocabulary:
+    """The word vocabulary of a training set, with the special and history tokens."""
+    return Vocabulary.build(corpus_texts(examples), extra_tokens=history_tokens(), min_count=min_count,
+                            n_hash_buckets=n_hash_buckets)
+
+
+def draw_modalities(examples: Sequence[ActorExample], feats: Sequence[Features], weights: Sequence[float],
+                    rng: np.random.Generator) -> list[Modality]:
+    """A modality per example, drawn by ``weights`` among those its memory allows."""
+    out: list[Modality] = []
+    for f in feats:
+        w = np.array([wt if f.has(m) else 0.0 for m, wt in zip(MODALITIES, weights)])
+        out.append(MODALITIES[int(rng.choice(4, p=w / w.sum()))] if w.sum() > 0 else "none")
+    return out
+
+
+def train_actor(examples: Sequence[ActorExample], config: TrainConfig, seed: int,
+                eval_examples: Sequence[ActorExample] = (), match: Matcher | None = None,
+                progress: bool = True) -> tuple[MiniActor, TrainHistory]:
+    """Behaviour cloning: fit a fresh :class:`GuiActor` to ``examples``; deterministic for ``seed``.
+
+    Each epoch redraws every example's memory modality (``config.modality_weights`` over the
+    modalities its memory allows). ``match(predicted, gold)`` scores held-out steps after every
+    epoch (default: :func:`guimem.metrics` AITW action matching).
+    """
+    if not examples:
+        raise DataError("examples", "no training examples")
+    match = match or _default_matcher()
+    torch.manual_seed(seed)
+    rng = np.random.default_rng(seed)
+    vocab = build_vocabulary(examples, config.min_count, config.n_hash_buckets)
+    apps = sorted({ex.target.text for ex in examples if ex.target.type == "open_app" and ex.target.text})
+    model_cfg = ActorConfig(**{**dict(config.model), "vocab_size": len(vocab), "app_names": apps})
+    model = GuiActor(model_cfg)
+    patcher = ImagePatcher()
+    feats = [featurise(ex.input, vocab, model_cfg, patcher) for ex in tqdm(examples, desc="featurise", disable=not progress)]
+    targets = [targets_for(ex.target, f, model_cfg) for ex, f in zip(examples, feats)]
+    held = list(eval_examples)[:config.max_eval_examples]
+    held_feats = [featurise(ex.input, vocab, model_cfg, patcher) for ex in held]
+    held_modalities = draw_modalities(held, held_feats, config.modality_weights, np.random.default_rng(seed + 1))
+
+    steps_per_epoch = math.ceil(len(examples) / config.batch_size)
+    total = config.epochs * steps_per_epoch
+    opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, _warmup_cosine(config.warmup_steps, total))
+    history = TrainHistory()
+    bar = tqdm(total=total, desc="train actor", disable=not progress)
+    for epoch in range(config.epochs):
+        model.train()
+        order = rng.permutation(len(examples))
+        modalities = draw_modalities(examples, feats, config.modality_weights, rng)
+        t0, losses, terms = time.perf_counter(), [], []
+        for lo in range(0, len(order), config.batch_size):
+            idx = order[lo:lo + config.batch_size]
+            batch = collate([feats[i] for i in idx], [modalities[i] for i in idx], model_cfg, vocab)
+            out = model(**batch, **stack_targets([targets[i] for i in idx]))
+            opt.zero_grad(set_to_none=True)
+            out.loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+            opt.step()
+            sched.step()
+            losses.append(float(out.loss.detach()))
+            terms.append({k: float(v) for k, v in out.losses.items()})
+            bar.update(1)
+            bar.set_postfix(epoch=epoch + 1, loss=f"{losses[-1]:.3f}")
+        seconds = time.perf_counter() - t0
+        history.train_loss.append(float(np.mean(losses)))
+        history.seconds.append(seconds)
+        history.examples_per_second.append(len(examples) / seconds)
+        history.loss_terms.append({k: float(np.mean([t[k] for t in terms if k in t])) for k in sorted({k for t in terms for k in t})})
+        if held:
+            actor = MiniActor(model, vocab)
+            scores = score_features(actor, held_feats, held_modalities, [ex.target for ex in held], match)
+            history.eval_step_accuracy.append(scores["step_accuracy"])
+            history.eval_type_accuracy.append(scores["type_accuracy"])
+    bar.close()
+    return MiniActor(model.eval(), vocab), history
+
+
+def _warmup_cosine(warmup: int, total: int) -> Callable[[int], float]:
+    """Learning-rate multiplier: linear warm-up to 1, then cosine decay to 0.1."""
+    def factor(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / warmup
+        progress = (step - warmup) / max(1, total - warmup)
+        return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(progress, 1.0)))
+    return factor
+
+
+def _default_matcher() -> Matcher:
+    """The project's AITW step-matching rule from :mod:`guimem.metrics`."""
+    from guimem import metrics  # imported here: metrics is a sibling module, not needed at inference
+
+    return metrics.aitw_match
+
+
+def score_features(actor: MiniActor, feats: Sequence[Features], modalities: Sequence[Modality],
+                   gold: Sequence[Action], match: Matcher) -> dict[str, float]:
+    """Step and type accuracy of ``actor`` on featurised prompts."""
+    hits = types = 0
+    for lo in range(0, len(feats), actor.batch_size):
+        outs = actor.act_features(feats[lo:lo + actor.batch_size], modalities[lo:lo + actor.batch_size])
+        for o, g in zip(outs, gold[lo:lo + actor.batch_size]):
+            hits += bool(match(o.action, g))
+            types += o.action.type == g.type
+    n = max(1, len(feats))
+    return {"step_accuracy": hits / n, "type_accuracy": types / n, "n": len(feats)}
+
+
+def evaluate_actor(actor: MiniActor, examples: Sequence[ActorExample], modality: Modality,
+                   match: Matcher | None = None) -> dict[str, float]:
+    """Held-out step and type accuracy with every example shown memory as ``modality``.
+
+    Examples whose memory lacks that modality are skipped (``n`` counts those scored).
+    """
+    match = match or _default_matcher()
+    feats, gold = [], []
+    for ex in examples:
+        f = actor.featurise(ex.input)
+        if f.has(modality):
+            feats.append(f)
+            gold.append(ex.target)
+    return score_features(actor, feats, [modality] * len(feats), gold, match)
