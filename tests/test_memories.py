@@ -133,9 +133,14 @@ def test_task_graph_holds_whole_episodes(store):
     unit = task_unit(eps[1], [s for s in subs if s.episode_id == "e1"])
     assert (unit.first_step, unit.last_step, unit.success, unit.text) == (0, 1, "no", "turn on dark mode")
     m = build("task_graph", store)
-    r = m.retrieve(draw_screen("home"), "search for milk")
+    r = m.retrieve(draw_screen("home"), "search for milk", k=3)
     assert r.items[0].id == "task_graph:e2#0" and r.items[0].kind == "task"
     assert len(r.items[0].phrases) == 2 and {i.success for i in r.items} == {"yes", "no"}
+    # mid-episode: the screen matches no first screen, the goal still finds the trajectories
+    r = m.retrieve(draw_screen("detail"), "turn on dark mode", k=2)
+    assert r.ids == ("task_graph:e0#0", "task_graph:e1#0") and r.items[0].goal_score == pytest.approx(1.0)
+    only_screen = build("task_graph", store, alpha=1.0)
+    assert only_screen.retrieve(draw_screen("home"), "search for milk", k=3).ids[0] == "task_graph:e0#0"
 
 
 def test_reingest_adds_nothing(store):

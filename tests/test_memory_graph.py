@@ -352,5 +352,7 @@ def test_node_purity_and_drawing(tmp_path):
     assert mg.node_purity(g, {"a1.png": "home", "a2.png": "home", "b1.png": "list"}) == 1.0
     assert mg.node_purity(g, {"a1.png": "home", "a2.png": "menu", "b1.png": "list"}) == pytest.approx(2 / 3)
     fig, ax = plt.subplots()
-    assert mg.draw_graph(g, tmp_path, ax, max_nodes=5) == [0, 1]
+    Image.new("RGB", (36, 72), (0, 0, 0)).save(tmp_path / "c1.png")
+    assert g.add_screen(signs(8, 9, 10, 11, 12, 13, 14, 15), "c1.png") == 2
+    assert mg.draw_graph(g, tmp_path, ax, max_nodes=5) == [0, 1]  # from the most visited node; 2 is unreachable
     plt.close(fig)

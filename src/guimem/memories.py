@@ -14,8 +14,8 @@ memory          unit (an item)   retrieval
 ``action_graph`` step            the SMG engine over single steps (observation, action,
                                  outcome screen): top-k nodes, all their out-edges
 ``task_graph``  whole episode    the SMG engine over whole trajectories (first screen ->
-                                 final screen, intent = goal): top-k first-screen nodes,
-                                 all their trajectories
+                                 final screen, intent = goal); the k trajectories with the
+                                 best mix of first-screen and goal similarity
 ==============  ===============  =====================================================
 
 The three graph memories share :class:`guimem.memory_graph.MemoryGraph` (same ``tau``,
@@ -46,8 +46,8 @@ from guimem.data import Action, DataError, Episode, Subgoal, UIElement
 from guimem.describe import describe_actions, target_element
 from guimem.embedding import ImageEmbedder, TextEmbedder, embed_screenshots, open_image
 from guimem.memory_graph import (
-    GraphConfig, MemoryGraph, NodeIndex, atomic_write_dir, boundary_screens, episode_hash, group_by_episode,
-    readable_dir,
+    GraphConfig, MemoryGraph, NodeIndex, atomic_write_dir, boundary_screens, episode_hash, exact_scores,
+    group_by_episode, readable_dir,
 )
 
 MEMORIES: tuple[str, ...] = ("smg", "flat", "action_graph", "task_graph")
@@ -356,6 +356,42 @@ class GraphMemory(_Base):
         return atomic_write_dir(Path(path), write)
 
 
+class TaskGraphMemory(GraphMemory):
+    """Task-Graph: whole trajectories as edges (first screen -> final screen, intent = goal).
+
+    A query is mostly *not* a first screen, so trajectories are not found through the
+    nearest node alone: every stored trajectory is scored by ``alpha`` x the cosine of the
+    query screen to its first-screen node plus ``1 - alpha`` x the cosine of the query goal
+    to its goal, and the ``k`` best are returned (ties: edge id).
+    """
+
+    def __init__(self, image_embedder: ImageEmbedder, text_embedder: TextEmbedder, tau: float = 0.9,
+                 theta: float = 0.9, k: int = 1, alpha: float = 0.5, style: RenderStyle | None = None):
+        if not 0.0 <= alpha <= 1.0:
+            raise DataError("alpha", f"must be in [0, 1], got {alpha!r}")
+        super().__init__("task_graph", image_embedder, text_embedder, tau, theta, k, "goal", style)
+        self.alpha = alpha
+
+    def retrieve(self, screenshot: Image.Image | np.ndarray, goal: str, k: int | None = None) -> Retrieved:
+        """The ``k`` trajectories with the best combined first-screen and goal similarity."""
+        g = self.graph
+        if not g.n_edges:
+            return Retrieved(self.name, ())
+        q = self._query_vector(screenshot)
+        screen = exact_scores(g.node_means, q / max(float(np.linalg.norm(q)), 1e-12))  # [nodes]
+        sources = np.array([e.source for e in g.edges])  # [edges]
+        goals = exact_scores(g.edge_intents, self._embed_texts([goal])[0])  # [edges]
+        combined = self.alpha * screen[sources] + (1 - self.alpha) * goals
+        order = np.lexsort((np.arange(len(combined)), -combined))[: k or self.k]
+        items = tuple(replace(self.items[g.edges[i].subgoal.id], score=float(screen[sources[i]]),
+                              goal_score=float(goals[i]), node=int(sources[i])) for i in order)
+        nodes = tuple(dict.fromkeys((int(sources[i]), float(screen[sources[i]])) for i in order))
+        return Retrieved(self.name, items, nodes)
+
+    def _meta(self) -> dict[str, Any]:
+        return {**super()._meta(), "alpha": self.alpha}
+
+
 # ============================================================================ flat memory
 class FlatMemory(_Base):
     """Subgoal-Flat: every subgoal kept (no merging, no dedup, no graph); nearest first screens."""
@@ -401,10 +437,16 @@ class FlatMemory(_Base):
 # ============================================================================ factory, files
 def make_memory(name: str, image_embedder: ImageEmbedder, text_embedder: TextEmbedder,
                 tau: float = 0.9, theta: float = 0.9, k: int | None = None, rank_by: str = "goal",
-                style: RenderStyle | None = None) -> GraphMemory | FlatMemory:
-    """A memory by name (:data:`MEMORIES`); ``k`` defaults to 1 node (graphs) or 3 subgoals (flat)."""
+                alpha: float = 0.5, style: RenderStyle | None = None) -> GraphMemory | FlatMemory:
+    """A memory by name (:data:`MEMORIES`).
+
+    ``k`` defaults to 1 node (SMG, Action-Graph), 3 subgoals (Flat) or 1 trajectory
+    (Task-Graph); ``rank_by`` applies to SMG and Action-Graph, ``alpha`` to Task-Graph.
+    """
     if name == "flat":
         return FlatMemory(image_embedder, text_embedder, k or 3, style)
+    if name == "task_graph":
+        return TaskGraphMemory(image_embedder, text_embedder, tau, theta, k or 1, alpha, style)
     if name in MEMORIES:
         return GraphMemory(name, image_embedder, text_embedder, tau, theta, k or 1, rank_by, style)
     raise DataError("memory", f"unknown memory {name!r}; expected one of {MEMORIES}")
@@ -447,6 +489,10 @@ def load_memory(path: str | Path, image_embedder: ImageEmbedder, text_embedder: 
                             str(folder / FLAT_VECTORS))
         memory.index.extend(vectors)
         memory.units, memory.episodes = list(meta["units"]), set(meta["episodes"])
+    elif name == "task_graph":
+        memory = TaskGraphMemory(image_embedder, text_embedder, float(meta["tau"]), float(meta["theta"]),
+                                 int(meta["k"]), float(meta["alpha"]), style)
+        memory.graph = MemoryGraph.load(folder, expect=memory.graph.config)
     elif name in MEMORIES:
         memory = GraphMemory(name, image_embedder, text_embedder, float(meta["tau"]), float(meta["theta"]),
                              int(meta["k"]), meta["rank_by"], style)

@@ -58,7 +58,7 @@ NODE_SUMS, EDGE_INTENTS = "node_sums.npy", "edge_intents.npy"
 
 
 # ============================================================================ exact search
-def _exact_scores(rows: np.ndarray, q: np.ndarray) -> np.ndarray:
+def exact_scores(rows: np.ndarray, q: np.ndarray) -> np.ndarray:
     """Row-wise dot products in float64, each a function of its row and ``q`` only."""
     return np.einsum("ij,j->i", rows.astype(np.float64), q.astype(np.float64), optimize=False)  # [n]
 
@@ -123,7 +123,7 @@ class NodeIndex:
         s = self._x[:n] @ q  # [n] float32
         kth = s.max() if k == 1 else np.partition(s, n - k)[n - k]
         candidates = np.flatnonzero(s >= kth - self.margin)
-        return _top(candidates, _exact_scores(self._x[candidates], q), k)
+        return _top(candidates, exact_scores(self._x[candidates], q), k)
 
 
 def normalize_rows(x: np.ndarray) -> np.ndarray:
@@ -281,7 +281,7 @@ class MemoryGraph:
                 if t == target and ok == success]
         if not rows:
             return False
-        cosines = _exact_scores(self._intents[rows], _unit(intent))
+        cosines = exact_scores(self._intents[rows], _unit(intent))
         return bool((cosines >= self.config.theta).any())
 
     def add_edge(self, source: int, target: int, subgoal: Subgoal, intent: np.ndarray) -> Edge | None:
@@ -467,20 +467,31 @@ def node_purity(graph: MemoryGraph, screen_of: Mapping[str, str | None]) -> floa
     return agree / total if total else float("nan")
 
 
-def draw_graph(graph: MemoryGraph, store_root: str | Path, ax: Any, max_nodes: int = 12,
-               thumb: tuple[int, int] = (30, 60), seed: int = 0) -> list[int]:
-    """Draw the ``max_nodes`` most visited nodes (screen thumbnails) and their edges, coloured by success.
+def neighbourhood(graph: MemoryGraph, max_nodes: int) -> list[int]:
+    """The most visited node and its nearest neighbours (either edge direction), up to ``max_nodes``."""
+    g = graph.graph
+    if not g.number_of_nodes():
+        return []
+    start = min(g.nodes, key=lambda n: (-g.nodes[n]["count"], n))
+    dist = nx.single_source_shortest_path_length(g.to_undirected(as_view=True), start)
+    return sorted(dist, key=lambda n: (dist[n], -g.nodes[n]["count"], n))[:max_nodes]
 
-    Returns the drawn node ids. Layout: networkx spring layout with ``seed``.
+
+def draw_graph(graph: MemoryGraph, store_root: str | Path, ax: Any, max_nodes: int = 12,
+               thumb: tuple[int, int] = (24, 48), seed: int = 0) -> list[int]:
+    """Draw the most visited node's neighbourhood (screen thumbnails) with edges coloured by success.
+
+    Returns the drawn node ids (see :func:`neighbourhood`). Layout: networkx spring layout
+    with ``seed``; a number under a node is its id and how many screens merged into it.
     """
     from matplotlib.offsetbox import AnnotationBbox, OffsetImage
 
     from guimem.embedding import open_image
     from guimem.plotting import SUCCESS_COLORS
 
-    nodes = sorted(graph.graph.nodes, key=lambda n: (-graph.graph.nodes[n]["count"], n))[:max_nodes]
+    nodes = neighbourhood(graph, max_nodes)
     sub = graph.graph.subgraph(nodes)
-    pos = nx.spring_layout(nx.Graph(sub), seed=seed, k=1.5 / max(1, len(nodes)) ** 0.5)
+    pos = nx.spring_layout(nx.Graph(sub), seed=seed, k=2.0 / max(1, len(nodes)) ** 0.5)
     for u, v, key in sorted(sub.edges(keys=True)):
         success = graph.edges[key].subgoal.success
         rad = 0.0 if u == v else 0.1 + 0.05 * (key % 3)

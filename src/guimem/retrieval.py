@@ -110,8 +110,9 @@ def embed_queries(embedder: ImageEmbedder, store_root: str | Path, queries: Sequ
     return embed_screenshots(embedder, store_root, [q.screenshot for q in queries], progress=progress)
 
 
-def summarize(results: Sequence[StepResult]) -> dict[str, float]:
-    """Means over steps: hit@k, hit@shown, failure share, items, tokens; latency percentiles (ms)."""
+def summarize(results: Sequence[StepResult], latency: bool = False) -> dict[str, float]:
+    """Means over steps: hit@k, hit@shown, failure share, items, tokens; with ``latency``, the
+    median retrieval time in ms (left out by default: it varies between runs, metrics must not)."""
     labelled = [r for r in results if r.query.true_type is not None]
     n = max(1, len(labelled))
     ks = sorted(results[0].hits) if results else []
@@ -126,9 +127,10 @@ def summarize(results: Sequence[StepResult]) -> dict[str, float]:
         "tokens_mean": float(np.mean([r.tokens for r in results])) if results else 0.0,
         "tokens_p95": float(np.percentile([r.tokens for r in results], 95)) if results else 0.0,
         "empty_share": sum(not r.shown for r in results) / max(1, len(results)),
-        "latency_ms_p50": float(np.percentile(ms, 50)),
         "steps": len(results),
     })
+    if latency:
+        summary["latency_ms_p50"] = float(np.percentile(ms, 50))
     return summary
 
 

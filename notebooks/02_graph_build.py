@@ -1,0 +1,219 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 02 · Graph build: the Subgoal-aware Memory Graph and the baseline memories
+#
+# **What this stage does.** It turns the training trajectories, cut into subgoals by
+# `01_segmentation`, into four memories an agent can consult: the **Subgoal-aware Memory
+# Graph** (SMG) and three baselines — **Subgoal-Flat** (the same subgoals, no merging, no
+# graph), **Action-Graph** (the same graph, but every single step is an edge) and
+# **Task-Graph** (the same graph, but every whole trajectory is an edge).
+#
+# **Why.** A subgoal ("open the Display settings") is the unit of experience that transfers:
+# it recurs across tasks and apps, while whole trajectories are too specific and single
+# steps too myopic. The SMG merges screens that look alike into nodes, so experience from
+# many trajectories meets at the screen where it is needed, and drops near-duplicate edges,
+# so the memory stays small.
+#
+# **Reads** `data/world/train/` (episodes and screenshots) and `data/segmentation/train.jsonl`
+# (subgoals). **Writes** `data/graph_build/{smg,flat,action_graph,task_graph}/` (plain files:
+# JSON, `.npy`; no pickle), `data/graph_build/projection/` (the fitted PCA of screen
+# embeddings), `metrics/graph_build.json` and `figures/graph_build_{sweeps,graph,memory}.png`.
+#
+# **Paper.** The SMG construction (nodes merged at cosine ≥ τ = 0.9 with running-mean
+# embeddings; subgoal edges deduplicated per source node at equal target and success and
+# intent cosine ≥ θ = 0.9) and the baselines of its main table.
+
+# %% tags=["parameters"]
+world_dir = "data/world"  # episode stores from 00_world (train/ is read)
+subgoals_dir = "data/segmentation"  # subgoals from 01_segmentation (train.jsonl is read)
+out_dir = "data/graph_build"  # one folder per memory, plus projection/
+image_embedder = "efficientnet_lite0"  # screen embedder: efficientnet_lite0[-squash|-pad], pixels, hf:<local path>
+text_embedder = "minilm"  # intent embedder: minilm (all-MiniLM-L6-v2) or hashing
+pca_dim = 64  # project screen embeddings onto their top principal directions (0: keep every dimension)
+tau = 0.9  # a screen merges into its nearest node when their cosine is at least tau
+theta = 0.9  # an edge is a duplicate when its intent cosine to an earlier one (same source, target, success) is at least theta
+k_nodes = 1  # nodes a graph memory retrieves per query
+flat_k = 3  # subgoals Subgoal-Flat retrieves per query
+task_k = 1  # trajectories Task-Graph retrieves per query
+task_alpha = 0.5  # Task-Graph score: this weight on first-screen similarity, the rest on goal similarity
+rank_by = "goal"  # order of a node's edges: "goal" (similarity of their task's goal) or "id"
+max_items = 3  # items the actor is shown, as text and as image
+max_actions = 4  # actions shown per item
+memory_image_width = 180  # memory image width in pixels (phone aspect: twice as high as wide)
+memory_image_height = 360  # memory image height in pixels
+tau_sweep = [0.8, 0.85, 0.9, 0.93, 0.95, 0.97]  # merge thresholds compared (SMG, theta fixed)
+theta_sweep = [0.7, 0.8, 0.9, 0.95, 1.0]  # dedup thresholds compared (SMG, tau fixed)
+max_train_episodes = 0  # size knob: use only the first N training episodes (0: all)
+batch_size = 8  # screens per embedding micro-batch
+cache_dir = ".cache/guimem/embeddings"  # content-hash embedding cache (not tracked)
+figures_dir = "figures"  # where the figures go
+metrics_path = "metrics/graph_build.json"  # this stage's metrics
+
+# %%
+import json
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import torch
+
+from guimem.embedding import cached_image_embedder, cached_text_embedder, embed_screenshots, fit_projection
+from guimem.episodes import load_episodes
+from guimem.memories import MEMORIES, RenderStyle, build_memory
+from guimem.memory_graph import build_graph, draw_graph, node_purity
+from guimem.notebook_runner import enter_repo_root
+from guimem.plotting import MEMORY_COLORS, MEMORY_LABELS, figure_path, save_figure
+from guimem.segmentation import load_subgoals
+
+enter_repo_root()
+torch.set_num_threads(1)  # the machine is shared; results do not depend on it
+train_root = Path(world_dir) / "train"
+episodes = load_episodes(train_root)
+episodes = episodes[:max_train_episodes] if max_train_episodes else episodes
+keep = {e.id for e in episodes}
+subgoals = [s for s in load_subgoals(Path(subgoals_dir) / "train.jsonl") if s.episode_id in keep]
+screen_of = {o.screenshot: o.screen for e in episodes for o in e.observations}  # true screen types: analysis only
+print(f"{len(episodes)} training episodes, {len(subgoals)} subgoals, {len(screen_of)} distinct screenshots")
+
+# %% [markdown]
+# ## Embedding screens
+# Every distinct training screenshot goes through the image embedder once (cached by the
+# hash of its bytes under `.cache/`, so changing τ later re-embeds nothing). EfficientNet-Lite0
+# sees the phone screen at 112 × 224 pixels (its aspect ratio kept) and returns a 1280-d
+# pooled feature. Those features are then projected onto their top `pca_dim` principal
+# directions, fitted on these same training screens: most of the variation between screens
+# lives there, and a similarity scan over 100k 64-d nodes fits in a CPU's cache where one
+# over 1280-d nodes does not (see `benchmarks/results/memory.json`).
+
+# %%
+raw_images = cached_image_embedder(image_embedder, cache_dir, batch_size=batch_size)
+texts = cached_text_embedder(text_embedder, cache_dir)
+raw = embed_screenshots(raw_images, train_root, sorted(screen_of), progress=True)
+images = raw_images
+if pca_dim:
+    images = fit_projection(raw_images, [raw[s] for s in sorted(raw)], pca_dim)
+    images.save(Path(out_dir) / "projection")
+print(f"screen embedder: {images.name} ({images.dim}-d); intent embedder: {texts.name} ({texts.dim}-d)")
+
+# %% [markdown]
+# ## The four memories
+# Each is built from the same episodes and subgoals and saved as plain files. The graph
+# memories share one engine (`guimem.memory_graph`); only the unit on an edge differs: a
+# subgoal, a single step, or a whole trajectory. SMG and Action-Graph answer a screen with
+# the out-edges of its nearest node; Task-Graph scores every stored trajectory by how much
+# its first screen and its goal resemble the current ones (a mid-task screen resembles no
+# first screen); Flat returns the subgoals whose first screen is most similar.
+
+# %%
+style = RenderStyle(max_items=max_items, max_actions=max_actions,
+                    image_size=(memory_image_width, memory_image_height))
+params = {"smg": dict(tau=tau, theta=theta, k=k_nodes, rank_by=rank_by), "flat": dict(k=flat_k),
+          "action_graph": dict(tau=tau, theta=theta, k=k_nodes, rank_by=rank_by),
+          "task_graph": dict(tau=tau, theta=theta, k=task_k, alpha=task_alpha)}
+memories = {}
+for name in MEMORIES:
+    memories[name] = build_memory(name, episodes, subgoals, train_root, images, texts, style=style, **params[name])
+    memories[name].save(Path(out_dir) / name)
+smg = memories["smg"].graph
+counts = {name: (m.graph.stats() if name != "flat" else {"items": len(m.items)}) for name, m in memories.items()}
+for name, c in counts.items():
+    print(f"{MEMORY_LABELS[name]:14s}", c)
+
+# %% [markdown]
+# **Node purity** asks whether merging put together screens that really are the same: for
+# each node, the share of its screenshots whose true screen type (kept by the world for
+# analysis; no method reads it) is the node's majority type. The **dedup ratio** is the
+# share of subgoals dropped as near-duplicates of an earlier edge.
+
+# %%
+purity = {name: node_purity(memories[name].graph, screen_of) for name in ("smg", "action_graph", "task_graph")}
+print({k: round(v, 3) for k, v in purity.items()})
+print(f"SMG: {smg.n_nodes} nodes from {smg.stats()['screens_merged']} screens, {smg.n_edges} edges, "
+      f"dedup ratio {smg.stats()['dedup_ratio']:.3f}, true screen types {len(set(screen_of.values()))}")
+
+# %% [markdown]
+# ## How τ and θ shape the graph
+# A higher τ merges less: more nodes, each purer. A higher θ drops fewer edges as
+# duplicates. The sweep rebuilds the SMG from cached embeddings at each value.
+
+# %%
+tau_rows = []
+for t in tau_sweep:
+    g = build_graph(subgoals, images, texts, train_root, tau=t, theta=theta)
+    tau_rows.append({"tau": t, "nodes": g.n_nodes, "edges": g.n_edges, "purity": node_purity(g, screen_of)})
+theta_rows = []
+for th in theta_sweep:
+    g = build_graph(subgoals, images, texts, train_root, tau=tau, theta=th)
+    theta_rows.append({"theta": th, "edges": g.n_edges, "dedup_ratio": g.stats()["dedup_ratio"]})
+fig, (a, b) = plt.subplots(1, 2, figsize=(8, 3.2))
+a.plot([r["tau"] for r in tau_rows], [r["purity"] for r in tau_rows], "o-", color=MEMORY_COLORS["smg"])
+a.set(xlabel="τ (merge threshold)", ylabel="node purity", title="Merging: purity vs τ")
+a2 = a.twinx()
+a2.plot([r["tau"] for r in tau_rows], [r["nodes"] for r in tau_rows], "s--", color="#0072B2")
+a2.set_ylabel("nodes", color="#0072B2")
+a2.grid(False)
+b.plot([r["theta"] for r in theta_rows], [r["dedup_ratio"] for r in theta_rows], "o-", color=MEMORY_COLORS["smg"])
+b.set(xlabel="θ (dedup threshold)", ylabel="share of subgoals dropped", title=f"Dedup at τ = {tau}")
+save_figure(fig, figure_path(figures_dir, "graph_build", "sweeps"))
+
+# %% [markdown]
+# ## A look at the graph
+# The most visited nodes with a thumbnail of their first screenshot; edges are subgoals,
+# green when the judge said they succeeded, vermillion when they failed (kept on purpose:
+# a failure is worth remembering), grey when unsure.
+
+# %%
+fig, ax = plt.subplots(figsize=(8, 6))
+drawn = draw_graph(smg, train_root, ax, max_nodes=12)
+ax.set_title(f"The SMG's {len(drawn)} most visited nodes (of {smg.n_nodes})")
+save_figure(fig, figure_path(figures_dir, "graph_build", "graph"))
+
+# %% [markdown]
+# ## What the actor will read
+# For a screen, the SMG returns the outgoing edges of its most similar node. The same
+# retrieval is rendered twice: as a text block for the prompt, and as an image of the
+# anchor screens with the actions marked (ring: tap, arrow: swipe, label: typed text or a
+# key; border: green success, vermillion failure, yellow unsure).
+
+# %%
+busiest = max(smg.graph.nodes, key=lambda n: (smg.graph.out_degree(n), -n))
+query = smg.node_means[busiest]
+retrieved = memories["smg"].retrieve(query, episodes[0].goal)
+text = memories["smg"].render_text(retrieved)
+print(text)
+fig, (a, b) = plt.subplots(1, 2, figsize=(8, 4.5), gridspec_kw={"width_ratios": [1, 1.6]})
+a.imshow(memories["smg"].render_image(retrieved))
+a.set_axis_off()
+b.text(0, 1, text.replace(" | ", "\n   "), va="top", fontsize=6.5, wrap=True)
+b.set_axis_off()
+fig.suptitle(f"Node {busiest}: {len(retrieved.items)} edges, goal: {episodes[0].goal!r}", fontsize=9)
+save_figure(fig, figure_path(figures_dir, "graph_build", "memory"))
+
+# %%
+metrics = {
+    "episodes": len(episodes), "subgoals": len(subgoals), "screenshots": len(screen_of),
+    "screen_types": len(set(screen_of.values())), "image_embedder": images.name, "image_dim": images.dim,
+    "text_embedder": texts.name,
+    "smg": {**smg.stats(), "purity": round(purity["smg"], 4)},
+    "action_graph": {**memories["action_graph"].graph.stats(), "purity": round(purity["action_graph"], 4)},
+    "task_graph": {**memories["task_graph"].graph.stats(), "purity": round(purity["task_graph"], 4)},
+    "flat": {"items": len(memories["flat"].items)},
+    "tau_sweep": [{k: round(v, 4) for k, v in r.items()} for r in tau_rows],
+    "theta_sweep": [{k: round(v, 4) for k, v in r.items()} for r in theta_rows],
+}
+for name in ("smg", "action_graph", "task_graph"):
+    metrics[name]["dedup_ratio"] = round(metrics[name]["dedup_ratio"], 4)
+Path(metrics_path).parent.mkdir(parents=True, exist_ok=True)
+Path(metrics_path).write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
+print(json.dumps({k: metrics[k] for k in ("smg", "flat")}, indent=1))
