@@ -1,0 +1,97 @@
+"""Smoke runs of 02_graph_build and 03_retrieval_eval on a tiny world ("it runs", then "the numbers are right")."""
+
+import json
+
+import pytest
+
+from guimem.demonstrator import generate_dataset
+from guimem.episodes import load_episodes
+from guimem.judge import RuleJudge
+from guimem.segmentation import make_segmenter, save_subgoals, segment_episodes
+from guimem.world import WorldConfig
+
+TINY = dict(image_embedder="pixels", text_embedder="hashing", pca_dim=8, tau_sweep=[0.9, 0.97],
+            theta_sweep=[0.8, 1.0])
+
+
+@pytest.fixture(scope="module")
+def stage_dir(tmp_path_factory):
+    """A tiny world and its rule segmentation at the default paths, as 00 and 01 would leave them."""
+    tmp = tmp_path_factory.mktemp("memory_nb")
+    generate_dataset(WorldConfig(n_train=10, n_test=3), tmp / "data" / "world", seed=0, progress=False)
+    segmenter = make_segmenter("rule", RuleJudge())
+    for split in ("train", "test"):
+        episodes = load_episodes(tmp / "data" / "world" / split)
+        save_subgoals(tmp / "data" / "segmentation" / f"{split}.jsonl", segment_episodes(episodes, segmenter, False))
+    return tmp
+
+
+@pytest.fixture(scope="module")
+def graph_build(stage_dir):
+    from nbsmoke import run_notebook
+
+    return run_notebook("02_graph_build", stage_dir, cache_dir=str(stage_dir / "cache"), **TINY)
+
+
+@pytest.fixture(scope="module")
+def retrieval_eval(stage_dir, graph_build):
+    from nbsmoke import run_notebook
+
+    return run_notebook("03_retrieval_eval", stage_dir, cache_dir=str(stage_dir / "cache"), ks=[1, 3],
+                        tau_sweep=[0.9], image_embedder="pixels", text_embedder="hashing")
+
+
+@pytest.mark.notebook
+@pytest.mark.slow
+def test_graph_build_notebook_runs(stage_dir, graph_build):
+    out = stage_dir / "data" / "graph_build"
+    for name in ("smg", "flat", "action_graph", "task_graph"):
+        assert (out / name / "memory.json").is_file() and (out / name / "items.jsonl").is_file()
+    assert (out / "projection" / "basis.npy").is_file()
+    for what in ("sweeps", "graph", "memory"):
+        assert (stage_dir / "figures" / f"graph_build_{what}.png").stat().st_size > 10_000
+
+
+@pytest.mark.notebook
+@pytest.mark.slow
+def test_graph_build_notebook_metrics(stage_dir, graph_build):
+    m = graph_build
+    n_subgoals = sum(1 for _ in open(stage_dir / "data" / "segmentation" / "train.jsonl"))
+    assert m["episodes"] == 10 and m["subgoals"] == n_subgoals == m["flat"]["items"]
+    smg = m["smg"]
+    assert smg["subgoals_seen"] == n_subgoals == smg["edges"] + smg["duplicates_dropped"]
+    assert 0 < smg["nodes"] <= smg["screens_merged"] and 0 < smg["purity"] <= 1
+    assert m["image_embedder"].startswith("pixels+pca8-") and m["image_dim"] == 8
+    taus = m["tau_sweep"]
+    assert taus[0]["nodes"] <= taus[1]["nodes"]  # a higher tau merges less
+    thetas = m["theta_sweep"]
+    assert thetas[0]["dedup_ratio"] >= thetas[1]["dedup_ratio"]  # a higher theta drops less
+    assert m["task_graph"]["subgoals_seen"] == 10  # one edge offered per trajectory
+
+
+@pytest.mark.notebook
+@pytest.mark.slow
+def test_retrieval_eval_notebook_runs(stage_dir, retrieval_eval):
+    out = stage_dir / "data" / "retrieval_eval"
+    test_steps = sum(len(e.steps) for e in load_episodes(stage_dir / "data" / "world" / "test"))
+    for name in ("smg", "flat", "action_graph", "task_graph"):
+        lines = (out / name / "steps.jsonl").read_text().splitlines()
+        assert len(lines) == test_steps
+        record = json.loads(lines[0])
+        assert (out / name / record["image"]).is_file() and record["text"].startswith("Past experience")
+    for what in ("hits", "tau"):
+        assert (stage_dir / "figures" / f"retrieval_eval_{what}.png").stat().st_size > 10_000
+
+
+@pytest.mark.notebook
+@pytest.mark.slow
+def test_retrieval_eval_notebook_metrics(stage_dir, retrieval_eval):
+    m = retrieval_eval
+    test_steps = sum(len(e.steps) for e in load_episodes(stage_dir / "data" / "world" / "test"))
+    assert m["steps"] == test_steps and m["test_episodes"] == 3
+    for name, s in m["memories"].items():
+        assert s["steps"] == test_steps
+        assert 0 <= s["hit@1"] <= s["hit@3"] <= 1 and s["hit@shown"] <= 1
+        assert s["items_shown"] <= 3 and s["tokens_mean"] > 0
+    assert m["memories"]["flat"]["items_retrieved"] == 3.0
+    assert m["tau_sweep"][0]["tau"] == 0.9
