@@ -1,8 +1,8 @@
 """Benchmark of the Hugging Face VLM actor on a tiny random Qwen2-VL (CPU, one thread).
 
-Reports answers per second with one input per forward pass and with batches of 8, and what
-asking for the hidden states costs: ``act`` with and without ``output_hidden_states``, and a
-plain prefill forward with and without it. Writes ``benchmarks/results/hf_actor.json``.
+Reports answers per CPU second with one input per forward pass and with batches of 8, and
+what asking for the hidden states costs: ``act`` with and without ``output_hidden_states``,
+and a plain prefill forward with and without it. Writes ``benchmarks/results/hf_actor.json``.
 
 Run: ``python benchmarks/bench_hf_actor.py`` (about a minute on an idle 2-core machine).
 """
@@ -37,18 +37,19 @@ def inputs(n: int) -> list[PolicyInput]:
 
 
 def best_pair(fn_a, fn_b, repeats: int = REPEATS) -> tuple[float, float]:
-    """Shortest wall times of ``fn_a()`` and ``fn_b()``, run alternately after a warm-up.
+    """Shortest CPU times of ``fn_a()`` and ``fn_b()``, run alternately after a warm-up.
 
-    Alternating and keeping the fastest run makes the ratio of the two robust to the load
-    of a shared machine drifting during the measurement.
+    CPU time of this process (torch on one thread), not wall time: on a machine shared with
+    other jobs, wall time mostly measures their load. Alternating and keeping the fastest
+    run also guards the ratio of the two against drift.
     """
     fn_a(), fn_b()
     times_a, times_b = [], []
     for _ in range(repeats):
         for fn, times in ((fn_a, times_a), (fn_b, times_b)):
-            start = time.perf_counter()
+            start = time.process_time()
             fn()
-            times.append(time.perf_counter() - start)
+            times.append(time.process_time() - start)
     return min(times_a), min(times_b)
 
 
@@ -68,9 +69,9 @@ def main() -> dict:
         "model": f"tiny random Qwen2-VL, {N_LAYERS} layers, d_model {D_MODEL}",
         "prompt_tokens_mean": statistics.mean(int(n) for n in enc["attention_mask"].sum(1)),
         "max_new_tokens": MAX_NEW_TOKENS,
-        "answers_per_s_single": N_INPUTS / t_single,
-        "answers_per_s_batch8": N_INPUTS / t_batched,
-        "forward_s_batch8": t_fwd,
+        "answers_per_cpu_s_single": N_INPUTS / t_single,
+        "answers_per_cpu_s_batch8": N_INPUTS / t_batched,
+        "forward_cpu_s_batch8": t_fwd,
         "hidden_states_cost_act_single": t_single_h / t_single - 1,  # relative extra time
         "hidden_states_cost_act_batch8": t_batched_h / t_batched - 1,
         "hidden_states_cost_forward_batch8": t_fwd_h / t_fwd - 1,
