@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from guimem.data import DataError
 from guimem.llm import SMOLLM2_GGUF, LLMUnavailable, load_llm, locate_gguf
 from guimem.segmentation import (
     LLMSegmenter, Span, answer_complete, boundaries, check_spans, parse_llm_answer, rule_spans, segmentation_prompt,
@@ -88,45 +89,67 @@ class CannedLLM:
     answers: list[str]
     calls: list = field(default_factory=list)
 
-    def generate(self, messages, max_new_tokens=128, stop=None):
-        self.calls.append((messages, max_new_tokens))
+    def generate(self, messages, max_new_tokens=128, stop=None, prefix=""):
+        self.calls.append({"messages": messages, "max_new_tokens": max_new_tokens, "prefix": prefix})
         return self.answers.pop(0)
 
     def count_tokens(self, messages):
         return sum(len(m["content"].split()) for m in messages)
 
 
-def test_llm_segmenter_uses_parsed_spans_and_fills_missing_intents():
-    ep = hm.search_episode()
-    seg = LLMSegmenter(CannedLLM(["1-1: open Notes\n2-4\n5-6: open the note"]))
+def test_guided_mode_starts_each_line_after_the_previous_end():
+    ep = hm.search_episode()  # 6 steps
+    llm = CannedLLM(["1: open Notes\n2-", "4\n", "6: open the note"])
+    seg = LLMSegmenter(llm, mode="guided", tokens_per_line=12)
     spans = seg.spans(ep)
+    assert [c["prefix"] for c in llm.calls] == ["1-", "1-1: open Notes\n2-", "1-1: open Notes\n2-4\n5-"]
+    assert all(c["max_new_tokens"] == 12 and c["messages"] == segmentation_prompt(ep) for c in llm.calls)
+    assert seg.stats.records[0].answer == "1-1: open Notes\n2-4\n5-6: open the note\n"
     assert boundaries(spans) == [1, 4]
     assert spans[0].text == "open Notes"
-    assert spans[1].text == "type 'milk' into \"Search notes\" and submit"  # the rule intent of that span
+    assert spans[1].text == "type 'milk' into \"Search notes\" and submit"  # left empty: the rule intent of that span
     assert seg.stats.summary() == {"episodes": 1, "ok": 0, "repaired": 1, "unparseable": 0}
+
+
+def test_guided_mode_stops_when_a_line_breaks_the_format():
+    ep = hm.search_episode()
+    llm = CannedLLM(["2: open Notes", "oops, no number"])
+    seg = LLMSegmenter(llm, mode="guided")
+    spans = seg.spans(ep)
+    assert len(llm.calls) == 2  # no third call after the broken line
+    assert spans == [Span(0, 5, "open Notes")]  # the last usable line's span runs to the end
+    assert seg.stats.records[0].status == "repaired"
 
 
 def test_llm_segmenter_falls_back_to_rules_and_counts_unparseable():
     ep = hm.dark_theme_episode()
-    seg = LLMSegmenter(CannedLLM(["I think the agent did well!", "1-8: turn on the dark theme"]))
+    seg = LLMSegmenter(CannedLLM(["I think the agent did well!", "1-8: turn on the dark theme"]), mode="free")
     assert seg.spans(ep) == rule_spans(ep)
     assert seg.spans(ep) == [Span(0, 7, "turn on the dark theme")]
     assert seg.stats.summary() == {"episodes": 2, "ok": 1, "repaired": 0, "unparseable": 1}
     record = seg.stats.records[0]
     assert record.episode_id == ep.id and record.answer == "I think the agent did well!" and record.seconds >= 0
+    guided = LLMSegmenter(CannedLLM(["I think the agent did well!"]), mode="guided")
+    assert guided.spans(ep) == rule_spans(ep) and guided.stats.count("unparseable") == 1
 
 
-def test_llm_segmenter_prompt_and_budget():
+def test_free_mode_prompt_and_budget():
     ep = hm.search_episode()
     llm = CannedLLM(["1-6: x"])
-    seg = LLMSegmenter(llm, tokens_per_step=10, max_new_tokens=50)
+    seg = LLMSegmenter(llm, mode="free", tokens_per_line=10, max_new_tokens=50)
     subgoals = seg.segment(ep)
-    messages, budget = llm.calls[0]
-    assert budget == min(50, 8 + 10 * len(ep.steps))
+    call = llm.calls[0]
+    assert call["max_new_tokens"] == min(50, 8 + 10 * len(ep.steps)) and call["prefix"] == ""
+    messages = call["messages"]
     assert messages == segmentation_prompt(ep)
-    assert [m["role"] for m in messages] == ["system", "user", "assistant", "user"]
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "user", "assistant", "user"]
     assert "search_for" not in messages[-1]["content"]  # labels never reach the prompt
     assert len(subgoals) == 1 and subgoals[0].text == "x"
+
+
+def test_unknown_mode_is_refused():
+    with pytest.raises(DataError, match="unknown LLM segmentation mode 'chatty'"):
+        LLMSegmenter(CannedLLM([]), mode="chatty")
 
 
 # ----------------------------------------------------------------------------- the real model

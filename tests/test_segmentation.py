@@ -308,3 +308,48 @@ def test_load_skips_blank_lines(tmp_path):
     path.write_text("\n".join(_line(s) for s in subgoals) + "\n\n")
     assert load_subgoals(path) == subgoals
 
+
+
+# ----------------------------------------------------------------------------- the notebook
+@pytest.fixture(scope="module")
+def segmentation_run(tmp_path_factory, repo_root):
+    """01_segmentation on a tiny world, with SmolLM2 on one test episode ("it runs")."""
+    from guimem.demonstrator import generate_dataset
+    from guimem.world import WorldConfig
+    from nbsmoke import run_notebook
+
+    tmp = tmp_path_factory.mktemp("segmentation_nb")
+    generate_dataset(WorldConfig(n_train=8, n_test=4), tmp / "data" / "world", seed=0, progress=False)
+    metrics = run_notebook("01_segmentation", tmp, text_embedder="hashing", llm_sample=1,
+                           llm_cache_dir=str(repo_root / ".cache" / "guimem" / "llm"),
+                           embed_cache_dir=str(tmp / "cache"))
+    return tmp, metrics
+
+
+@pytest.mark.notebook
+@pytest.mark.slow
+def test_segmentation_notebook_writes_its_outputs(segmentation_run):
+    tmp, metrics = segmentation_run
+    for split in ("train", "test"):
+        subgoals = load_subgoals(tmp / "data" / "segmentation" / f"{split}.jsonl")
+        assert len(subgoals) == metrics["subgoals"][split] > 0
+    for what in ("boundaries", "judge_confusion"):
+        assert (tmp / "figures" / f"segmentation_{what}.png").stat().st_size > 10_000
+
+
+@pytest.mark.notebook
+@pytest.mark.slow
+def test_segmentation_notebook_numbers(segmentation_run):
+    _, metrics = segmentation_run
+    assert metrics["episodes"] == {"train": 8, "test": 4}
+    for split in ("train", "test"):
+        rule, every = metrics["scores"][split]["rule"], metrics["scores"][split]["every_step"]
+        assert every["recall"] == 1.0 and every["tp"] == rule["n_true"]
+        assert rule["f1"] > every["f1"] and rule["f1"] >= 0.8
+        assert -1.0 <= rule["intent_agreement"] <= 1.0
+        judge = metrics["judge_scores"][split]
+        assert judge["n"] == metrics["episodes"][split] and sum(map(sum, judge["matrix"])) == judge["n"]
+    llm = metrics["llm"]
+    assert llm["sample"] == llm["episodes"] == 1
+    assert llm["ok"] + llm["repaired"] + llm["unparseable"] == 1
+    assert set(llm["scores"]) == {"llm", "rule", "every_step"}

@@ -73,26 +73,29 @@ class LocalLLM:
     name: str = "SmolLM2-135M-Instruct"
     source: str = ""  # where the weights came from (the GGUF file or the cache folder)
 
-    def prompt_ids(self, messages: Sequence[Message]):
-        """The chat-templated prompt as token ids, ready to generate the assistant turn."""
-        return self.tokenizer.apply_chat_template(list(messages), add_generation_prompt=True,
-                                                  return_tensors="pt", return_dict=True)
+    def prompt_ids(self, messages: Sequence[Message], prefix: str = "") -> dict[str, torch.Tensor]:
+        """The chat-templated prompt as token ids (``input_ids``, ``attention_mask``: ``[1, n]``),
+        opening the assistant's turn, which starts with ``prefix``."""
+        text = self.tokenizer.apply_chat_template(list(messages), add_generation_prompt=True, tokenize=False)
+        return self.tokenizer(text + prefix, return_tensors="pt", add_special_tokens=False)
 
     def count_tokens(self, messages: Sequence[Message]) -> int:
         """How many tokens the chat-templated prompt takes."""
         return int(self.prompt_ids(messages)["input_ids"].shape[1])
 
     def generate(self, messages: Sequence[Message], max_new_tokens: int = 128,
-                 stop: Callable[[str], bool] | None = None) -> str:
-        """The assistant's answer to ``messages``: greedy decoding, special tokens dropped.
+                 stop: Callable[[str], bool] | None = None, prefix: str = "") -> str:
+        """The assistant's answer to ``messages`` after ``prefix``: greedy decoding, special tokens dropped.
 
         Args:
             messages: the chat so far, ending with a user turn.
             max_new_tokens: the most tokens to generate.
-            stop: called with the answer so far after each new line; True ends generation
-                (e.g. once the answer is complete), saving the time of a rambling tail.
+            stop: called with the text generated so far each time it ends a line; True ends
+                generation (e.g. once the answer is complete), saving the time of a rambling tail.
+            prefix: the start of the answer, written for the model (it continues from there);
+                not repeated in the returned text.
         """
-        inputs = self.prompt_ids(messages)
+        inputs = self.prompt_ids(messages, prefix)
         n_prompt = inputs["input_ids"].shape[1]  # [1, n_prompt]
         criteria = StoppingCriteriaList([_LineStop(self.tokenizer, n_prompt, stop)] if stop is not None else [])
         with torch.inference_mode():

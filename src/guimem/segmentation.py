@@ -31,6 +31,7 @@ import json
 import os
 import re
 import tempfile
+import textwrap
 import time
 from collections import Counter
 from dataclasses import dataclass, field, replace
@@ -534,22 +535,35 @@ LLM_SYSTEM_PROMPT = (
 )
 """The system turn of the segmentation prompt."""
 
-LLM_EXAMPLE_TRAJECTORY = """Goal: send "hi" to Bob
+LLM_EXAMPLES: tuple[tuple[str, str], ...] = (
+    ("""Goal: send "hi" to Bob
 Steps:
-1. [Chats] tap "Search" (icon)
+1. [Chats] tap an unlabeled icon at top right
 2. [Search] type "Bob" into "Search"
 3. [Search] tap "Bob" (list_item)
 4. [Bob] tap "Message" (field)
 5. [Bob] type "hi" into "Message"
-6. [Bob] tap "Send" (button)
+6. [Bob] tap an unlabeled icon at bottom right
 7. [Bob] done
-End: [Bob]"""
-"""A worked example shown before the real trajectory (one-shot prompting)."""
-
-LLM_EXAMPLE_ANSWER = """1-3: open the chat with Bob
-4-6: send the message "hi"
-7-7: finish the task"""
-"""The answer the example expects."""
+End: [Bob]""",
+     """1-3: open the chat with Bob
+4-5: type the message "hi"
+6-7: send the message"""),
+    ("""Goal: Turn off Wi-Fi
+Steps:
+1. [the home screen] tap "Settings" (grid_cell)
+2. [the home screen + 'Allow notifications?' window] tap "Don't allow" (button)
+3. [Settings] swipe up on the list
+4. [Settings] tap "Network" (list_item)
+5. [Network] tap "Wi-Fi" (toggle)
+6. [Network] done
+End: [Network]""",
+     """1-1: open Settings
+2-2: dismiss the popup
+3-4: open the Network page
+5-6: turn off Wi-Fi"""),
+)
+"""Worked examples shown before the real trajectory (few-shot prompting): trajectory, answer."""
 
 
 def trajectory_text(episode: Episode) -> str:
@@ -565,11 +579,11 @@ def trajectory_text(episode: Episode) -> str:
 
 
 def segmentation_prompt(episode: Episode) -> list[dict[str, str]]:
-    """The chat messages asking the LLM to segment ``episode`` (system, example, trajectory)."""
-    return [{"role": "system", "content": LLM_SYSTEM_PROMPT},
-            {"role": "user", "content": LLM_EXAMPLE_TRAJECTORY},
-            {"role": "assistant", "content": LLM_EXAMPLE_ANSWER},
-            {"role": "user", "content": trajectory_text(episode)}]
+    """The chat messages asking the LLM to segment ``episode`` (system, worked examples, trajectory)."""
+    messages = [{"role": "system", "content": LLM_SYSTEM_PROMPT}]
+    for trajectory, answer in LLM_EXAMPLES:
+        messages += [{"role": "user", "content": trajectory}, {"role": "assistant", "content": answer}]
+    return messages + [{"role": "user", "content": trajectory_text(episode)}]
 
 
 _NUM_START, _NUM_END = r"(?<!\d)(?<!\d[.:])", r"(?!\d|[.:]\d)"  # not inside 6:40 or 4.2.1
@@ -693,28 +707,64 @@ class LLMStats:
                 "unparseable": self.count("unparseable")}
 
 
+LLM_MODES: tuple[str, ...] = ("guided", "free")
+
+
 class LLMSegmenter(_Base):
     """Boundaries and intents proposed by a local LLM; an unparseable answer falls back to :func:`rule_spans`.
 
-    Intents the LLM left empty are filled with the rule intent of the same span. Every call is
-    recorded in :attr:`stats` (raw answer, status, problems, seconds).
+    Two ways of asking (``mode``):
+
+    - ``guided`` (default): the answer is written line by line. Each line is started for the
+      model as ``"<next step>-"`` (the step after the previous line's end) and the model
+      writes the rest: where the subgoal ends and what it is. Overlaps cannot happen, and
+      generation stops at each line's end. A line whose end cannot be read, or lies before its
+      start, ends the answer there.
+    - ``free``: the model writes the whole answer; generation stops once a line reaches the
+      last step. Small models tend to answer with overlapping windows (``1-3``, ``2-4``, ...).
+
+    Either way the answer goes through :func:`parse_llm_answer`; intents the LLM left empty
+    are filled with the rule intent of the same span. Every call is recorded in :attr:`stats`
+    (raw answer, status, problems, seconds).
     """
 
     name = "llm"
 
-    def __init__(self, llm: "LocalLLM", judge: "Judge | None" = None, tokens_per_step: int = 16,
-                 max_new_tokens: int = 256):
+    def __init__(self, llm: "LocalLLM", judge: "Judge | None" = None, mode: str = "guided",
+                 tokens_per_line: int = 20, max_new_tokens: int = 256):
         super().__init__(judge)
-        self.llm, self.tokens_per_step, self.max_new_tokens = llm, tokens_per_step, max_new_tokens
+        if mode not in LLM_MODES:
+            raise DataError("mode", f"unknown LLM segmentation mode {mode!r}; expected one of {LLM_MODES}")
+        self.llm, self.mode = llm, mode
+        self.tokens_per_line, self.max_new_tokens = tokens_per_line, max_new_tokens
         self.stats = LLMStats()
+
+    def _answer_free(self, messages: list[dict[str, str]], n: int) -> str:
+        """The whole answer in one generation."""
+        budget = min(self.max_new_tokens, 8 + self.tokens_per_line * n)
+        return self.llm.generate(messages, max_new_tokens=budget, stop=lambda text: answer_complete(text, n))
+
+    def _answer_guided(self, messages: list[dict[str, str]], n: int) -> str:
+        """The answer line by line, each line started as ``"<next step>-"`` for the model."""
+        answer, first = "", 1
+        while first <= n:
+            head = f"{first}-"
+            tail = self.llm.generate(messages, max_new_tokens=self.tokens_per_line, stop=lambda text: True,
+                                     prefix=answer + head)
+            line = head + tail.split("\n", 1)[0]
+            answer += line + "\n"
+            parsed = _parse_line(line)
+            if parsed is None or parsed[1] < first:
+                break  # the format broke: the answer so far is parsed as it is
+            first = parsed[1] + 1
+        return answer
 
     def spans(self, episode: Episode) -> list[Span]:
         """Ask the LLM; parse; fall back to the rule spans when nothing usable came back."""
         ep, n = blind(episode), len(episode.steps)
         messages = segmentation_prompt(ep)
         start = time.perf_counter()
-        answer = self.llm.generate(messages, max_new_tokens=min(self.max_new_tokens, 8 + self.tokens_per_step * n),
-                                   stop=lambda text: answer_complete(text, n))
+        answer = self._answer_guided(messages, n) if self.mode == "guided" else self._answer_free(messages, n)
         seconds = time.perf_counter() - start
         parsed = parse_llm_answer(answer, n)
         self.stats.records.append(LLMRecord(episode.id, answer, parsed.status, parsed.problems, seconds,
@@ -725,8 +775,10 @@ class LLMSegmenter(_Base):
 
 
 # ============================================================================= choosing and running
-def make_segmenter(name: str, judge: "Judge | None" = None, llm: "LocalLLM | None" = None) -> Segmenter:
-    """The segmenter called ``name`` (one of :data:`SEGMENTERS`); ``llm`` is needed for ``llm``."""
+def make_segmenter(name: str, judge: "Judge | None" = None, llm: "LocalLLM | None" = None,
+                   llm_mode: str = "guided") -> Segmenter:
+    """The segmenter called ``name`` (one of :data:`SEGMENTERS`); ``llm`` (loaded when None) and
+    ``llm_mode`` are for ``llm``."""
     if name == "rule":
         return RuleSegmenter(judge)
     if name == "ground_truth":
@@ -736,13 +788,13 @@ def make_segmenter(name: str, judge: "Judge | None" = None, llm: "LocalLLM | Non
             from guimem.llm import load_llm
 
             llm = load_llm()
-        return LLMSegmenter(llm, judge)
+        return LLMSegmenter(llm, judge, mode=llm_mode)
     raise DataError("segmenter", f"unknown segmenter {name!r}; expected one of {SEGMENTERS}")
 
 
 def segment_episodes(episodes: Sequence[Episode], segmenter: Segmenter, progress: bool = True) -> list[Subgoal]:
     """All subgoals of ``episodes``, in episode order, from one segmenter."""
-    from tqdm.auto import tqdm
+    from tqdm import tqdm
 
     out: list[Subgoal] = []
     for episode in tqdm(episodes, desc=f"segment ({segmenter.name})", disable=not progress):
@@ -916,9 +968,10 @@ class JudgeScores:
         return self.decided / self.n if self.n else float("nan")
 
     def to_dict(self) -> dict:
-        return {"accuracy": self.accuracy, "decided_accuracy": self.decided_accuracy, "coverage": self.coverage,
-                "n": self.n, "rows": list(JUDGE_VERDICTS), "columns": ["success", "failure"],
-                "matrix": [list(r) for r in self.matrix]}
+        """Accuracies rounded to 4 places, the counts, and the matrix with its row and column names."""
+        return {"accuracy": round(self.accuracy, 4), "decided_accuracy": round(self.decided_accuracy, 4),
+                "coverage": round(self.coverage, 4), "n": self.n, "rows": list(JUDGE_VERDICTS),
+                "columns": ["success", "failure"], "matrix": [list(r) for r in self.matrix]}
 
 
 def judge_confusion(verdicts: Sequence[str], outcomes: Sequence[bool | None]) -> JudgeScores:
@@ -971,3 +1024,85 @@ def load_subgoals(path: str | Path) -> list[Subgoal]:
         seen.add(sg.id)
         out.append(sg)
     return out
+
+
+# ============================================================================= reports and figures
+def sample_evenly(items: Sequence, k: int) -> list:
+    """``k`` items spread evenly over ``items`` (all of them when ``k >= len(items)``; none when ``k <= 0``)."""
+    n = len(items)
+    if k <= 0 or n == 0:
+        return []
+    if k >= n:
+        return list(items)
+    return [items[(i * n) // k] for i in range(k)]
+
+
+def every_step_spans(episode: Episode) -> list[Span]:
+    """The trivial segmentation with a boundary before every step (a reference for the metrics)."""
+    return [Span(i, i, "") for i in range(len(episode.steps))]
+
+
+def score_segmentation(pred: Mapping[str, Sequence[Span | Subgoal]], true: Mapping[str, Sequence[Span | Subgoal]],
+                       embedder=None, tolerance: int = 0) -> dict[str, float | int]:
+    """Boundary precision/recall/F1 (micro) and, with an embedder, intent agreement, rounded to 4 places."""
+    out: dict[str, float | int] = {"episodes": len(pred)}
+    out.update({k: round(v, 4) if isinstance(v, float) else v
+                for k, v in corpus_boundary_scores(pred, true, tolerance).to_dict().items()})
+    if embedder is not None:
+        out["intent_agreement"] = round(intent_agreement(pred, true, embedder), 4)
+    return out
+
+
+def draw_boundaries(episode: Episode, segmentations: Mapping[str, Sequence[Span | Subgoal]]):
+    """A figure: one row per segmentation of ``episode``, its subgoals as coloured runs of steps
+    with their intents, the steps' actions along the bottom."""
+    import matplotlib.pyplot as plt
+
+    n = len(episode.steps)
+    rows = list(segmentations.items())
+    fig, ax = plt.subplots(figsize=(max(6.4, 0.75 * n + 2.5), 0.9 * len(rows) + 1.6))
+    palette = plt.get_cmap("tab20").colors
+    for r, (name, parts) in enumerate(rows):
+        y = len(rows) - 1 - r
+        for k, part in enumerate(parts):
+            first, last = _bounds(part)
+            ax.barh(y, last - first + 1, left=first - 0.5, height=0.7, color=palette[k % len(palette)],
+                    edgecolor="white", linewidth=2)
+            label = textwrap.fill(part.text, width=max(8, 12 * (last - first + 1)), max_lines=3, placeholder="…")
+            ax.text((first + last) / 2, y, label, ha="center", va="center", fontsize=7, clip_on=True)
+        for b in boundaries(parts):
+            ax.plot([b - 0.5, b - 0.5], [y - 0.42, y + 0.42], color="black", linewidth=2)
+    verbs = [behaviour_of([s.action]) for s in episode.steps]
+    ax.set_yticks(range(len(rows)), [name for name, _ in reversed(rows)])
+    ax.set_xticks(range(n), [f"{i}\n{v}" for i, v in enumerate(verbs)], fontsize=7)
+    ax.set_xlim(-0.5, n - 0.5)
+    ax.set_xlabel("step and action")
+    ax.grid(False)
+    ax.set_title(f"{episode.id}: {episode.goal}", fontsize=9)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    fig.tight_layout()
+    return fig
+
+
+def draw_judge_confusion(scores: Mapping[str, JudgeScores]):
+    """A figure: the judge's 3x2 confusion matrix (verdict vs true outcome), one panel per split."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(scores), figsize=(3.2 * len(scores) + 0.4, 3.4), squeeze=False)
+    for ax, (name, s) in zip(axes[0], scores.items()):
+        m = np.array(s.matrix, dtype=float)  # [3 verdicts, 2 outcomes]
+        ax.imshow(m, cmap="Blues", vmin=0, vmax=max(1.0, m.max()))
+        ax.grid(False)
+        for i in range(m.shape[0]):
+            for j in range(m.shape[1]):
+                ax.text(j, i, f"{int(m[i, j])}", ha="center", va="center",
+                        color="white" if m[i, j] > 0.6 * m.max() else "black")
+        ax.set_xticks([0, 1], ["success", "failure"])
+        ax.set_yticks([0, 1, 2], list(JUDGE_VERDICTS))
+        ax.set_xlabel("true outcome")
+        ax.set_title(f"{name}: accuracy {s.accuracy:.2f}\n(decided {s.decided_accuracy:.2f}, coverage {s.coverage:.2f})",
+                     fontsize=8)
+    axes[0][0].set_ylabel("judge verdict")
+    fig.tight_layout()
+    return fig
