@@ -57,6 +57,7 @@ tau_sweep = [0.8, 0.85, 0.9, 0.93, 0.95, 0.97]  # merge thresholds compared (SMG
 theta_sweep = [0.7, 0.8, 0.9, 0.95, 1.0]  # dedup thresholds compared (SMG, tau fixed)
 max_train_episodes = 0  # size knob: use only the first N training episodes (0: all)
 batch_size = 8  # screens per embedding micro-batch
+embed_workers = 2  # processes embedding new screens (one torch thread each: same vectors whatever the count)
 cache_dir = ".cache/guimem/embeddings"  # content-hash embedding cache (not tracked)
 figures_dir = "figures"  # where the figures go
 metrics_path = "metrics/graph_build.json"  # this stage's metrics
@@ -77,9 +78,9 @@ from guimem.plotting import MEMORY_COLORS, MEMORY_LABELS, figure_path, save_figu
 from guimem.segmentation import load_subgoals
 
 enter_repo_root()
-torch.set_num_threads(1)  # the machine is shared; results do not depend on it
+torch.set_num_threads(1)  # EfficientNet's float sums depend on the thread count: one thread, everywhere
 train_root = Path(world_dir) / "train"
-episodes = load_episodes(train_root)
+episodes = load_episodes(train_root)  # validates every episode and screenshot
 episodes = episodes[:max_train_episodes] if max_train_episodes else episodes
 keep = {e.id for e in episodes}
 subgoals = [s for s in load_subgoals(Path(subgoals_dir) / "train.jsonl") if s.episode_id in keep]
@@ -97,7 +98,7 @@ print(f"{len(episodes)} training episodes, {len(subgoals)} subgoals, {len(screen
 # over 1280-d nodes does not (see `benchmarks/results/memory.json`).
 
 # %%
-raw_images = cached_image_embedder(image_embedder, cache_dir, batch_size=batch_size)
+raw_images = cached_image_embedder(image_embedder, cache_dir, batch_size=batch_size, workers=embed_workers)
 texts = cached_text_embedder(text_embedder, cache_dir)
 raw = embed_screenshots(raw_images, train_root, sorted(screen_of), progress=True)
 images = raw_images

@@ -46,6 +46,7 @@ k_nodes = 0  # anchors per query (nodes or Flat subgoals); 0: each memory's own 
 tau_sweep = [0.85, 0.9, 0.93, 0.95]  # SMG merge thresholds compared (rebuilt from cached embeddings)
 max_test_episodes = 0  # size knob: replay only the first N test episodes (0: all)
 cache_dir = ".cache/guimem/embeddings"  # content-hash embedding cache (not tracked)
+embed_workers = 2  # processes embedding new screens (one torch thread each: same vectors whatever the count)
 figures_dir = "figures"  # where the figures go
 metrics_path = "metrics/retrieval_eval.json"  # this stage's metrics
 
@@ -66,9 +67,9 @@ from guimem.retrieval import by_true_type, embed_queries, evaluate_memory, step_
 from guimem.segmentation import load_subgoals
 
 enter_repo_root()
-torch.set_num_threads(1)  # the machine is shared; results do not depend on it
+torch.set_num_threads(1)  # EfficientNet's float sums depend on the thread count: one thread, everywhere
 train_root, test_root = Path(world_dir) / "train", Path(world_dir) / "test"
-train = {e.id: e for e in load_episodes(train_root)}
+train = {e.id: e for e in load_episodes(train_root, verify_images=False)}  # validated by 02_graph_build
 test = load_episodes(test_root)
 test = test[:max_test_episodes] if max_test_episodes else test
 queries = step_queries(test)
@@ -81,7 +82,7 @@ print(f"{len(test)} test episodes, {len(queries)} steps to query; {len(train)} t
 # demonstrator did next — the step's ground-truth subgoal type — is used only to score.
 
 # %%
-images = cached_image_embedder(image_embedder, cache_dir)
+images = cached_image_embedder(image_embedder, cache_dir, workers=embed_workers)
 if (Path(memories_dir) / "projection").is_dir():
     images = ProjectedImageEmbedder.load(Path(memories_dir) / "projection", images)
 texts = cached_text_embedder(text_embedder, cache_dir)

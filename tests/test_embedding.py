@@ -186,3 +186,18 @@ def test_projection_fit_apply_save_load(tmp_path):
         ProjectedImageEmbedder.load(tmp_path / "proj", PixelEmbedder())
     with pytest.raises(DataError, match="rank"):
         fit_projection(inner, x[:3], rank=6)
+
+
+@pytest.mark.slow
+def test_worker_processes_give_the_same_vectors(tmp_path):
+    from guimem.embedding import CHUNK
+
+    torch.set_num_threads(1)
+    paths = []
+    for i in range(CHUNK + 5):  # two chunks: both workers get one
+        screen(i, size=(45, 90)).save(tmp_path / f"{i}.png")
+        paths.append(tmp_path / f"{i}.png")
+    parallel = cached_image_embedder("efficientnet_lite0", tmp_path / "a", batch_size=4, workers=2)
+    serial = cached_image_embedder("efficientnet_lite0", tmp_path / "b", batch_size=4, workers=1)
+    assert parallel._parallel(2) and not serial._parallel(2)
+    np.testing.assert_array_equal(parallel.embed_files(paths), serial.embed_files(paths))
