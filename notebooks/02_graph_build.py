@@ -170,14 +170,15 @@ save_figure(fig, figure_path(figures_dir, "graph_build", "sweeps"))
 
 # %% [markdown]
 # ## A look at the graph
-# The most visited nodes with a thumbnail of their first screenshot; edges are subgoals,
-# green when the judge said they succeeded, vermillion when they failed (kept on purpose:
-# a failure is worth remembering), grey when unsure.
+# The most visited node (usually the launcher) and its nearest neighbours, each drawn with
+# the first screenshot that merged into it (the number: node id and how many screens
+# merged). Edges are subgoals: green when the judge said they succeeded, vermillion when
+# they failed (kept on purpose: a failure is worth remembering), grey when unsure.
 
 # %%
 fig, ax = plt.subplots(figsize=(8, 6))
 drawn = draw_graph(smg, train_root, ax, max_nodes=12)
-ax.set_title(f"The SMG's {len(drawn)} most visited nodes (of {smg.n_nodes})")
+ax.set_title(f"Around the SMG's most visited node: {len(drawn)} of its {smg.n_nodes} nodes")
 save_figure(fig, figure_path(figures_dir, "graph_build", "graph"))
 
 # %% [markdown]

@@ -58,9 +58,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from guimem.embedding import ProjectedImageEmbedder, cached_image_embedder, cached_text_embedder
 from guimem.episodes import load_episodes
-from guimem.memories import MEMORIES, build_memory, load_memory
+from guimem.memories import MEMORIES, build_memory, load_memory, memory_embedders
 from guimem.notebook_runner import enter_repo_root
 from guimem.plotting import MEMORY_COLORS, MEMORY_LABELS, figure_path, save_figure
 from guimem.retrieval import by_true_type, embed_queries, evaluate_memory, step_queries, summarize, write_results
@@ -82,10 +81,7 @@ print(f"{len(test)} test episodes, {len(queries)} steps to query; {len(train)} t
 # demonstrator did next — the step's ground-truth subgoal type — is used only to score.
 
 # %%
-images = cached_image_embedder(image_embedder, cache_dir, workers=embed_workers)
-if (Path(memories_dir) / "projection").is_dir():
-    images = ProjectedImageEmbedder.load(Path(memories_dir) / "projection", images)
-texts = cached_text_embedder(text_embedder, cache_dir)
+images, texts = memory_embedders(memories_dir, image_embedder, text_embedder, cache_dir, workers=embed_workers)
 vectors = embed_queries(images, test_root, queries, progress=True)
 memories = {name: load_memory(Path(memories_dir) / name, images, texts, store_root=train_root) for name in MEMORIES}
 print(f"screen embedder {images.name}; {len(vectors)} distinct test screenshots")

@@ -240,3 +240,19 @@ def test_load_refuses_other_embedders(store):
     assert err.value.field == "image_embedder" and err.value.path.endswith("memory.json")
     with pytest.raises(DataError, match="text_dim|text_embedder"):
         load_memory(root / "smg", PixelEmbedder(), HashingTextEmbedder(64))
+
+
+def test_load_memories_applies_the_saved_projection(store):
+    from guimem.embedding import fit_projection
+    from guimem.memories import load_memories
+
+    root, eps, subs = store
+    img, txt = embedders(root)
+    vectors = img.embed([draw_screen(n) for n in SCREENS] * 2)
+    projected = fit_projection(img, vectors, rank=3)
+    projected.save(root / "mem" / "projection")
+    for name in ("smg", "flat"):
+        build_memory(name, eps, subs, root, projected, txt, tau=0.99).save(root / "mem" / name)
+    loaded = load_memories(root / "mem", "pixels", "hashing", cache_dir=root / "cache", names=("smg", "flat"))
+    assert loaded["smg"].image_embedder.name == projected.name and loaded["smg"].store_root == root
+    assert loaded["flat"].retrieve(draw_screen("home"), "x").ids[0] == "flat:e0#0"

@@ -44,7 +44,10 @@ from PIL import Image, ImageDraw, ImageFont
 
 from guimem.data import Action, DataError, Episode, Subgoal, UIElement
 from guimem.describe import describe_actions, target_element
-from guimem.embedding import ImageEmbedder, TextEmbedder, embed_screenshots, open_image
+from guimem.embedding import (
+    DEFAULT_CACHE_DIR, ImageEmbedder, ProjectedImageEmbedder, TextEmbedder, cached_image_embedder, cached_text_embedder,
+    embed_screenshots, open_image,
+)
 from guimem.memory_graph import (
     GraphConfig, MemoryGraph, NodeIndex, atomic_write_dir, boundary_screens, episode_hash, exact_scores,
     group_by_episode, readable_dir,
@@ -503,6 +506,25 @@ def load_memory(path: str | Path, image_embedder: ImageEmbedder, text_embedder: 
     root = store_root if store_root is not None else meta.get("store_root")
     memory.store_root = Path(root) if root is not None else None
     return memory
+
+
+def memory_embedders(memories_dir: str | Path, image_embedder: str = "efficientnet_lite0",
+                     text_embedder: str = "minilm", cache_dir: str | Path | None = DEFAULT_CACHE_DIR,
+                     workers: int = 1) -> tuple[ImageEmbedder, TextEmbedder]:
+    """The cached embedders saved memories were built with (the screen projection in
+    ``<memories_dir>/projection`` applied when graph_build fitted one)."""
+    images: ImageEmbedder = cached_image_embedder(image_embedder, cache_dir, workers=workers)
+    if (Path(memories_dir) / "projection").is_dir():
+        images = ProjectedImageEmbedder.load(Path(memories_dir) / "projection", images)
+    return images, cached_text_embedder(text_embedder, cache_dir)
+
+
+def load_memories(memories_dir: str | Path, image_embedder: str = "efficientnet_lite0", text_embedder: str = "minilm",
+                  store_root: str | Path | None = None, cache_dir: str | Path | None = DEFAULT_CACHE_DIR,
+                  names: Sequence[str] = MEMORIES) -> dict[str, GraphMemory | FlatMemory]:
+    """Every memory saved by graph_build (``<memories_dir>/<name>``), ready to retrieve and render."""
+    images, texts = memory_embedders(memories_dir, image_embedder, text_embedder, cache_dir)
+    return {name: load_memory(Path(memories_dir) / name, images, texts, store_root) for name in names}
 
 
 def _write_json(path: Path, obj: Any) -> None:
