@@ -5,18 +5,19 @@ screen and goal with a :class:`Retrieved` (``retrieve``), and renders what it re
 the actor as a compact text block (``render_text``) or as an image of the same items
 (``render_image``):
 
-==============  ===============  =====================================================
-memory          unit (an item)   retrieval
-==============  ===============  =====================================================
-``smg``         subgoal          SMG: top-k merged-screen nodes, all their out-edges
-``flat``        subgoal          the k subgoals whose first screen is most similar
-                                 (no merging, no graph, no dedup)
-``action_graph`` step            the SMG engine over single steps (observation, action,
-                                 outcome screen): top-k nodes, all their out-edges
-``task_graph``  whole episode    the SMG engine over whole trajectories (first screen ->
-                                 final screen, intent = goal); the k trajectories with the
-                                 best mix of first-screen and goal similarity
-==============  ===============  =====================================================
+================  ==============  ===================================================
+memory            unit (item)     retrieval
+================  ==============  ===================================================
+``smg``           subgoal         top-k merged-screen nodes, all their out-edges
+``flat``          subgoal         the k subgoals whose first screen is most similar
+                                  (no merging, no graph, no dedup)
+``action_graph``  step            the SMG engine over single steps (observation,
+                                  action, outcome screen): top-k nodes, all their
+                                  out-edges
+``task_graph``    whole episode   the SMG engine over whole trajectories (first screen
+                                  -> final screen, intent = goal); the k trajectories
+                                  with the best mix of first-screen and goal similarity
+================  ==============  ===================================================
 
 The three graph memories share :class:`guimem.memory_graph.MemoryGraph` (same ``tau``,
 ``theta``, same dedup rule); only the unit differs. The paper hands *all* out-edges of the
@@ -35,7 +36,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping, Protocol, Sequence
 
@@ -634,8 +635,8 @@ def draw_actions(panel: Image.Image, item: MemoryItem, style: RenderStyle) -> No
         elif action.type == "type":
             target = item.targets[j] if j < len(item.targets) else None
             prev = item.targets[j - 1] if j > 0 and j - 1 < len(item.targets) else None
-            field = target or prev
-            y = field.bounds[3] * h + 2 if field is not None else 0.15 * h
+            box = target or prev  # the field typed into: this action's target, else the one tapped before
+            y = box.bounds[3] * h + 2 if box is not None else 0.15 * h
             _badge(d, (2, min(y, h - fs - 6)), f"{label + ': ' if label else ''}type \"{action.text}\"", fs, w - 4)
         else:
             text = {"open_app": f"open {action.text}", "long_press": "long press"}.get(action.type, action.type)
