@@ -95,3 +95,16 @@ def test_retrieval_eval_notebook_metrics(stage_dir, retrieval_eval):
         assert s["items_shown"] <= 3 and s["tokens_mean"] > 0
     assert m["memories"]["flat"]["items_retrieved"] == 3.0
     assert m["tau_sweep"][0]["tau"] == 0.9
+
+
+@pytest.mark.parametrize("stage, notebook", [("graph_build", "02_graph_build"), ("retrieval_eval", "03_retrieval_eval")])
+def test_params_yaml_matches_the_notebook_defaults(repo_root, stage, notebook):
+    import ast
+
+    import yaml
+    from nbsmoke import notebook_parameters
+
+    section = yaml.safe_load((repo_root / "params.yaml").read_text())[stage]
+    defaults = notebook_parameters(repo_root / "notebooks" / f"{notebook}.ipynb")
+    assert set(section) <= set(defaults)
+    assert {k: ast.literal_eval(defaults[k]) for k in section} == section  # the notebook's defaults are the pipeline's
