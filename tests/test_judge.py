@@ -6,7 +6,6 @@ from dataclasses import dataclass, field, replace
 
 import pytest
 
-from guimem.data import Action
 from guimem.judge import (
     LLMJudge, RuleJudge, acted_words, goal_keywords, judge_prompt, parse_yes_no, quoted_phrases, switch_goal,
     typing_mismatch,

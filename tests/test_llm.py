@@ -93,13 +93,34 @@ class CannedLLM:
         self.calls.append({"messages": messages, "max_new_tokens": max_new_tokens, "prefix": prefix})
         return self.answers.pop(0)
 
+    def start(self, messages):
+        return CannedContinuation(self, messages)
+
     def count_tokens(self, messages):
         return sum(len(m["content"].split()) for m in messages)
 
 
+@dataclass
+class CannedContinuation:
+    """A stand-in for :class:`guimem.llm.Continuation`: the model's pieces come from the canned list."""
+
+    llm: CannedLLM
+    messages: list
+    text: str = ""
+
+    def write(self, text):
+        self.text += text
+
+    def generate(self, max_new_tokens, stop_at_newline=True):
+        self.llm.calls.append({"messages": self.messages, "max_new_tokens": max_new_tokens, "prefix": self.text})
+        piece = self.llm.answers.pop(0)
+        self.text += piece
+        return piece
+
+
 def test_guided_mode_starts_each_line_after_the_previous_end():
     ep = hm.search_episode()  # 6 steps
-    llm = CannedLLM(["1: open Notes\n2-", "4\n", "6: open the note"])
+    llm = CannedLLM(["1: open Notes\n", "4", "6: open the note\n"])
     seg = LLMSegmenter(llm, mode="guided", tokens_per_line=12)
     spans = seg.spans(ep)
     assert [c["prefix"] for c in llm.calls] == ["1-", "1-1: open Notes\n2-", "1-1: open Notes\n2-4\n5-"]
@@ -201,3 +222,16 @@ def test_cached_copy_gives_the_gguf_logits(smollm2, repo_root):
     with torch.inference_mode():
         a, b = direct.model(**ids).logits, cached.model(**ids).logits  # [1, seq, vocab]
     assert torch.equal(a, b)
+
+
+@pytest.mark.slow
+def test_continuation_with_a_shared_prefix_matches_generate(smollm2):
+    for ep in (hm.search_episode(), hm.dark_theme_episode()):  # the second reuses the first's prefix cache
+        messages = segmentation_prompt(ep)
+        expected = smollm2.generate(messages, max_new_tokens=30)
+        assert smollm2.start(messages).generate(30, stop_at_newline=False) == expected
+        line = smollm2.start(messages)
+        first = line.generate(30)
+        assert first.endswith("\n") and "\n" not in first[:-1] and expected.startswith(first)
+        line.write("2-")
+        assert line.text == first + "2-"

