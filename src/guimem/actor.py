@@ -55,7 +55,8 @@ import shutil
 import tempfile
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
 
 import numpy as np
 import torch
@@ -66,7 +67,9 @@ from tqdm.auto import tqdm
 from transformers import AutoConfig, AutoModel, PretrainedConfig, PreTrainedModel
 from transformers.utils import ModelOutput
 
-from guimem.data import ACTION_TYPES, Action, DataError, UIElement
+from guimem.data import ACTION_TYPES, Action, DataError, Episode, UIElement
+from guimem.episodes import load_screenshot
+from guimem.metrics import MatchConfig, step_accuracy
 from guimem.policy import MODALITIES, Modality, PolicyInput, PolicyOutput
 from guimem.tokenizer import ACT, PAD, Token, Vocabulary, find_span, span_text, tokenize
 
@@ -77,6 +80,9 @@ _DIRECTION_VECTORS = {"up": (0.0, -1.0), "down": (0.0, 1.0), "left": (-1.0, 0.0)
 # Segment ids; 0 is padding (its embedding row is fixed at zero and never attended to).
 SEG_PAD, SEG_SCREEN, SEG_GOAL, SEG_HISTORY, SEG_MEMORY_TEXT, SEG_MEMORY_IMAGE, SEG_ACT = range(7)
 SEGMENTS: tuple[str, ...] = ("pad", "screen", "goal", "history", "memory_text", "memory_image", "act")
+
+STRICT_MATCH = MatchConfig(variant="aitw", text_rule="token_f1", match_app_name=True)
+"""Step matching used to score the actor: AITW touch rules, typed text by token F1, app names compared."""
 
 IGNORE = -100  # label value for "this head has no target on this example"
 VOCAB_FILE = "vocab.json"
@@ -747,6 +753,93 @@ class ActorExample:
     memory_kind: str | None = None  # which memory produced the experience (None: no memory)
 
 
+class ExperienceMemory(Protocol):
+    """What example building needs of a memory (:class:`guimem.memories.Memory` satisfies it)."""
+
+    def retrieve(self, screenshot: Any, goal: str) -> Any: ...
+
+    def render_text(self, retrieved: Any) -> str: ...
+
+    def render_image(self, retrieved: Any) -> Image.Image: ...
+
+
+MemoryFactory = Callable[[str, Sequence[Episode]], ExperienceMemory]
+"""``factory(kind, episodes)``: a memory of ``kind`` built from exactly ``episodes``."""
+
+
+def assign_folds(episode_ids: Sequence[str], k: int, seed: int) -> dict[str, int]:
+    """Each episode id to one of ``k`` folds of (nearly) equal size, shuffled by ``seed``."""
+    if k < 2:
+        raise DataError("k_folds", f"needs at least 2 folds so every memory excludes its episode, got {k}")
+    ids = sorted(set(episode_ids))
+    order = np.random.default_rng(seed).permutation(len(ids))
+    return {ids[j]: rank % k for rank, j in enumerate(order)}
+
+
+def episode_steps(episode: Episode, store_root: str | Path, max_history: int) -> list[tuple[PolicyInput, Action]]:
+    """Every step of ``episode`` as a memory-less input (screen, tree, goal, recent history) and its action."""
+    out = []
+    for i, step in enumerate(episode.steps):
+        history = tuple(s.action for s in episode.steps[max(0, i - max_history):i]) if max_history else ()
+        screenshot = load_screenshot(store_root, step.screenshot)
+        out.append((PolicyInput(screenshot, step.elements, episode.goal, history), step.action))
+    return out
+
+
+def _with_memory(inp: PolicyInput, memory: ExperienceMemory, query: Any, renders: dict) -> PolicyInput:
+    """``inp`` with the memory's retrieval for ``query`` rendered as text and as image (renders memoised)."""
+    retrieved = memory.retrieve(query, inp.goal)
+    key = (id(memory), tuple(getattr(retrieved, "ids", ())) or id(retrieved))
+    if key not in renders:
+        renders[key] = (memory.render_text(retrieved), memory.render_image(retrieved))
+    text, image = renders[key]
+    return PolicyInput(inp.screenshot, inp.elements, inp.goal, inp.history, text, image)
+
+
+def build_examples(episodes: Sequence[Episode], store_root: str | Path, memories: Mapping[str, ExperienceMemory],
+                   kinds_per_step: int | None = None, seed: int = 0, max_history: int = 4,
+                   query_vectors: Mapping[str, np.ndarray] | None = None, progress: bool = True) -> list[ActorExample]:
+    """Examples of ``episodes`` with experience retrieved from ``memories`` (built without them).
+
+    Each step gets ``kinds_per_step`` memory kinds drawn at random (all of them when None), one
+    example per kind; ``query_vectors`` (screenshot path -> embedding) spare re-embedding screens.
+    """
+    kinds = sorted(memories)
+    n_kinds = len(kinds) if kinds_per_step is None else min(kinds_per_step, len(kinds))
+    rng = np.random.default_rng(seed)
+    renders: dict = {}
+    out: list[ActorExample] = []
+    for episode in tqdm(episodes, desc="examples", unit="episode", disable=not progress):
+        for i, (inp, action) in enumerate(episode_steps(episode, store_root, max_history)):
+            shot = episode.steps[i].screenshot
+            query = query_vectors[shot] if query_vectors is not None and shot in query_vectors else inp.screenshot
+            chosen = kinds if n_kinds == len(kinds) else sorted(rng.choice(kinds, n_kinds, replace=False).tolist())
+            for kind in chosen:
+                out.append(ActorExample(_with_memory(inp, memories[kind], query, renders), action, episode.id, i, kind))
+    return out
+
+
+def build_kfold_examples(episodes: Sequence[Episode], store_root: str | Path, factory: MemoryFactory,
+                         kinds: Sequence[str], k_folds: int, seed: int, kinds_per_step: int | None = 1,
+                         max_history: int = 4, query_vectors: Mapping[str, np.ndarray] | None = None,
+                         progress: bool = True) -> list[ActorExample]:
+    """Training examples whose memory never holds their own episode (no leakage).
+
+    The episodes are split into ``k_folds`` folds; the steps of fold ``f`` read memories of every
+    kind built by ``factory`` from the other folds only. Returned in the order of ``episodes``.
+    """
+    folds = assign_folds([e.id for e in episodes], k_folds, seed)
+    by_id: dict[str, list[ActorExample]] = {}
+    for f in range(k_folds):
+        inside = [e for e in episodes if folds[e.id] == f]
+        outside = [e for e in episodes if folds[e.id] != f]
+        memories = {kind: factory(kind, outside) for kind in kinds}
+        for ex in build_examples(inside, store_root, memories, kinds_per_step, seed + 1 + f, max_history,
+                                 query_vectors, progress):
+            by_id.setdefault(ex.episode_id, []).append(ex)
+    return [ex for e in episodes for ex in by_id.get(e.id, [])]
+
+
 @dataclass(frozen=True)
 class TrainConfig:
     """Behaviour-cloning hyper-parameters (the model's own live in ``model``)."""
@@ -785,9 +878,6 @@ class TrainHistory:
         return {k: list(v) for k, v in self.__dict__.items()}
 
 
-Matcher = Callable[[Action, Action], bool]
-
-
 def corpus_texts(examples: Iterable[ActorExample]) -> Iterable[str]:
     """Every text the vocabulary is built from: goals, memory texts, UI labels."""
     for ex in examples:
@@ -815,18 +905,26 @@ def draw_modalities(examples: Sequence[ActorExample], feats: Sequence[Features],
     return out
 
 
+def modality_batches(modalities: Sequence[Modality], batch_size: int, rng: np.random.Generator) -> list[np.ndarray]:
+    """Shuffled batches of example indices, each of one modality (prompts of alike length pad little)."""
+    order = rng.permutation(len(modalities))
+    batches = []
+    for m in MODALITIES:
+        group = order[[modalities[i] == m for i in order]] if len(order) else order
+        batches += [group[lo:lo + batch_size] for lo in range(0, len(group), batch_size)]
+    return [batches[i] for i in rng.permutation(len(batches))]
+
+
 def train_actor(examples: Sequence[ActorExample], config: TrainConfig, seed: int,
-                eval_examples: Sequence[ActorExample] = (), match: Matcher | None = None,
+                eval_examples: Sequence[ActorExample] = (), match: MatchConfig = STRICT_MATCH,
                 progress: bool = True) -> tuple[MiniActor, TrainHistory]:
     """Behaviour cloning: fit a fresh :class:`GuiActor` to ``examples``; deterministic for ``seed``.
 
     Each epoch redraws every example's memory modality (``config.modality_weights`` over the
-    modalities its memory allows). ``match(predicted, gold)`` scores held-out steps after every
-    epoch (default: :func:`guimem.metrics` AITW action matching).
+    modalities its memory allows). Held-out steps are scored after every epoch with ``match``.
     """
     if not examples:
         raise DataError("examples", "no training examples")
-    match = match or _default_matcher()
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
     vocab = build_vocabulary(examples, config.min_count, config.n_hash_buckets)
@@ -840,19 +938,17 @@ def train_actor(examples: Sequence[ActorExample], config: TrainConfig, seed: int
     held_feats = [featurise(ex.input, vocab, model_cfg, patcher) for ex in held]
     held_modalities = draw_modalities(held, held_feats, config.modality_weights, np.random.default_rng(seed + 1))
 
-    steps_per_epoch = math.ceil(len(examples) / config.batch_size)
+    steps_per_epoch = math.ceil(len(examples) / config.batch_size) + len(MODALITIES) - 1  # at most, with modality batches
     total = config.epochs * steps_per_epoch
     opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, _warmup_cosine(config.warmup_steps, total))
     history = TrainHistory()
-    bar = tqdm(total=total, desc="train actor", disable=not progress)
+    bar = tqdm(total=config.epochs * len(examples), desc="train actor", unit="ex", disable=not progress)
     for epoch in range(config.epochs):
         model.train()
-        order = rng.permutation(len(examples))
         modalities = draw_modalities(examples, feats, config.modality_weights, rng)
         t0, losses, terms = time.perf_counter(), [], []
-        for lo in range(0, len(order), config.batch_size):
-            idx = order[lo:lo + config.batch_size]
+        for idx in modality_batches(modalities, config.batch_size, rng):
             batch = collate([feats[i] for i in idx], [modalities[i] for i in idx], model_cfg, vocab)
             out = model(**batch, **stack_targets([targets[i] for i in idx]))
             opt.zero_grad(set_to_none=True)
@@ -862,7 +958,7 @@ def train_actor(examples: Sequence[ActorExample], config: TrainConfig, seed: int
             sched.step()
             losses.append(float(out.loss.detach()))
             terms.append({k: float(v) for k, v in out.losses.items()})
-            bar.update(1)
+            bar.update(len(idx))
             bar.set_postfix(epoch=epoch + 1, loss=f"{losses[-1]:.3f}")
         seconds = time.perf_counter() - t0
         history.train_loss.append(float(np.mean(losses)))
@@ -888,33 +984,23 @@ def _warmup_cosine(warmup: int, total: int) -> Callable[[int], float]:
     return factor
 
 
-def _default_matcher() -> Matcher:
-    """The project's AITW step-matching rule from :mod:`guimem.metrics`."""
-    from guimem import metrics  # imported here: metrics is a sibling module, not needed at inference
-
-    return metrics.aitw_match
-
-
 def score_features(actor: MiniActor, feats: Sequence[Features], modalities: Sequence[Modality],
-                   gold: Sequence[Action], match: Matcher) -> dict[str, float]:
-    """Step and type accuracy of ``actor`` on featurised prompts."""
-    hits = types = 0
+                   gold: Sequence[Action], match: MatchConfig = STRICT_MATCH) -> dict[str, Any]:
+    """:func:`guimem.metrics.step_accuracy` of ``actor`` on featurised prompts (UI boxes from each prompt)."""
+    preds: list[Action] = []
     for lo in range(0, len(feats), actor.batch_size):
-        outs = actor.act_features(feats[lo:lo + actor.batch_size], modalities[lo:lo + actor.batch_size])
-        for o, g in zip(outs, gold[lo:lo + actor.batch_size]):
-            hits += bool(match(o.action, g))
-            types += o.action.type == g.type
-    n = max(1, len(feats))
-    return {"step_accuracy": hits / n, "type_accuracy": types / n, "n": len(feats)}
+        preds += [o.action for o in actor.act_features(feats[lo:lo + actor.batch_size], modalities[lo:lo + actor.batch_size])]
+    if not preds:
+        return {"n_steps": 0, "step_accuracy": float("nan"), "type_accuracy": float("nan")}
+    return step_accuracy(preds, list(gold), [f.elements for f in feats], match)
 
 
 def evaluate_actor(actor: MiniActor, examples: Sequence[ActorExample], modality: Modality,
-                   match: Matcher | None = None) -> dict[str, float]:
+                   match: MatchConfig = STRICT_MATCH) -> dict[str, Any]:
     """Held-out step and type accuracy with every example shown memory as ``modality``.
 
-    Examples whose memory lacks that modality are skipped (``n`` counts those scored).
+    Examples whose memory lacks that modality are skipped (``n_steps`` counts those scored).
     """
-    match = match or _default_matcher()
     feats, gold = [], []
     for ex in examples:
         f = actor.featurise(ex.input)

@@ -1,0 +1,272 @@
+"""The miniature actor: vocabulary, prompt layout, hidden states, save/load, decoding, training.
+
+Every model here is a tiny randomly initialised one built from a config (2 layers, d=32,
+a 32x16-pixel screen): the properties tested do not depend on size.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image, ImageDraw
+
+from guimem.actor import (
+    ACT, DIRECTIONS, IGNORE, SEG_ACT, SEG_GOAL, SEG_HISTORY, SEG_MEMORY_IMAGE, SEG_MEMORY_TEXT, SEG_SCREEN,
+    ActorConfig, ActorExample, GuiActor, MiniActor, TrainConfig, assign_folds, build_kfold_examples,
+    build_vocabulary, collate, decode, featurise, modality_batches, patch_of, swipe_direction, targets_for,
+    train_actor,
+)
+from guimem.data import Action, DataError, Episode, Observation, Step, UIElement
+from guimem.episodes import load_episodes, save_episodes
+from guimem.policy import MODALITIES, PolicyInput
+from guimem.tokenizer import Vocabulary, find_span, span_text, tokenize
+
+torch.set_num_threads(1)
+TINY = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64, dropout=0.0,
+            screen_height=32, screen_width=16, memory_image_height=32, memory_image_width=16, patch_size=8,
+            max_memory_tokens=24)
+
+
+def screen(colour=(230, 230, 230), mark=None) -> Image.Image:
+    """A 90x180 phone screen, optionally with a filled square at normalized ``mark``."""
+    img = Image.new("RGB", (90, 180), colour)
+    if mark is not None:
+        x, y = mark[0] * 90, mark[1] * 180
+        ImageDraw.Draw(img).rectangle([x - 12, y - 12, x + 12, y + 12], fill=(200, 30, 30))
+    return img
+
+
+BUTTONS = (UIElement("b0", "button", "Display", bounds=(0.0, 0.0, 0.5, 0.25), clickable=True),
+           UIElement("b1", "button", "Sound", bounds=(0.5, 0.5, 1.0, 0.75), clickable=True),
+           UIElement("i0", "icon", "", bounds=(0.0, 0.75, 0.5, 1.0), clickable=True))
+
+
+def an_input(memory: str = "both", goal: str = 'Rename "Yoga" to Errands') -> PolicyInput:
+    """A PolicyInput with history and the memory of ``memory`` modality."""
+    full = PolicyInput(screen(), BUTTONS, goal, (Action("tap", point=(0.2, 0.1)), Action("back")),
+                       "1. succeeded | did: tap \"Display\" (button)", screen(mark=(0.25, 0.1)))
+    return full.with_modality(memory)
+
+
+@pytest.fixture(scope="module")
+def vocab() -> Vocabulary:
+    return build_vocabulary([ActorExample(an_input(), Action("back"))], min_count=1, n_hash_buckets=8)
+
+
+@pytest.fixture(scope="module")
+def model(vocab) -> GuiActor:
+    torch.manual_seed(0)
+    return GuiActor(ActorConfig(vocab_size=len(vocab), app_names=["Notes", "Shop"], **TINY)).eval()
+
+
+# ----------------------------------------------------------------------------- tokenizer
+def test_tokenize_keeps_offsets_numbers_and_quotes():
+    text = 'Set the alarm to 7:30, call it "Gym Time"!'
+    toks = tokenize(text)
+    assert [t.word for t in toks] == ["set", "the", "alarm", "to", "7:30", ",", "call", "it", '"', "gym", "time", '"', "!"]
+    assert all(text[t.start:t.end].lower() == t.word for t in toks)
+    i, j = find_span(toks, "gym time")
+    assert span_text(text, toks, i, j) == "Gym Time"  # original case comes back
+    assert find_span(toks, "gym day") is None and find_span(toks, "") is None
+
+
+def test_vocabulary_hashes_unseen_words_stably_and_round_trips(tmp_path):
+    v = Vocabulary.build(["a b b c c"], extra_tokens=["[H:tap]"], min_count=2, n_hash_buckets=16)
+    assert v.tokens[:3] == ("[PAD]", "[ACT]", "[H:tap]") and "b" in v and "a" not in v
+    assert v.id("zebra") == v.id("zebra") >= len(v.tokens) and v.id("zebra") < len(v)
+    v.save(tmp_path / "vocab.json")
+    w = Vocabulary.load(tmp_path / "vocab.json")
+    assert w.tokens == v.tokens and w.id("zebra") == v.id("zebra")
+    (tmp_path / "bad.json").write_text('{"format": 1, "tokens": ["[ACT]"], "n_hash_buckets": 4}')
+    with pytest.raises(DataError, match="tokens"):
+        Vocabulary.load(tmp_path / "bad.json")
+
+
+# ----------------------------------------------------------------------------- prompt layout
+@pytest.mark.parametrize("memory", MODALITIES)
+def test_prompt_holds_exactly_the_memory_parts_asked_for(vocab, model, memory):
+    cfg = model.config
+    f = featurise(an_input("both"), vocab, cfg)
+    batch = collate([f], [memory], cfg, vocab)
+    seg = batch["segment_ids"][0]
+    count = {s: int((seg == s).sum()) for s in (SEG_SCREEN, SEG_GOAL, SEG_HISTORY, SEG_MEMORY_TEXT, SEG_MEMORY_IMAGE, SEG_ACT)}
+    assert count[SEG_SCREEN] == cfg.n_screen_patches == 8 and count[SEG_ACT] == 1
+    assert count[SEG_GOAL] == len(tokenize(an_input().goal)) and count[SEG_HISTORY] == 4
+    assert count[SEG_MEMORY_TEXT] == (len(f.memory_text_ids) if memory in ("text", "both") else 0)
+    assert len(f.memory_text_ids) == len(tokenize(an_input().memory_text)) > 0
+    assert count[SEG_MEMORY_IMAGE] == (8 if memory in ("image", "both") else 0)
+    # the order is screen, goal, history, memory text, memory image, [ACT] last
+    order = [int(s) for s in seg]
+    assert order == sorted(order) and order[-1] == SEG_ACT
+    assert int(batch["input_ids"][0, -1]) == vocab.id(ACT)
+    # screen patches carry label words (the label-free icon none); memory patches never
+    words = batch["patch_words"][0]
+    assert int((words[seg == SEG_SCREEN] > 0).any(-1).sum()) == 2
+    assert not bool((words[seg == SEG_MEMORY_IMAGE] > 0).any())
+
+
+def test_missing_memory_modality_is_refused(vocab, model):
+    f = featurise(an_input("text"), vocab, model.config)
+    with pytest.raises(DataError, match="modality"):
+        collate([f], ["image"], model.config, vocab)
+
+
+# ----------------------------------------------------------------------------- hidden states
+def test_hidden_states_at_the_final_prompt_token(vocab, model):
+    cfg = model.config
+    inputs = [an_input(m) for m in MODALITIES]  # different lengths: padded rows
+    feats = [featurise(x, vocab, cfg) for x in inputs]
+    batch = collate(feats, [x.modality for x in inputs], cfg, vocab)
+    with torch.no_grad():
+        out = model(**batch, output_hidden_states=True)
+        embedded = model.embed(*(batch[k] for k in ("input_ids", "patch_pixels", "patch_words", "segment_ids",
+                                                    "position_ids", "row_ids", "col_ids")))
+    last = batch["attention_mask"].sum(1) - 1  # the last real position of every row
+    assert out.act_hidden_states.shape == (4, cfg.num_hidden_layers + 1, cfg.hidden_size)
+    assert len(out.hidden_states) == cfg.num_hidden_layers + 1
+    for b in range(4):
+        assert int(batch["segment_ids"][b, last[b]]) == SEG_ACT
+        for layer, h in enumerate(out.hidden_states):
+            torch.testing.assert_close(out.act_hidden_states[b, layer], h[b, last[b]])
+        torch.testing.assert_close(out.act_hidden_states[b, 0], embedded[b, last[b]])  # index 0 = embeddings
+    # the policy returns one [n_layers + 1, d_model] array per step, the same as a batch of one
+    actor = MiniActor(model, vocab)
+    many = actor.act(inputs, output_hidden_states=True)
+    for x, o in zip(inputs, many):
+        one = actor.act([x], output_hidden_states=True)[0]
+        assert o.hidden_states.shape == (cfg.num_hidden_layers + 1, cfg.hidden_size)
+        np.testing.assert_allclose(o.hidden_states, one.hidden_states, atol=1e-5)  # padding changes nothing
+        assert o.action == one.action
+    assert actor.act(inputs)[0].hidden_states is None
+
+
+# ----------------------------------------------------------------------------- save / load
+def test_save_load_round_trip_gives_identical_outputs(tmp_path, vocab, model):
+    actor = MiniActor(model, vocab)
+    actor.save(tmp_path / "actor")
+    actor.save(tmp_path / "actor")  # overwriting an existing folder is atomic too
+    assert sorted(p.name for p in (tmp_path / "actor").iterdir()) == ["config.json", "model.safetensors", "vocab.json"]
+    back = MiniActor.load(tmp_path / "actor")
+    assert back.config.model_type == "guimem_actor" and back.config.app_names == ["Notes", "Shop"]
+    inputs = [an_input(m) for m in MODALITIES]
+    for a, b in zip(actor.act(inputs, True), back.act(inputs, True)):
+        assert a.action == b.action
+        np.testing.assert_array_equal(a.hidden_states, b.hidden_states)
+    for name, p in model.state_dict().items():
+        torch.testing.assert_close(back.model.state_dict()[name], p, rtol=0, atol=0)
+    (tmp_path / "actor" / "vocab.json").unlink()
+    with pytest.raises(DataError, match="vocab.json"):
+        MiniActor.load(tmp_path / "actor")
+
+
+def test_auto_classes_know_the_actor(tmp_path, model):
+    from transformers import AutoConfig, AutoModel
+
+    model.save_pretrained(tmp_path)
+    assert type(AutoConfig.from_pretrained(tmp_path)) is ActorConfig
+    assert type(AutoModel.from_pretrained(tmp_path)) is GuiActor
+
+
+# ----------------------------------------------------------------------------- targets, decoding
+def test_targets_and_decoding_agree(vocab, model):
+    cfg = model.config
+    f = featurise(an_input("none"), vocab, cfg)
+    t = targets_for(Action("type", text="yoga"), f, cfg)
+    assert (t.span_start, t.span_end) == (cfg.n_screen_patches + 2, cfg.n_screen_patches + 2)  # rename " yoga
+    assert targets_for(Action("type", text="absent words"), f, cfg).span_start == IGNORE
+    tap = targets_for(Action("tap", point=(0.8, 0.6)), f, cfg)
+    assert tap.patch == patch_of((0.8, 0.6), cfg.screen_grid)[0] == 2 * 2 + 1
+    assert targets_for(Action("open_app", text="Shop"), f, cfg).app == 1
+    assert swipe_direction(Action("swipe", point=(0.5, 0.8), end=(0.5, 0.2))) == "up"
+    assert swipe_direction(Action("swipe", point=(0.5, 0.5), end=(0.9, 0.6))) == "right"
+    # logits that put all mass on the targets decode back to the demonstrated actions
+    batch = collate([f] * 3, ["none"] * 3, cfg, vocab)
+    with torch.no_grad():
+        out = model(**batch)
+    big = 50.0
+    out.type_logits[:] = 0
+    out.type_logits[0, 3] = out.type_logits[1, 2] = out.type_logits[2, 7] = big  # type, swipe, open_app
+    out.span_start_logits[0, cfg.n_screen_patches + 2] = big
+    out.span_end_logits[0, cfg.n_screen_patches + 2] = big
+    out.pointer_logits[1, 5] = big
+    out.offset[1] = torch.tensor([0.5, 0.5])
+    out.direction_logits[1, DIRECTIONS.index("up")] = big
+    out.app_logits[2, 1] = big
+    typed, swiped, opened = decode(out, [f] * 3, cfg)
+    assert typed == Action("type", text="Yoga")  # the goal's own casing
+    assert swiped.point == pytest.approx((0.75, 0.625)) and swiped.end == pytest.approx((0.75, 0.625 - cfg.swipe_length))
+    assert opened == Action("open_app", text="Shop")
+
+
+# ----------------------------------------------------------------------------- training
+def colour_task(n: int, seed: int) -> list[ActorExample]:
+    """A trivially learnable mapping: the screen's colour says which action to take."""
+    rng = np.random.default_rng(seed)
+    acts = [(screen((220, 40, 40)), Action("back")), (screen((40, 40, 220)), Action("home")),
+            (screen((40, 200, 40)), Action("tap", point=(0.75, 0.6)))]
+    out = []
+    for i in range(n):
+        img, act = acts[int(rng.integers(3))]
+        out.append(ActorExample(PolicyInput(img, (), "do it", (), "remembered text", screen()), act, f"e{i}", 0, "smg"))
+    return out
+
+
+def test_training_learns_a_trivial_mapping_and_is_deterministic():
+    cfg = TrainConfig(epochs=6, batch_size=8, lr=3e-3, warmup_steps=5, min_count=1, model=TINY)
+    data = colour_task(48, 0)
+    actor, hist = train_actor(data, cfg, seed=3, eval_examples=colour_task(24, 1), progress=False)
+    assert hist.train_loss[-1] < 0.5 * hist.train_loss[0]
+    assert hist.eval_step_accuracy[-1] == 1.0 and len(hist.eval_type_accuracy) == 6
+    again, hist2 = train_actor(data, cfg, seed=3, eval_examples=colour_task(24, 1), progress=False)
+    assert hist2.train_loss == hist.train_loss
+    for name, p in actor.model.state_dict().items():
+        torch.testing.assert_close(again.model.state_dict()[name], p, rtol=0, atol=0)
+    other, hist3 = train_actor(data, cfg, seed=4, progress=False)
+    assert hist3.train_loss != hist.train_loss
+
+
+def test_modality_batches_are_uniform_and_cover_every_example():
+    mods = ["none", "text", "text", "both", "image", "none", "text"] * 5
+    batches = modality_batches(mods, 4, np.random.default_rng(0))
+    assert sorted(int(i) for b in batches for i in b) == list(range(len(mods)))
+    assert all(len({mods[i] for i in b}) == 1 and len(b) <= 4 for b in batches)
+
+
+# ----------------------------------------------------------------------------- k-fold examples
+def test_kfold_examples_never_show_an_episode_its_own_memory(tmp_path):
+    episodes, images = [], {}
+    for e in range(6):
+        shot = f"s{e}.png"
+        images[shot] = screen((20 * e, 100, 100))
+        steps = tuple(Step(Observation(shot, BUTTONS), a) for a in (Action("tap", point=(0.2, 0.1)), Action("done")))
+        episodes.append(Episode(f"ep{e}", "settings", f"goal {e}", steps, Observation(shot, BUTTONS), True))
+    save_episodes(episodes, images, tmp_path / "store")
+    episodes = load_episodes(tmp_path / "store")
+
+    class Recorder:
+        def __init__(self, kind, eps):
+            self.kind, self.ids = kind, {e.id for e in eps}
+
+        def retrieve(self, screenshot, goal):
+            return sorted(self.ids)
+
+        def render_text(self, retrieved):
+            return f"{self.kind}: " + " ".join(retrieved)
+
+        def render_image(self, retrieved):
+            return screen()
+
+    examples = build_kfold_examples(episodes, tmp_path / "store", Recorder, ["smg", "flat"], k_folds=3, seed=0,
+                                    kinds_per_step=None, progress=False)
+    assert len(examples) == 6 * 2 * 2  # every step, once per kind
+    for ex in examples:
+        assert ex.input.memory_text.startswith(ex.memory_kind)
+        seen = set(ex.input.memory_text.split(": ")[1].split())
+        assert ex.episode_id not in seen and len(seen) == 4  # built from the two other folds
+        assert ex.input.history == tuple(s.action for s in episodes[0].steps[:ex.step])
+    assert [ex.episode_id for ex in examples][::4] == [e.id for e in episodes]
+    folds = assign_folds([e.id for e in episodes], 3, 0)
+    assert sorted(np.bincount(list(folds.values()))) == [2, 2, 2]
+    with pytest.raises(DataError, match="k_folds"):
+        assign_folds(["a", "b"], 1, 0)
