@@ -353,3 +353,15 @@ def test_segmentation_notebook_numbers(segmentation_run):
     assert llm["sample"] == llm["episodes"] == 1
     assert llm["ok"] + llm["repaired"] + llm["unparseable"] == 1
     assert set(llm["scores"]) == {"llm", "rule", "every_step"}
+
+
+def test_params_yaml_section_matches_the_notebook_defaults(repo_root):
+    import ast
+
+    import yaml
+    from nbsmoke import notebook_parameters
+
+    section = yaml.safe_load((repo_root / "params.yaml").read_text())["segmentation"]
+    defaults = notebook_parameters(repo_root / "notebooks" / "01_segmentation.ipynb")
+    assert set(section) <= set(defaults)
+    assert {k: ast.literal_eval(defaults[k]) for k in section} == section
