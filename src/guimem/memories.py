@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import json
 import math
+from functools import lru_cache
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Mapping, Protocol, Sequence
@@ -644,13 +645,20 @@ def draw_actions(panel: Image.Image, item: MemoryItem, style: RenderStyle) -> No
             badge_y -= fs + 6
 
 
+@lru_cache(maxsize=1024)
+def _anchor(path: str, size: tuple[int, int]) -> Image.Image:
+    """A screenshot decoded and resized once (anchors recur across retrievals; store screenshots
+    are content-addressed, so a path's pixels never change); callers copy it."""
+    return open_image(Path(path)).resize(size, Image.BILINEAR)
+
+
 def render_panel(item: MemoryItem, store_root: str | Path, size: tuple[int, int], style: RenderStyle) -> Image.Image:
     """One item: its anchor screen, actions marked, inside a border coloured by its outcome."""
     w, h = size
     border = max(2, round(w / 30))
     panel = Image.new("RGB", size, OUTCOME_COLOURS.get(item.success, EMPTY))
     inner = (w - 2 * border, h - 2 * border)
-    shot = open_image(Path(store_root) / item.anchor).resize(inner, Image.BILINEAR)
+    shot = _anchor(str(Path(store_root) / item.anchor), inner).copy()
     draw_actions(shot, item, style)
     panel.paste(shot, (border, border))
     return panel
