@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from guimem.closed_loop import (TraceStep, Trace, load_traces, markdown_table, memory_input, run_closed_loop,
+from guimem.closed_loop import (Replay, TraceStep, Trace, replay_tasks, load_traces, markdown_table, memory_input, run_closed_loop,
                                 save_traces, success_table)
 from guimem.data import Action, DataError
 from guimem.demonstrator import run_episode
@@ -74,7 +74,7 @@ def demos():
 def test_replaying_demonstrations_reproduces_their_outcomes(demos):
     config, runs = demos
     policy = ReplayPolicy({ep.goal: [s.action for s in ep.steps] for _, _, ep in runs})
-    tasks = [(ep.id, task, seed) for task, seed, ep in runs]
+    tasks = [Replay(ep.id, task, seed) for task, seed, ep in runs]
     traces = run_closed_loop(lambda: World(config), tasks, policy, None, "none", modality="none",
                              batch_size=4, history_len=100, progress=False)
     assert [t.episode for t in traces] == [ep.id for _, _, ep in runs]
@@ -89,7 +89,7 @@ def test_memory_is_retrieved_every_step_and_traced(demos):
     config, runs = demos
     policy = ReplayPolicy({ep.goal: [s.action for s in ep.steps] for _, _, ep in runs})
     memory = FakeMemory()
-    traces = run_closed_loop(lambda: World(config), [(ep.id, t, s) for t, s, ep in runs], policy, memory,
+    traces = run_closed_loop(lambda: World(config), [Replay(ep.id, t, s) for t, s, ep in runs], policy, memory,
                              "fake", modality="text", history_len=100, progress=False)
     n_steps = sum(len(t.steps) for t in traces)
     assert memory.calls == n_steps
@@ -109,8 +109,8 @@ def test_memory_input_shows_only_the_chosen_modality(demos):
 
 
 def test_success_table_mean_and_spread():
-    def trace(memory, seed, ok):
-        return Trace("e", memory, "text", seed, "g", (), "done", ok)
+    def trace(memory, run, ok):
+        return Trace("e", memory, "text", 100 + run, run, "g", (), "done", ok)
     traces = [trace("smg", 0, True), trace("smg", 0, False), trace("smg", 1, True), trace("smg", 1, True),
               trace("none", 0, False)]
     table = success_table(traces)
@@ -124,7 +124,7 @@ def test_success_table_mean_and_spread():
 
 def test_traces_round_trip_and_bad_lines_name_file_and_line(tmp_path):
     steps = (TraceStep("k1", Action("tap", (0.5, 0.5)), ("a#1",)), TraceStep("k2", Action("done"), ()))
-    traces = [Trace("e1", "smg", "image", 2, "goal", steps, "done", True)]
+    traces = [Trace("e1", "smg", "image", 2, 1, "goal", steps, "done", True)]
     path = tmp_path / "traces.jsonl"
     save_traces(path, traces)
     assert load_traces(path) == traces
@@ -136,3 +136,19 @@ def test_traces_round_trip_and_bad_lines_name_file_and_line(tmp_path):
     path.write_text("{not json\n")
     with pytest.raises(DataError, match="line 1"):
         load_traces(path)
+
+
+def test_replay_tasks_keep_the_demonstration_seed_first_then_vary_it(demos):
+    _, runs = demos
+    from guimem.data import Episode
+    episodes = [ep for _, _, ep in runs]
+    replays = replay_tasks(episodes, 3)
+    assert len(replays) == 3 * len(episodes)
+    assert [r.run for r in replays] == [0] * len(episodes) + [1] * len(episodes) + [2] * len(episodes)
+    first = replays[: len(episodes)]
+    assert [r.seed for r in first] == [ep.provenance["seed"] for ep in episodes]
+    assert [r.task.goal for r in first] == [ep.goal for ep in episodes]
+    assert len({(r.episode, r.seed) for r in replays}) == len(replays)
+    bad = Episode(episodes[0].id, episodes[0].app, episodes[0].goal, episodes[0].steps, episodes[0].final)
+    with pytest.raises(DataError, match="provenance"):
+        replay_tasks([bad], 1)

@@ -27,6 +27,11 @@ from guimem.data import Action, DataError
 from guimem.policy import Modality, Policy, PolicyInput
 from guimem.world import Env, Task, WorldObservation
 
+PAPER_SR: dict[str, float] = {"none": 34.19, "flat": 30.77, "action_graph": 38.46, "task_graph": 36.75, "smg": 45.30}
+"""The SMG paper's success rates (%), SPA-Bench subset, Qwen3-VL-8B actor."""
+
+_SEED_STRIDE = 7919  # replay seed i of an episode = its own seed + i * stride (i = 0: the demonstration's own)
+
 
 class Memory(Protocol):
     """What the closed loop needs of a memory (see :mod:`guimem.memories`)."""
@@ -36,6 +41,16 @@ class Memory(Protocol):
     def render_text(self, retrieved) -> str: ...
 
     def render_image(self, retrieved): ...
+
+
+@dataclass(frozen=True)
+class Replay:
+    """One closed-loop episode to play: a held-out task in a world seeded by ``seed``."""
+
+    episode: str  # id of the held-out episode whose task is replayed
+    task: Task
+    seed: int  # world seed (content, theme, shuffles, popups)
+    run: int = 0  # seed index: success rates are averaged per run, spread taken over runs
 
 
 @dataclass(frozen=True)
@@ -57,7 +72,8 @@ class Trace:
     episode: str  # id of the held-out episode whose task and seed were replayed
     memory: str  # memory name ("none" for no memory)
     modality: str  # how the memory was shown
-    seed: int
+    seed: int  # world seed
+    run: int  # seed index (0, 1, 2, ...)
     goal: str
     steps: tuple[TraceStep, ...]
     ended: str  # done, impossible or budget
@@ -100,11 +116,28 @@ def memory_input(obs: WorldObservation, goal: str, history: Sequence[Action], me
     return inputs, ids
 
 
-def run_closed_loop(make_env: Callable[[], Env], tasks: Sequence[tuple[str, Task, int]], policy: Policy,
+def replay_tasks(episodes: Sequence[Any], n_seeds: int) -> list[Replay]:
+    """A :class:`Replay` of every held-out episode for each seed index ``0 .. n_seeds - 1``.
+
+    Seed index 0 replays the demonstration's own world seed (same content, theme, shuffles and
+    popup schedule); the others give the same task in a differently shuffled, themed and
+    interrupted phone. Ordered by seed index, then by episode.
+    """
+    out = []
+    for i in range(n_seeds):
+        for ep in episodes:
+            prov = ep.provenance
+            if "task" not in prov or "seed" not in prov:
+                raise DataError("provenance.task", f"episode {ep.id!r} records no task and seed to replay")
+            out.append(Replay(ep.id, Task.from_dict(prov["task"]), (int(prov["seed"]) + i * _SEED_STRIDE) % 2**31, i))
+    return out
+
+
+def run_closed_loop(make_env: Callable[[], Env], tasks: Sequence[Replay], policy: Policy,
                     memory: Memory | None, memory_name: str, modality: Modality = "text", k: int = 1,
                     history_len: int = 4, batch_size: int = 32, max_ticks: int = 1000,
                     progress: bool = True) -> list[Trace]:
-    """Play every ``(episode_id, task, seed)`` with ``policy`` reading ``memory``; return the traces.
+    """Play every replay with ``policy`` reading ``memory``; return the traces.
 
     Episodes run ``batch_size`` at a time in lock-step; results are in the order of ``tasks``.
     ``max_ticks`` is a safety net above the environments' own step budgets.
@@ -112,10 +145,11 @@ def run_closed_loop(make_env: Callable[[], Env], tasks: Sequence[tuple[str, Task
     traces: list[Trace] = []
     bar = tqdm(total=len(tasks), desc=f"closed loop [{memory_name}/{modality}]", disable=not progress)
     for start in range(0, len(tasks), batch_size):
+        batch = tasks[start:start + batch_size]
         running = []
-        for episode_id, task, seed in tasks[start:start + batch_size]:
+        for replay in batch:
             env = make_env()
-            running.append(_Running(episode_id, env, task.goal, env.reset(task, seed)))
+            running.append(_Running(replay.episode, env, replay.task.goal, env.reset(replay.task, replay.seed)))
         for _ in range(max_ticks):
             active = [r for r in running if r.ended is None]
             if not active:
@@ -130,18 +164,18 @@ def run_closed_loop(make_env: Callable[[], Env], tasks: Sequence[tuple[str, Task
                     r.ended, r.success = info["ended"], bool(info["success"])
         else:
             raise RuntimeError(f"closed loop exceeded max_ticks={max_ticks}; does the environment have a budget?")
-        traces += [Trace(r.episode, memory_name, modality, seed, r.goal, tuple(r.steps), r.ended, r.success)
-                   for r, (_, _, seed) in zip(running, tasks[start:start + batch_size])]
+        traces += [Trace(r.episode, memory_name, modality, replay.seed, replay.run, r.goal, tuple(r.steps), r.ended,
+                         r.success) for r, replay in zip(running, batch)]
         bar.update(len(running))
     bar.close()
     return traces
 
 
 def success_table(traces: Iterable[Trace]) -> dict[str, dict[str, Any]]:
-    """Per memory: success rate per seed, its mean and sample standard deviation over seeds."""
+    """Per memory: success rate (%) per run (seed index), its mean and sample standard deviation over runs."""
     by: dict[str, dict[int, list[bool]]] = {}
     for t in traces:
-        by.setdefault(t.memory, {}).setdefault(t.seed, []).append(t.success)
+        by.setdefault(t.memory, {}).setdefault(t.run, []).append(t.success)
     table = {}
     for name, seeds in by.items():
         rates = [100.0 * float(np.mean(v)) for _, v in sorted(seeds.items())]
@@ -174,7 +208,7 @@ def load_traces(path: str | os.PathLike) -> list[Trace]:
             d = json.loads(line)
             steps = tuple(TraceStep(s["screen_key"], Action.from_dict(s["action"]), tuple(s["retrieved"]))
                           for s in d["steps"])
-            traces.append(Trace(d["episode"], d["memory"], d["modality"], int(d["seed"]), d["goal"], steps,
+            traces.append(Trace(d["episode"], d["memory"], d["modality"], int(d["seed"]), int(d["run"]), d["goal"], steps,
                                 d["ended"], bool(d["success"])))
         except json.JSONDecodeError as err:
             raise DataError(f"line {n}", f"malformed JSON: {err.msg}", str(path)) from None

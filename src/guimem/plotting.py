@@ -17,7 +17,7 @@ import io
 import os
 import sys
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import matplotlib
 
@@ -118,6 +118,25 @@ def save_figure(fig: Figure, path: str | os.PathLike[str], dpi: int = DPI) -> Pa
     finally:
         tmp.unlink(missing_ok=True)
     return path
+
+
+def table_figure(columns: Sequence[str], rows: Sequence[Sequence[str]], title: str = "") -> Figure:
+    """A table of strings drawn as a figure (header row shaded), for tables kept as PNG."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(1.6 + 1.7 * len(columns), 0.6 + 0.34 * (len(rows) + 1)))
+    ax.axis("off")
+    table = ax.table(cellText=[list(r) for r in rows], colLabels=list(columns), loc="center", cellLoc="center")
+    table.auto_set_font_size(False)
+    table.set_fontsize(9)
+    table.scale(1.0, 1.4)
+    for (row, _), cell in table.get_celld().items():
+        if row == 0:
+            cell.set_facecolor("#e8e8ee")
+            cell.set_text_props(weight="bold")
+    if title:
+        ax.set_title(title)
+    return fig
 
 
 use_style()
