@@ -187,7 +187,7 @@ if sample:
     example = sample[0]
     shown = {"truth": truth["test"][example.id], "rule": seg.rule_spans(example), "SmolLM2": llm_spans[example.id]}
 fig = seg.draw_boundaries(example, shown)
-save_figure(fig, figure_path(figures_dir, "segmentation", "boundaries"))
+boundaries_png = save_figure(fig, figure_path(figures_dir, "segmentation", "boundaries"))
 
 # %% [markdown]
 # ## The success judge against the truth
@@ -204,7 +204,7 @@ judge_scores = {split: seg.judge_confusion(verdicts[split], [e.success for e in 
 for split, js in judge_scores.items():
     print(split, json.dumps(js.to_dict()))
 fig = seg.draw_judge_confusion(judge_scores)
-save_figure(fig, figure_path(figures_dir, "segmentation", "judge_confusion"))
+confusion_png = save_figure(fig, figure_path(figures_dir, "segmentation", "judge_confusion"))
 
 # %%
 metrics = {

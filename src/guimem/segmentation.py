@@ -336,8 +336,8 @@ def span_intent(episode: Episode, first: int, last: int, reading: Reading | None
     if typed:
         i = typed[-1]
         fields = [r.targets[j] for j in range(first, i) if r.targets[j] is not None and r.targets[j].role in FIELD_ROLES]
-        field = fields[-1] if fields else next((e for e in ep.steps[i].elements if e.role in FIELD_ROLES), None)
-        into = f" into {field_name(field)}" if field is not None else ""
+        box = fields[-1] if fields else next((e for e in ep.steps[i].elements if e.role in FIELD_ROLES), None)
+        into = f" into {field_name(box)}" if box is not None else ""
         submit = " and submit" if any(ep.steps[j].action.type == "enter" for j in idx if j > i) else ""
         return f"type '{ep.steps[i].action.text}'{into}{submit}"
     effective = [i for i in idx if r.kinds[i] == "effective"]
