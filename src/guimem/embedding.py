@@ -548,12 +548,21 @@ class CachedImageEmbedder:
             yield from (self.inner.embed([open_image(Path(files[i])) for i in c]) for c in chunks)
             return
         import multiprocessing
+        import warnings
         from concurrent.futures import ProcessPoolExecutor
+        from concurrent.futures.process import BrokenProcessPool
 
-        batch = self.inner.batch_size
-        with ProcessPoolExecutor(min(self.workers, len(chunks)), mp_context=multiprocessing.get_context("spawn")) as pool:
-            yield from pool.map(_embed_files_in_worker, [self.name] * len(chunks), [batch] * len(chunks),
-                                [[files[i] for i in c] for c in chunks])
+        batch, done = self.inner.batch_size, 0
+        try:
+            with ProcessPoolExecutor(min(self.workers, len(chunks)),
+                                     mp_context=multiprocessing.get_context("spawn")) as pool:
+                for part in pool.map(_embed_files_in_worker, [self.name] * len(chunks), [batch] * len(chunks),
+                                     [[files[i] for i in c] for c in chunks]):
+                    yield part
+                    done += 1
+        except BrokenProcessPool as err:  # e.g. a __main__ that spawned workers cannot re-import (stdin)
+            warnings.warn(f"embedding workers failed ({err}); embedding the rest in this process", RuntimeWarning)
+            yield from (self.inner.embed([open_image(Path(files[i])) for i in c]) for c in chunks[done:])
 
     def embed_files(self, paths: Sequence[str | Path], progress: bool = False) -> np.ndarray:
         """``[n, dim]`` for image files, keyed by their bytes; decoded only on a cache miss."""
