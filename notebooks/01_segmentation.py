@@ -40,7 +40,7 @@
 world_dir = "data/world"  # episode stores from 00_world (train/ and test/ are read)
 out_dir = "data/segmentation"  # where {train,test}.jsonl are written
 segmenter = "rule"  # the segmenter whose subgoals are written: rule, llm or ground_truth
-judge = "rule"  # the success judge: rule (default) or llm (SmolLM2 answers yes/no per episode)
+judge = "rule"  # the success judge: rule (default) or llm (SmolLM2's yes/no probabilities per episode)
 judge_evidence = 0.5  # rule judge: share of the goal's key words the agent must have acted on (or made appear) for "yes"
 boundary_tolerance = 0  # a predicted boundary matches a true one at most this many steps away
 llm_sample = 8  # test episodes the LLM segmenter also runs on, beside the rule one (0: skip the LLM)
@@ -164,7 +164,7 @@ print(json.dumps(scores, indent=1))
 
 # %%
 sample = seg.sample_evenly(episodes["test"], llm_sample)
-llm_scores, llm_counts, llm_spans = {}, {}, {}
+llm_scores, llm_counts, llm_spans = {}, seg.LLMStats().summary(), {}
 if sample:
     llm_seg = seg.LLMSegmenter(llm, judge_impl, mode=llm_mode, tokens_per_line=llm_tokens_per_line)
     llm_spans = {e.id: llm_seg.spans(e) for e in sample}
@@ -219,8 +219,6 @@ metrics = {
     "judge_scores": {split: js.to_dict() for split, js in judge_scores.items()},
     "llm": {"sample": len(sample), "mode": llm_mode, **llm_counts, "scores": llm_scores},
 }
-if judge == "llm":
-    metrics["llm_judge_unparseable"] = judge_impl.unparseable
 Path(metrics_path).parent.mkdir(parents=True, exist_ok=True)
 Path(metrics_path).write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
 print(json.dumps({k: metrics[k] for k in ("episodes", "subgoals", "llm")}, indent=1))

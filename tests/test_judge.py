@@ -95,29 +95,29 @@ def test_acted_words_come_from_touches_typing_and_screens_reached():
 
 # ----------------------------------------------------------------------------- the LLM judge
 @dataclass
-class CannedLLM:
-    """A stand-in for :class:`guimem.llm.LocalLLM` answering from a list, recording the prompts."""
+class ScriptedLLM:
+    """A stand-in for :class:`guimem.llm.LocalLLM` whose answer probabilities come from a list."""
 
-    answers: list[str]
+    logps: list[tuple[float, float]]  # (log p of each yes spelling, log p of each no spelling), per call
     prompts: list = field(default_factory=list)
 
-    def generate(self, messages, max_new_tokens=128, stop=None):
+    def option_logprobs(self, messages, options, prefix=""):
         self.prompts.append(messages)
-        return self.answers.pop(0)
-
-    def count_tokens(self, messages):
-        return sum(len(m["content"].split()) for m in messages)
+        yes, no = self.logps.pop(0)
+        return {o: (yes if o.strip().lower() == "yes" else no) for o in options}
 
 
-def test_llm_judge_parses_yes_no_and_counts_the_rest():
+def test_llm_judge_reads_yes_no_probabilities_with_a_margin():
     ep = hm.dark_theme_episode()
-    llm = CannedLLM(["Yes, the theme is dark.", "no", "I cannot tell."])
-    judge = LLMJudge(llm)
+    llm = ScriptedLLM([(-1.0, -3.0), (-3.0, -1.0), (-1.0, -1.2)])
+    judge = LLMJudge(llm, margin=0.5)
     assert judge.judge(ep, spans_of(ep)).episode == "yes"
     assert judge.judge(ep, spans_of(ep)).episode == "no"
     third = judge.judge(ep, spans_of(ep))
     assert third.episode == "uncertain" and third.subgoals[-1] == "uncertain"
-    assert judge.unparseable == 1 and len(judge.answers) == 3
+    assert third.subgoals[:-1] == RuleJudge().judge(ep, spans_of(ep)).subgoals[:-1]
+    assert len(judge.scores) == 3 and judge.scores[0][0] > judge.scores[0][1]
+    assert llm.prompts[0] == judge_prompt(ep)
 
 
 def test_llm_judge_prompt_shows_no_hidden_state():
@@ -125,6 +125,7 @@ def test_llm_judge_prompt_shows_no_hidden_state():
     text = "\n".join(m["content"] for m in judge_prompt(ep))
     assert "secret" not in text and "tampered" not in text
     assert "Turn on Dark theme" in text and "Dark theme" in text
+    assert judge_prompt(ep) == judge_prompt(hm.dark_theme_episode())
 
 
 def test_parse_yes_no():

@@ -235,3 +235,13 @@ def test_continuation_with_a_shared_prefix_matches_generate(smollm2):
         assert first.endswith("\n") and "\n" not in first[:-1] and expected.startswith(first)
         line.write("2-")
         assert line.text == first + "2-"
+
+
+@pytest.mark.slow
+def test_option_logprobs_are_log_probabilities(smollm2):
+    import math
+
+    messages = [{"role": "user", "content": "Is the sky blue? Answer yes or no."}]
+    logp = smollm2.option_logprobs(messages, ["yes", "Yes", "no", "No"])
+    assert all(v < 0 for v in logp.values())
+    assert sum(math.exp(v) for v in logp.values()) <= 1.0

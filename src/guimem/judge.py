@@ -18,7 +18,8 @@ agent acted on and from the final screen, and each subgoal from its visible effe
 - a subgoal: the last one shares the episode's verdict; an earlier one is ``no`` when it
   left the screen exactly as it found it (a dead end undone, a tap on nothing), else ``yes``.
 
-:class:`LLMJudge` asks SmolLM2 the episode question instead (the subgoal verdicts stay rule-based).
+:class:`LLMJudge` asks SmolLM2 the episode question instead and reads its yes/no
+probabilities (the subgoal verdicts stay rule-based).
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, Sequence
+
+import numpy as np
 
 from guimem.data import Episode, UIElement
 from guimem.segmentation import blind, choice_states, element_name, looks_same, read_episode, screen_contexts
@@ -225,32 +228,42 @@ def judge_prompt(episode: Episode) -> list[dict[str, str]]:
 
 
 def parse_yes_no(answer: str) -> str | None:
-    """``yes`` or ``no`` from the first such word in the answer, or None when neither appears."""
+    """``yes`` or ``no`` from the first such word in an answer, or None when neither appears."""
     m = re.search(r"\b(yes|no)\b", answer.lower())
     return m.group(1) if m else None
 
 
+YES_WORDS, NO_WORDS = ("yes", "Yes", " yes", " Yes"), ("no", "No", " no", " No")  # spellings of the answer's first word
+
+
 @dataclass
 class LLMJudge:
-    """The episode verdict asked of a local LLM; subgoal verdicts (except the last) from :class:`RuleJudge`.
+    """The episode verdict from a local LLM; subgoal verdicts (except the last) from :class:`RuleJudge`.
 
-    An answer with neither yes nor no gives ``uncertain`` and is counted in ``unparseable``.
+    The model is not asked to write: its next-token probabilities after the question decide.
+    ``yes`` when the answer is more likely to start with *yes* than with *no* by at least
+    ``margin`` (in log-probability), ``no`` for the reverse, ``uncertain`` in between. Each
+    episode's pair of log-probabilities is kept in ``scores``.
     """
 
     llm: "LocalLLM"
     rules: RuleJudge = field(default_factory=RuleJudge)
+    margin: float = 0.5  # log-probability gap needed for a yes or a no
     name: str = "llm"
-    unparseable: int = 0
-    answers: list[str] = field(default_factory=list)
+    scores: list[tuple[float, float]] = field(default_factory=list)  # (log p(yes), log p(no)) per episode
+
+    def episode_verdict(self, episode: Episode) -> tuple[str, str]:
+        """(verdict, reason) for the whole episode, from the LLM's yes/no probabilities."""
+        logp = self.llm.option_logprobs(judge_prompt(blind(episode)), YES_WORDS + NO_WORDS)
+        yes = float(np.logaddexp.reduce([logp[w] for w in YES_WORDS]))
+        no = float(np.logaddexp.reduce([logp[w] for w in NO_WORDS]))
+        self.scores.append((yes, no))
+        verdict = "yes" if yes - no >= self.margin else "no" if no - yes >= self.margin else "uncertain"
+        return verdict, f"log p(yes) {yes:.2f}, log p(no) {no:.2f}"
 
     def judge(self, episode: Episode, spans: Sequence[tuple[int, int]]) -> Verdicts:
         """Ask the LLM about the episode; the last span shares its verdict."""
         ep = blind(episode)
-        answer = self.llm.generate(judge_prompt(ep), max_new_tokens=4)
-        self.answers.append(answer)
-        verdict = parse_yes_no(answer)
-        if verdict is None:
-            self.unparseable += 1
-            verdict = "uncertain"
+        verdict, reason = self.episode_verdict(ep)
         subgoals = [self.rules.subgoal_verdict(ep, a, b) for a, b in spans[:-1]] + ([verdict] if spans else [])
-        return Verdicts(verdict, tuple(subgoals), f"the LLM answered {answer.strip()[:40]!r}")
+        return Verdicts(verdict, tuple(subgoals), reason)

@@ -107,6 +107,15 @@ class LocalLLM:
         return self.tokenizer.decode(out[0, n_prompt:], skip_special_tokens=True)  # out: [1, n_prompt + new]
 
 
+    def option_logprobs(self, messages: Sequence[Message], options: Sequence[str], prefix: str = "") -> dict[str, float]:
+        """Log-probability that the answer (after ``prefix``) starts with each option's first token."""
+        inputs = self.prompt_ids(messages, prefix)
+        with torch.inference_mode():
+            logits = self.model(**inputs, logits_to_keep=1).logits[0, -1]  # [vocab]
+        logp = torch.log_softmax(logits.double(), dim=-1)
+        first = {o: self.tokenizer(o, add_special_tokens=False)["input_ids"][0] for o in options}
+        return {o: float(logp[t]) for o, t in first.items()}
+
     def start(self, messages: Sequence[Message]) -> "Continuation":
         """A greedy continuation of the assistant's answer to ``messages``, written piece by piece.
 
