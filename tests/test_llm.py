@@ -89,8 +89,8 @@ class CannedLLM:
     answers: list[str]
     calls: list = field(default_factory=list)
 
-    def generate(self, messages, max_new_tokens=128, stop=None, prefix=""):
-        self.calls.append({"messages": messages, "max_new_tokens": max_new_tokens, "prefix": prefix})
+    def generate(self, messages, max_new_tokens=128, stop=None):
+        self.calls.append({"messages": messages, "max_new_tokens": max_new_tokens, "prefix": ""})
         return self.answers.pop(0)
 
     def start(self, messages):

@@ -10,8 +10,11 @@ a cache folder keyed by the GGUF file's SHA-256 and reloads from there (about a 
 The cached copy holds exactly the tensors the GGUF load produced, so both paths give the
 same logits.
 
-Generation is greedy (``do_sample=False``) and therefore deterministic for a fixed
-machine and thread count.
+Three ways to ask it, all greedy and therefore deterministic for a fixed machine and
+thread count: :meth:`LocalLLM.generate` (a whole answer, ``transformers`` ``generate``),
+:meth:`LocalLLM.start` (a :class:`Continuation`: the answer written in turns by the caller
+and the model over one key/value cache, the prompt's shared prefix computed once), and
+:meth:`LocalLLM.option_logprobs` (how likely the answer starts with each of a few words).
 """
 
 from __future__ import annotations
@@ -86,18 +89,16 @@ class LocalLLM:
         return int(self.prompt_ids(messages)["input_ids"].shape[1])
 
     def generate(self, messages: Sequence[Message], max_new_tokens: int = 128,
-                 stop: Callable[[str], bool] | None = None, prefix: str = "") -> str:
-        """The assistant's answer to ``messages`` after ``prefix``: greedy decoding, special tokens dropped.
+                 stop: Callable[[str], bool] | None = None) -> str:
+        """The assistant's answer to ``messages``: greedy decoding, special tokens dropped.
 
         Args:
             messages: the chat so far, ending with a user turn.
             max_new_tokens: the most tokens to generate.
             stop: called with the text generated so far each time it ends a line; True ends
                 generation (e.g. once the answer is complete), saving the time of a rambling tail.
-            prefix: the start of the answer, written for the model (it continues from there);
-                not repeated in the returned text.
         """
-        inputs = self.prompt_ids(messages, prefix)
+        inputs = self.prompt_ids(messages)
         n_prompt = inputs["input_ids"].shape[1]  # [1, n_prompt]
         criteria = StoppingCriteriaList([_LineStop(self.tokenizer, n_prompt, stop)] if stop is not None else [])
         with torch.inference_mode():
