@@ -157,15 +157,15 @@ theta_rows = []
 for th in theta_sweep:
     g = build_graph(subgoals, images, texts, train_root, tau=tau, theta=th)
     theta_rows.append({"theta": th, "edges": g.n_edges, "dedup_ratio": g.stats()["dedup_ratio"]})
-fig, (a, b) = plt.subplots(1, 2, figsize=(8, 3.2))
+fig, (a, b, c) = plt.subplots(1, 3, figsize=(10, 3.0))
 a.plot([r["tau"] for r in tau_rows], [r["purity"] for r in tau_rows], "o-", color=MEMORY_COLORS["smg"])
-a.set(xlabel="τ (merge threshold)", ylabel="node purity", title="Merging: purity vs τ")
-a2 = a.twinx()
-a2.plot([r["tau"] for r in tau_rows], [r["nodes"] for r in tau_rows], "s--", color="#0072B2")
-a2.set_ylabel("nodes", color="#0072B2")
-a2.grid(False)
-b.plot([r["theta"] for r in theta_rows], [r["dedup_ratio"] for r in theta_rows], "o-", color=MEMORY_COLORS["smg"])
-b.set(xlabel="θ (dedup threshold)", ylabel="share of subgoals dropped", title=f"Dedup at τ = {tau}")
+a.set(xlabel="τ (merge threshold)", ylabel="node purity", title="Purer nodes as τ rises ...")
+b.plot([r["tau"] for r in tau_rows], [r["nodes"] for r in tau_rows], "s-", color=MEMORY_COLORS["smg"])
+b.axhline(len(set(screen_of.values())), color="#999999", ls="--", lw=1, label="true screen types")
+b.set(xlabel="τ (merge threshold)", ylabel="nodes", title="... and more of them")
+b.legend(fontsize=7)
+c.plot([r["theta"] for r in theta_rows], [r["dedup_ratio"] for r in theta_rows], "o-", color=MEMORY_COLORS["smg"])
+c.set(xlabel="θ (dedup threshold)", ylabel="share of subgoals dropped", title=f"Dedup at τ = {tau}")
 save_figure(fig, figure_path(figures_dir, "graph_build", "sweeps"))
 
 # %% [markdown]
@@ -186,12 +186,15 @@ save_figure(fig, figure_path(figures_dir, "graph_build", "graph"))
 # For a screen, the SMG returns the outgoing edges of its most similar node. The same
 # retrieval is rendered twice: as a text block for the prompt, and as an image of the
 # anchor screens with the actions marked (ring: tap, arrow: swipe, label: typed text or a
-# key; border: green success, vermillion failure, yellow unsure).
+# key; border: green success, vermillion failure, yellow unsure). The node shown is the one
+# with the most out-edges; its screenshots show what merging by pixels alone does when
+# purity is low: list screens of different apps can share one node, and the goal ranking
+# has to bring the relevant edges first.
 
 # %%
 busiest = max(smg.graph.nodes, key=lambda n: (smg.graph.out_degree(n), -n))
-query = smg.node_means[busiest]
-retrieved = memories["smg"].retrieve(query, episodes[0].goal)
+goal = smg.out_edges(busiest)[0].subgoal.goal  # a task that once passed through this node
+retrieved = memories["smg"].retrieve(smg.node_means[busiest], goal)
 text = memories["smg"].render_text(retrieved)
 print(text)
 fig, (a, b) = plt.subplots(1, 2, figsize=(8, 4.5), gridspec_kw={"width_ratios": [1, 1.6]})
@@ -199,7 +202,7 @@ a.imshow(memories["smg"].render_image(retrieved))
 a.set_axis_off()
 b.text(0, 1, text.replace(" | ", "\n   "), va="top", fontsize=6.5, wrap=True)
 b.set_axis_off()
-fig.suptitle(f"Node {busiest}: {len(retrieved.items)} edges, goal: {episodes[0].goal!r}", fontsize=9)
+fig.suptitle(f"Node {busiest}: {len(retrieved.items)} edges, ranked for the goal {goal!r}", fontsize=9)
 save_figure(fig, figure_path(figures_dir, "graph_build", "memory"))
 
 # %%
