@@ -242,3 +242,10 @@ def test_nbsmoke_finds_the_metrics_parameter(project):
     path = project / "notebooks" / "tiny.ipynb"
     assert notebook_parameters(path)["n"] == "2"
     assert metrics_parameter(path) == "metrics_path"
+
+
+def test_scrub_progress_drops_the_cursor_moves_of_nested_bars():
+    # a nested tqdm bar (leave=False) sometimes leaves only its cursor-up behind, depending on timing
+    assert scrub_progress("\x1b[A\n") == ""
+    assert scrub_progress("note: kept\n\x1b[A\n") == "note: kept\n"
+    assert scrub_progress("\x1b[A" + BAR_1 + "\n") == ""

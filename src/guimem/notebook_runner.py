@@ -60,6 +60,7 @@ _ADDRESS = re.compile(r"(\bat )0x[0-9a-fA-F]+\b")
 # Where ipykernel compiles each cell: "/tmp/ipykernel_8123/1491801196.py" (the kernel's pid varies).
 _CELL_FILE = re.compile(r"[^\s\"'(]*ipykernel_\d+([/\\]\d+\.py)")
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_CURSOR = re.compile(r"\x1b\[\d*[A-D]")  # cursor moves: tqdm's nested bars step up and down with them
 _CELL_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 _WORDS: dict[str, Any] = {"True": True, "true": True, "False": False, "false": False,
                           "None": None, "null": None, "~": None}
@@ -165,9 +166,14 @@ def scrub_progress(text: str) -> str:
 
     A line holding carriage returns is what a terminal overwrites: its bar segments are
     dropped and any other text on it kept; without a bar only its last segment is shown.
+    Cursor moves (how nested bars redraw) are dropped, and a line holding nothing else with them.
     """
     out: list[str] = []
     for line in text.replace("\r\n", "\n").split("\n"):
+        moved = _CURSOR.sub("", line)
+        if moved != line and not moved.strip():
+            continue
+        line = moved
         segments = line.split("\r")
         if len(segments) == 1 and not _TQDM_BAR.search(line):
             out.append(line)
