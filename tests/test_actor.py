@@ -14,7 +14,7 @@ from PIL import Image, ImageDraw
 from guimem.actor import (
     ACT, DIRECTIONS, IGNORE, SEG_ACT, SEG_GOAL, SEG_HISTORY, SEG_MEMORY_IMAGE, SEG_MEMORY_TEXT, SEG_SCREEN,
     ActorConfig, ActorExample, GuiActor, MiniActor, TrainConfig, assign_folds, build_kfold_examples,
-    build_vocabulary, collate, decode, featurise, modality_batches, patch_of, swipe_direction, targets_for,
+    build_vocabulary, collate, decode, element_patches, featurise, modality_batches, patch_of, swipe_direction, targets_for,
     train_actor,
 )
 from guimem.data import Action, DataError, Episode, Observation, Step, UIElement
@@ -177,6 +177,12 @@ def test_targets_and_decoding_agree(vocab, model):
     assert targets_for(Action("type", text="absent words"), f, cfg).span_start == IGNORE
     tap = targets_for(Action("tap", point=(0.8, 0.6)), f, cfg)
     assert tap.patch == patch_of((0.8, 0.6), cfg.screen_grid)[0] == 2 * 2 + 1
+    wide = UIElement("w", "list_item", "Wide row", bounds=(0.0, 0.5, 1.0, 0.75), clickable=True)
+    g = featurise(PolicyInput(screen(), (wide,), "go"), vocab, cfg)
+    assert targets_for(Action("tap", point=(0.1, 0.6)), g, cfg).patches == (4, 5)  # the whole row is right
+    assert element_patches((0.0, 0.0, 1.0, 1.0), cfg.screen_grid) == list(range(8))
+    assert element_patches((0.3, 0.3, 0.4, 0.4), cfg.screen_grid) == []  # covers no patch centre
+    assert (g.screen_words[4] > 0).any() and (g.screen_words[5] > 0).any()  # the row's label on both patches
     assert targets_for(Action("open_app", text="Shop"), f, cfg).app == 1
     assert swipe_direction(Action("swipe", point=(0.5, 0.8), end=(0.5, 0.2))) == "up"
     assert swipe_direction(Action("swipe", point=(0.5, 0.5), end=(0.9, 0.6))) == "right"

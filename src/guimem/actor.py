@@ -54,7 +54,7 @@ import os
 import shutil
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
 
@@ -68,8 +68,10 @@ from transformers import AutoConfig, AutoModel, PretrainedConfig, PreTrainedMode
 from transformers.utils import ModelOutput
 
 from guimem.data import ACTION_TYPES, Action, DataError, Episode, UIElement
+from guimem.describe import scroll_container, target_element
 from guimem.episodes import load_screenshot
 from guimem.metrics import MatchConfig, step_accuracy
+from guimem.retrieval import read_results
 from guimem.policy import MODALITIES, Modality, PolicyInput, PolicyOutput
 from guimem.tokenizer import ACT, PAD, Token, Vocabulary, find_span, span_text, tokenize
 
@@ -116,6 +118,7 @@ class ActorConfig(PretrainedConfig):
     memory_image_width: int = 48  #   by default so position codes line up)
     patch_size: int = 8  # square patch side in pixels (screen 96x48 -> 12 x 6 = 72 patches)
     max_words_per_patch: int = 6  # label words kept per screen patch (word channel)
+    max_label_patches: int = 12  # a label is written on every patch its element covers, up to this many
     max_goal_tokens: int = 32  # goal truncated to this many tokens
     max_history: int = 4  # last actions shown (2 tokens each)
     max_memory_tokens: int = 160  # memory text truncated to this many tokens
@@ -308,7 +311,7 @@ class GuiActor(PreTrainedModel):
                 segment_ids: torch.Tensor, position_ids: torch.Tensor, row_ids: torch.Tensor,
                 col_ids: torch.Tensor, attention_mask: torch.Tensor, output_hidden_states: bool = False,
                 type_labels: torch.Tensor | None = None, patch_labels: torch.Tensor | None = None,
-                offset_labels: torch.Tensor | None = None, direction_labels: torch.Tensor | None = None,
+                patch_set_labels: torch.Tensor | None = None, offset_labels: torch.Tensor | None = None, direction_labels: torch.Tensor | None = None,
                 span_start_labels: torch.Tensor | None = None, span_end_labels: torch.Tensor | None = None,
                 app_labels: torch.Tensor | None = None, **_: Any) -> ActorOutput:
         """Run the prompt; with ``type_labels`` also the loss (other labels ``IGNORE`` where absent).
@@ -350,22 +353,35 @@ class GuiActor(PreTrainedModel):
             out.hidden_states = tuple(states)
             out.act_hidden_states = torch.stack([s[rows, act_index] for s in states], dim=1)  # [batch, L+1, d]
         if type_labels is not None:
-            out.loss, out.losses = self._loss(out, type_labels, patch_labels, offset_labels, direction_labels,
+            out.loss, out.losses = self._loss(out, type_labels, patch_labels, patch_set_labels, offset_labels, direction_labels,
                                               span_start_labels, span_end_labels, app_labels)
         return out
 
     def _loss(self, out: ActorOutput, type_labels: torch.Tensor, patch_labels: torch.Tensor | None,
-              offset_labels: torch.Tensor | None, direction_labels: torch.Tensor | None,
+              patch_set_labels: torch.Tensor | None, offset_labels: torch.Tensor | None, direction_labels: torch.Tensor | None,
               span_start_labels: torch.Tensor | None, span_end_labels: torch.Tensor | None,
               app_labels: torch.Tensor | None) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        """Type CE + pointer CE + offset L1 + direction CE + span CE + app CE, each where it applies."""
+        """Type CE + pointer NLL + offset L1 + direction CE + span CE + app CE, each where it applies.
+
+        The pointer's target is a set: every patch of the target element (the scrolled list for a
+        swipe) is an equally right place to touch, so its loss is the negative log of the
+        probability mass on the set (plain CE on ``patch_labels`` when no set is given).
+        """
         terms = {"type": F.cross_entropy(out.type_logits, type_labels)}
+        if patch_set_labels is not None and bool(patch_set_labels.any()):
+            has = patch_set_labels.any(-1)  # [batch]
+            logits = out.pointer_logits[has]  # [n, n_patch]
+            on_set = logits.masked_fill(~patch_set_labels[has], -1e9).logsumexp(-1)
+            terms["pointer"] = (logits.logsumexp(-1) - on_set).mean()
+            patch_labels_for_ce = None
+        else:
+            patch_labels_for_ce = patch_labels
 
         def ce(name: str, logits: torch.Tensor, labels: torch.Tensor | None) -> None:
             if labels is not None and bool((labels != IGNORE).any()):
                 terms[name] = F.cross_entropy(logits, labels, ignore_index=IGNORE)
 
-        ce("pointer", out.pointer_logits, patch_labels)
+        ce("pointer", out.pointer_logits, patch_labels_for_ce)
         ce("direction", out.direction_logits, direction_labels)
         ce("span_start", out.span_start_logits, span_start_labels)
         ce("span_end", out.span_end_logits, span_end_labels)
@@ -442,19 +458,37 @@ def patch_of(point: tuple[float, float], grid: tuple[int, int]) -> tuple[int, tu
     return r * cols + c, (min(max(fx - c, 0.0), 1.0), min(max(fy - r, 0.0), 1.0))
 
 
-def label_words(elements: Sequence[UIElement], vocab: Vocabulary, grid: tuple[int, int], max_words: int) -> torch.Tensor:
-    """``[rows*cols, max_words]`` word ids of the visible labels centred in each patch (0 = none)."""
+def element_patches(bounds: tuple[float, float, float, float], grid: tuple[int, int]) -> list[int]:
+    """Row-major indices of the patches whose centre lies inside ``bounds`` (x0, y0, x1, y1)."""
+    rows, cols = grid
+    x0, y0, x1, y1 = bounds
+    r_lo, r_hi = max(0, math.ceil(y0 * rows - 0.5)), min(rows - 1, math.floor(y1 * rows - 0.5))
+    c_lo, c_hi = max(0, math.ceil(x0 * cols - 0.5)), min(cols - 1, math.floor(x1 * cols - 0.5))
+    return [r * cols + c for r in range(r_lo, r_hi + 1) for c in range(c_lo, c_hi + 1)]
+
+
+def label_patches(element: UIElement, grid: tuple[int, int], max_patches: int) -> list[int]:
+    """Where a label is "seen": every patch the element covers, or its centre patch if that is none
+    or more than ``max_patches`` (a large panel's text is not written all over it)."""
+    covered = element_patches(element.bounds, grid)
+    return covered if 0 < len(covered) <= max_patches else [patch_of(element.center, grid)[0]]
+
+
+def label_words(elements: Sequence[UIElement], vocab: Vocabulary, grid: tuple[int, int], max_words: int,
+                max_patches: int) -> torch.Tensor:
+    """``[rows*cols, max_words]`` word ids of the visible labels on each patch (0 = none)."""
     rows, cols = grid
     out = torch.zeros(rows * cols, max_words, dtype=torch.long)
     fill = [0] * (rows * cols)
     for el in elements:
         if not el.text:
             continue
-        idx, _ = patch_of(el.center, grid)
-        for w in vocab.encode(el.text):
-            if fill[idx] < max_words:
-                out[idx, fill[idx]] = w
-                fill[idx] += 1
+        ids = vocab.encode(el.text)
+        for idx in label_patches(el, grid, max_patches):
+            for w in ids:
+                if fill[idx] < max_words:
+                    out[idx, fill[idx]] = w
+                    fill[idx] += 1
     return out
 
 
@@ -496,7 +530,8 @@ def featurise(inp: PolicyInput, vocab: Vocabulary, config: ActorConfig, patcher:
         mem_pixels = patcher(inp.memory_image, config.memory_image_height, config.memory_image_width, p)
     return Features(
         screen_pixels=patcher(inp.screenshot, config.screen_height, config.screen_width, p),
-        screen_words=label_words(inp.elements, vocab, config.screen_grid, config.max_words_per_patch),
+        screen_words=label_words(inp.elements, vocab, config.screen_grid, config.max_words_per_patch,
+                                 config.max_label_patches),
         goal_ids=torch.tensor([vocab.id(t.word) for t in goal_tokens], dtype=torch.long),
         history_ids=history_ids(inp.history, vocab, config.max_history),
         memory_text_ids=mem_text, memory_pixels=mem_pixels,
@@ -580,7 +615,8 @@ class Targets:
     """The supervised labels of one example (``IGNORE`` where a head does not apply)."""
 
     type: int
-    patch: int = IGNORE
+    patch: int = IGNORE  # the patch holding the demonstrated point (its offset is regressed)
+    patches: tuple[int, ...] = ()  # every patch that is as good: those of the target element
     offset: tuple[float, float] = (0.0, 0.0)
     direction: int = IGNORE
     span_start: int = IGNORE  # absolute prompt position (the goal starts after the screen)
@@ -592,7 +628,12 @@ def targets_for(action: Action, features: Features, config: ActorConfig) -> Targ
     """Labels for ``action`` given the prompt it answers."""
     kw: dict[str, Any] = {"type": ACTION_TYPES.index(action.type)}
     if action.point is not None and action.type in ("tap", "long_press", "swipe"):
-        kw["patch"], kw["offset"] = patch_of(action.point, config.screen_grid)
+        grid = config.screen_grid
+        kw["patch"], kw["offset"] = patch_of(action.point, grid)
+        target = (scroll_container(action.point, features.elements) if action.type == "swipe"
+                  else target_element(action, features.elements))
+        same = element_patches(target.bounds, grid) if target is not None else []
+        kw["patches"] = tuple(sorted(set(same) | {kw["patch"]}))
     if action.type == "swipe":
         kw["direction"] = DIRECTIONS.index(swipe_direction(action))
     if action.type == "type" and action.text:
@@ -604,11 +645,20 @@ def targets_for(action: Action, features: Features, config: ActorConfig) -> Targ
     return Targets(**kw)
 
 
-def stack_targets(targets: Sequence[Targets]) -> dict[str, torch.Tensor]:
+def patch_sets(targets: Sequence[Targets], n_patches: int) -> torch.Tensor:
+    """``[batch, n_patches]`` bool: the patches each example may point at (all False: no pointer target)."""
+    out = torch.zeros(len(targets), n_patches, dtype=torch.bool)
+    for i, t in enumerate(targets):
+        out[i, list(t.patches)] = True
+    return out
+
+
+def stack_targets(targets: Sequence[Targets], n_patches: int) -> dict[str, torch.Tensor]:
     """The label keyword tensors of :meth:`GuiActor.forward` for a batch."""
     return {
         "type_labels": torch.tensor([t.type for t in targets]),
         "patch_labels": torch.tensor([t.patch for t in targets]),
+        "patch_set_labels": patch_sets(targets, n_patches),  # [batch, n_screen_patches] bool
         "offset_labels": torch.tensor([t.offset for t in targets], dtype=torch.float32),  # [batch, 2]
         "direction_labels": torch.tensor([t.direction for t in targets]),
         "span_start_labels": torch.tensor([t.span_start for t in targets]),
@@ -840,6 +890,65 @@ def build_kfold_examples(episodes: Sequence[Episode], store_root: str | Path, fa
     return [ex for e in episodes for ex in by_id.get(e.id, [])]
 
 
+def examples_from_retrieval(episodes: Sequence[Episode], store_root: str | Path, retrieval_dir: str | Path,
+                            kinds: Sequence[str], max_history: int = 4) -> list[ActorExample]:
+    """Held-out examples with the memory the ``retrieval_eval`` stage retrieved for every step.
+
+    Reads ``<retrieval_dir>/<kind>/steps.jsonl`` (text block and image path per step); one
+    example per step and kind, in episode, step and ``kinds`` order.
+    """
+    records: dict[tuple[str, str, int], tuple[str, str]] = {}
+    for kind in kinds:
+        folder = Path(retrieval_dir) / kind
+        for r in read_results(folder / "steps.jsonl"):
+            records[(kind, r["episode_id"], int(r["step"]))] = (r["text"], str(folder / r["image"]))
+    images: dict[str, Image.Image] = {}
+    out = []
+    for episode in episodes:
+        for i, (inp, action) in enumerate(episode_steps(episode, store_root, max_history)):
+            for kind in kinds:
+                key = (kind, episode.id, i)
+                if key not in records:
+                    raise DataError("steps.jsonl", f"no retrieved memory for {episode.id} step {i}",
+                                    str(Path(retrieval_dir) / kind))
+                text, image_path = records[key]
+                if image_path not in images:
+                    with Image.open(image_path) as im:
+                        images[image_path] = im.convert("RGB")
+                out.append(ActorExample(PolicyInput(inp.screenshot, inp.elements, inp.goal, inp.history, text,
+                                                    images[image_path]), action, episode.id, i, kind))
+    return out
+
+
+def memory_names_target(example: ActorExample) -> bool:
+    """Whether the memory text quotes the label of the element the demonstrator touched while the
+    goal does not: a step where (textual) experience carries what the goal leaves out."""
+    target = target_element(example.target, example.input.elements)
+    if target is None or not target.text or example.input.memory_text is None:
+        return False
+    label = target.text.lower()
+    return f'"{label}"' in example.input.memory_text.lower() and label not in example.input.goal.lower()
+
+
+def majority_action(actions: Sequence[Action], grid: tuple[int, int]) -> Action:
+    """The most frequent action of a training set: its commonest type, at that type's commonest
+    patch centre for touches (ties: first seen) — the baseline a policy must beat."""
+    if not actions:
+        raise DataError("actions", "no actions to take a majority of")
+    kind = max(ACTION_TYPES, key=lambda t: sum(a.type == t for a in actions))
+    if kind not in ("tap", "long_press", "swipe"):
+        same = [a for a in actions if a.type == kind]
+        return Action(kind, text=max(same, key=lambda a: sum(b.text == a.text for b in same)).text
+                      if kind in ("type", "open_app") else None)
+    patches = [patch_of(a.point, grid)[0] for a in actions if a.type == kind]
+    best = max(dict.fromkeys(patches), key=patches.count)
+    r, c = divmod(best, grid[1])
+    point = ((c + 0.5) / grid[1], (r + 0.5) / grid[0])
+    if kind == "swipe":
+        return Action("swipe", point=point, end=(point[0], max(0.0, point[1] - 0.3)))
+    return Action(kind, point=point)
+
+
 @dataclass(frozen=True)
 class TrainConfig:
     """Behaviour-cloning hyper-parameters (the model's own live in ``model``)."""
@@ -853,6 +962,7 @@ class TrainConfig:
     modality_weights: tuple[float, float, float, float] = (1.0, 1.0, 1.0, 1.0)  # none/text/image/both draw odds
     min_count: int = 2  # words seen fewer times share hash buckets
     n_hash_buckets: int = 64
+    goal_dropout: float = 0.0  # chance per example and epoch that the goal is hidden (the memory must tell)
     max_eval_examples: int = 512  # held-out examples scored after each epoch
     model: Mapping[str, Any] = field(default_factory=dict)  # ActorConfig overrides
 
@@ -905,6 +1015,12 @@ def draw_modalities(examples: Sequence[ActorExample], feats: Sequence[Features],
     return out
 
 
+def without_goal(f: Features, t: Targets) -> tuple[Features, Targets]:
+    """The prompt with its goal hidden (no goal tokens) and the labels that still apply (no span)."""
+    hidden = replace(f, goal_ids=f.goal_ids[:0], goal="", goal_tokens=())
+    return hidden, replace(t, span_start=IGNORE, span_end=IGNORE)
+
+
 def modality_batches(modalities: Sequence[Modality], batch_size: int, rng: np.random.Generator) -> list[np.ndarray]:
     """Shuffled batches of example indices, each of one modality (prompts of alike length pad little)."""
     order = rng.permutation(len(modalities))
@@ -947,10 +1063,12 @@ def train_actor(examples: Sequence[ActorExample], config: TrainConfig, seed: int
     for epoch in range(config.epochs):
         model.train()
         modalities = draw_modalities(examples, feats, config.modality_weights, rng)
+        hide = rng.random(len(examples)) < config.goal_dropout  # [n] examples shown without their goal
         t0, losses, terms = time.perf_counter(), [], []
         for idx in modality_batches(modalities, config.batch_size, rng):
-            batch = collate([feats[i] for i in idx], [modalities[i] for i in idx], model_cfg, vocab)
-            out = model(**batch, **stack_targets([targets[i] for i in idx]))
+            shown = [without_goal(feats[i], targets[i]) if hide[i] else (feats[i], targets[i]) for i in idx]
+            batch = collate([f for f, _ in shown], [modalities[i] for i in idx], model_cfg, vocab)
+            out = model(**batch, **stack_targets([t for _, t in shown], model_cfg.n_screen_patches))
             opt.zero_grad(set_to_none=True)
             out.loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
