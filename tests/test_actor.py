@@ -12,10 +12,10 @@ import torch
 from PIL import Image, ImageDraw
 
 from guimem.actor import (
-    ACT, DIRECTIONS, IGNORE, SEG_ACT, SEG_GOAL, SEG_HISTORY, SEG_MEMORY_IMAGE, SEG_MEMORY_TEXT, SEG_SCREEN,
+    ACT, DIRECTIONS, IGNORE, N_MATCH, SEG_ACT, SEG_GOAL, SEG_HISTORY, SEG_MEMORY_IMAGE, SEG_MEMORY_TEXT, SEG_SCREEN,
     ActorConfig, ActorExample, GuiActor, MiniActor, TrainConfig, assign_folds, build_kfold_examples,
-    build_vocabulary, collate, decode, element_patches, featurise, modality_batches, patch_of, swipe_direction, targets_for,
-    train_actor,
+    build_vocabulary, collate, decode, element_patches, featurise, match_ids, modality_batches, patch_of,
+    swipe_direction, targets_for, train_actor,
 )
 from guimem.data import Action, DataError, Episode, Observation, Step, UIElement
 from guimem.episodes import load_episodes, save_episodes
@@ -106,6 +106,21 @@ def test_prompt_holds_exactly_the_memory_parts_asked_for(vocab, model, memory):
     assert not bool((words[seg == SEG_MEMORY_IMAGE] > 0).any())
 
 
+def test_exact_match_codes_follow_goal_and_shown_memory(vocab, model):
+    cfg = model.config
+    f = featurise(an_input("both", goal="Open the display page"), vocab, cfg)
+    for memory, memory_level in (("none", 0), ("text", 2), ("image", 0), ("both", 2)):
+        codes = collate([f], [memory], cfg, vocab)["match_ids"][0, :cfg.n_screen_patches]
+        display = patch_of(BUTTONS[0].center, cfg.screen_grid)[0]  # "Display": in the goal and the memory
+        sound = patch_of(BUTTONS[1].center, cfg.screen_grid)[0]  # "Sound": in neither
+        assert int(codes[display]) == 1 + N_MATCH * 2 + memory_level
+        assert int(codes[sound]) == 1
+        assert int((codes == 0).sum()) == cfg.n_screen_patches - 2  # unlabelled patches carry no code
+    words = torch.tensor([[vocab.id("display"), vocab.id("sound"), 0], [0, 0, 0]])
+    partial = match_ids(words, torch.tensor([vocab.id("sound")]), None, vocab)
+    assert partial.tolist() == [1 + N_MATCH * 1, 0]
+
+
 def test_missing_memory_modality_is_refused(vocab, model):
     f = featurise(an_input("text"), vocab, model.config)
     with pytest.raises(DataError, match="modality"):
@@ -121,7 +136,7 @@ def test_hidden_states_at_the_final_prompt_token(vocab, model):
     with torch.no_grad():
         out = model(**batch, output_hidden_states=True)
         embedded = model.embed(*(batch[k] for k in ("input_ids", "patch_pixels", "patch_words", "segment_ids",
-                                                    "position_ids", "row_ids", "col_ids")))
+                                                    "position_ids", "row_ids", "col_ids", "match_ids")))
     last = batch["attention_mask"].sum(1) - 1  # the last real position of every row
     assert out.act_hidden_states.shape == (4, cfg.num_hidden_layers + 1, cfg.hidden_size)
     assert len(out.hidden_states) == cfg.num_hidden_layers + 1
@@ -276,3 +291,53 @@ def test_kfold_examples_never_show_an_episode_its_own_memory(tmp_path):
     assert sorted(np.bincount(list(folds.values()))) == [2, 2, 2]
     with pytest.raises(DataError, match="k_folds"):
         assign_folds(["a", "b"], 1, 0)
+
+
+# ----------------------------------------------------------------------------- the 04_actor notebook
+@pytest.fixture(scope="module")
+def actor_stage(tmp_path_factory):
+    """A tiny world, segmented and turned into memories by 02/03, then the 04_actor notebook."""
+    from nbsmoke import run_notebook
+
+    from guimem.demonstrator import generate_dataset
+    from guimem.judge import RuleJudge
+    from guimem.segmentation import make_segmenter, save_subgoals, segment_episodes
+    from guimem.world import WorldConfig
+
+    tmp = tmp_path_factory.mktemp("actor_nb")
+    generate_dataset(WorldConfig(n_train=12, n_test=3), tmp / "data" / "world", seed=0, progress=False)
+    segmenter = make_segmenter("rule", RuleJudge())
+    for split in ("train", "test"):
+        episodes = load_episodes(tmp / "data" / "world" / split)
+        save_subgoals(tmp / "data" / "segmentation" / f"{split}.jsonl", segment_episodes(episodes, segmenter, False))
+    embedders = dict(image_embedder="pixels", text_embedder="hashing", cache_dir=str(tmp / "cache"))
+    run_notebook("02_graph_build", tmp, pca_dim=8, tau_sweep=[0.9], theta_sweep=[0.9], **embedders)
+    run_notebook("03_retrieval_eval", tmp, ks=[1], tau_sweep=[0.9], **embedders)
+    metrics = run_notebook("04_actor", tmp, epochs=2, k_folds=2, hidden_size=32, num_hidden_layers=6,
+                           intermediate_size=64, torch_threads=1, **embedders)
+    return tmp, metrics
+
+
+@pytest.mark.notebook
+@pytest.mark.slow
+def test_actor_notebook_runs(actor_stage):
+    tmp, _ = actor_stage
+    back = MiniActor.load(tmp / "data" / "actor" / "model")
+    assert back.config.num_hidden_layers == 6 and back.config.hidden_size == 32
+    for what in ("training_curves", "accuracy_by_condition"):
+        assert (tmp / "figures" / f"actor_{what}.png").stat().st_size > 10_000
+
+
+@pytest.mark.notebook
+@pytest.mark.slow
+def test_actor_notebook_metrics(actor_stage):
+    tmp, m = actor_stage
+    steps = sum(len(e.steps) for e in load_episodes(tmp / "data" / "world" / "train"))
+    assert m["train_examples"] == steps and m["train_episodes"] == 12 and m["layers"] == 6
+    assert len(m["history"]["train_loss"]) == 2 and len(m["history"]["held_out_step_accuracy"]) == 2
+    conditions = {"none"} | {f"{k}/{x}" for k in ("smg", "flat", "action_graph", "task_graph")
+                             for x in ("text", "image", "both")}
+    assert set(m["step_accuracy"]) == conditions
+    assert all(0.0 <= v <= 1.0 for v in m["step_accuracy"].values())
+    assert 0.0 <= m["majority_action"]["step_accuracy"] <= 1.0
+    assert m["held_out_steps"] == sum(len(e.steps) for e in load_episodes(tmp / "data" / "world" / "test"))

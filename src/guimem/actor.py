@@ -8,9 +8,16 @@ One prompt is one token sequence, in this order::
   ``patch_size``-pixel square patches (row-major), each linearly projected and given a learned
   2-D (row, column) position embedding. A model this small cannot read rendered text from
   pixels, so every screen patch also adds the mean word embedding of the visible labels
-  (``UIElement.text``; never ``description``) of the UI elements whose centre falls in it: a
-  documented stand-in for the OCR a real VLM's vision tower does. Label-free icons carry no
-  words, only pixels.
+  (``UIElement.text``; never ``description``) written on it — each label on every patch its
+  element covers (only its centre patch for large panels): a documented stand-in for the OCR a
+  real VLM's vision tower does. Label-free icons carry no words, only pixels.
+* **Exact match** (``exact_match``, on by default). Each labelled screen patch also adds the
+  embedding of a code saying whether none, some or all of its label's words occur in the goal
+  and in the memory text shown — the exact-match features of reading-comprehension models
+  (Chen et al. 2017, DrQA). A from-scratch transformer trained for minutes on a few thousand
+  steps does not learn to align a word in the prompt with the same word on screen; this does it
+  for it, and the model still learns when to trust the match. Without memory text the memory
+  half of the code is "none", so the code is part of what showing the text changes.
 * **Goal, memory text.** Word tokens (:mod:`guimem.tokenizer`) with 1-D positions.
 * **History.** The last ``max_history`` actions, two tokens each: the type and a coarse
   argument (the 3x3 screen cell of a point, the direction of a swipe, or none).
@@ -23,13 +30,18 @@ One prompt is one token sequence, in this order::
 * Every position adds its segment's embedding (screen, goal, history, memory text, memory
   image, act). The final ``[ACT]`` token is where every head reads the model's decision.
 
-The encoder is a pre-LN transformer (bidirectional attention, padding masked). Heads on the
-final-norm state at ``[ACT]``:
+The encoder is a pre-LN transformer (bidirectional attention, padding masked), initialised for
+small data: query and key projections start equal and near ``mimetic_init`` x identity (mimetic
+initialisation, Trockman & Kolter 2023), and word embeddings start ``word_init_scale`` times
+larger than the other embeddings, so that from the first step a token attends to tokens with
+the same word or the same grid cell. Heads on the final-norm state at ``[ACT]``:
 
 * action type: 10 classes, :data:`guimem.data.ACTION_TYPES` order;
-* a point: a pointer over the screen patches (scaled dot product of the ``[ACT]`` query with
-  each screen-patch key) plus an in-patch offset in [0, 1]^2 regressed from the ``[ACT]`` and
-  chosen-patch states;
+* a point: a pointer over the screen patches (scaled dot product of the ``[ACT]`` state and each
+  screen-patch state through one shared projection) plus an in-patch offset in [0, 1]^2 regressed
+  from the ``[ACT]`` and chosen-patch states. Its training target is a set: every patch of the
+  touched element (of the scrolled list, for a swipe), since touching any of them is the same
+  action; the loss is the negative log of the probability mass on the set;
 * swipe direction: 4 classes (:data:`DIRECTIONS`, the way the finger moves); a swipe starts at
   the pointed point and ends ``swipe_length`` away in that direction (clipped to the screen);
 * text to type: a start/end span pointer over the goal tokens, decoded to the exact original
@@ -70,7 +82,7 @@ from transformers.utils import ModelOutput
 from guimem.data import ACTION_TYPES, Action, DataError, Episode, UIElement
 from guimem.describe import scroll_container, target_element
 from guimem.episodes import load_screenshot
-from guimem.metrics import MatchConfig, step_accuracy
+from guimem.metrics import MatchConfig, action_match, step_accuracy
 from guimem.retrieval import read_results
 from guimem.policy import MODALITIES, Modality, PolicyInput, PolicyOutput
 from guimem.tokenizer import ACT, PAD, Token, Vocabulary, find_span, span_text, tokenize
@@ -104,11 +116,11 @@ class ActorConfig(PretrainedConfig):
     model_type = "guimem_actor"
 
     vocab_size: int = 256  # word ids: named tokens + hash buckets (set from the Vocabulary)
-    hidden_size: int = 128  # d_model
+    hidden_size: int = 64  # d_model
     num_hidden_layers: int = 6  # transformer blocks (hidden states: num_hidden_layers + 1)
-    num_attention_heads: int = 4
-    intermediate_size: int = 256  # MLP width
-    dropout: float = 0.1  # on embeddings and residual branches
+    num_attention_heads: int = 2  # 32-wide heads: word matches stand out at initialisation
+    intermediate_size: int = 128  # MLP width
+    dropout: float = 0.0  # on embeddings and residual branches (few epochs: no need)
     attention_dropout: float = 0.0  # on attention weights (non-zero forces the slow unfused CPU kernel)
     layer_norm_eps: float = 1e-5
     initializer_range: float = 0.02
@@ -121,13 +133,14 @@ class ActorConfig(PretrainedConfig):
     max_label_patches: int = 12  # a label is written on every patch its element covers, up to this many
     max_goal_tokens: int = 32  # goal truncated to this many tokens
     max_history: int = 4  # last actions shown (2 tokens each)
-    max_memory_tokens: int = 160  # memory text truncated to this many tokens
+    max_memory_tokens: int = 64  # memory text truncated to this many tokens (about 1.5 items)
     max_span_tokens: int = 8  # longest text span the type head may decode
     swipe_length: float = 0.3  # swipe distance (normalized screen units) from the pointed point
     app_names: list[str] | None = None  # classes of the open_app head, in order
     offset_loss_weight: float = 1.0  # weight of the L1 in-patch offset loss
-    mimetic_init: float = 0.7  # query = key projection starts near this x identity (0: plain random init)
+    mimetic_init: float = 1.0  # query = key projection starts near this x identity (0: plain random init)
     word_init_scale: float = 3.0  # word embeddings start this many times larger than the other embeddings
+    exact_match: bool = True  # screen patches flag whether their label's words occur in the goal / memory text
 
     def __post_init__(self, **kwargs):
         if self.app_names is None:
@@ -241,17 +254,20 @@ class PromptEmbedding(nn.Module):
         self.col = nn.Embedding(cols + 1, d, padding_idx=0)
         self.position = nn.Embedding(text_len + 1, d, padding_idx=0)  # 0 = not a text token
         self.segment = nn.Embedding(len(SEGMENTS), d, padding_idx=SEG_PAD)
+        self.match = nn.Embedding(1 + N_MATCH ** 2, d, padding_idx=0)  # 0 = no label (or feature off)
         self.drop = nn.Dropout(config.dropout)
 
     def forward(self, input_ids: torch.Tensor, patch_pixels: torch.Tensor, patch_words: torch.Tensor,
                 segment_ids: torch.Tensor, position_ids: torch.Tensor, row_ids: torch.Tensor,
-                col_ids: torch.Tensor) -> torch.Tensor:
+                col_ids: torch.Tensor, match_ids: torch.Tensor | None = None) -> torch.Tensor:
         is_patch = (row_ids > 0).unsqueeze(-1)  # [batch, seq, 1]
         pixels = (patch_pixels.float() / 255.0 - 0.5) / 0.25  # [batch, seq, 3*p*p], roughly unit scale
         label_sum = self.words(patch_words).sum(-2)  # [batch, seq, d_model]; PAD rows are zero
         n_labels = (patch_words > 0).sum(-1, keepdim=True).clamp(min=1)  # [batch, seq, 1]
         x = (self.words(input_ids) + self.position(position_ids) + self.segment(segment_ids)
              + is_patch * self.patch(pixels) + self.row(row_ids) + self.col(col_ids) + label_sum / n_labels)
+        if match_ids is not None:
+            x = x + self.match(match_ids)
         return self.drop(x)  # [batch, seq, d_model]
 
 
@@ -309,7 +325,8 @@ class GuiActor(PreTrainedModel):
 
     def forward(self, input_ids: torch.Tensor, patch_pixels: torch.Tensor, patch_words: torch.Tensor,
                 segment_ids: torch.Tensor, position_ids: torch.Tensor, row_ids: torch.Tensor,
-                col_ids: torch.Tensor, attention_mask: torch.Tensor, output_hidden_states: bool = False,
+                col_ids: torch.Tensor, attention_mask: torch.Tensor, match_ids: torch.Tensor | None = None,
+                output_hidden_states: bool = False,
                 type_labels: torch.Tensor | None = None, patch_labels: torch.Tensor | None = None,
                 patch_set_labels: torch.Tensor | None = None, offset_labels: torch.Tensor | None = None, direction_labels: torch.Tensor | None = None,
                 span_start_labels: torch.Tensor | None = None, span_end_labels: torch.Tensor | None = None,
@@ -317,14 +334,15 @@ class GuiActor(PreTrainedModel):
         """Run the prompt; with ``type_labels`` also the loss (other labels ``IGNORE`` where absent).
 
         Inputs are what :func:`collate` builds: ``[batch, seq]`` ids/masks, ``patch_pixels``
-        ``[batch, seq, 3*p*p]`` uint8 and ``patch_words`` ``[batch, seq, max_words_per_patch]``.
+        ``[batch, seq, 3*p*p]`` uint8, ``patch_words`` ``[batch, seq, max_words_per_patch]`` and
+        ``match_ids`` ``[batch, seq]`` (see :func:`match_ids`).
         """
         n_patch = self.config.n_screen_patches
         act_index = _act_index(segment_ids)  # [batch]
         rows = torch.arange(len(act_index), device=act_index.device)
         key_mask = attention_mask.bool()[:, None, None, :]  # [batch, 1, 1, seq]
 
-        h = self.embed(input_ids, patch_pixels, patch_words, segment_ids, position_ids, row_ids, col_ids)
+        h = self.embed(input_ids, patch_pixels, patch_words, segment_ids, position_ids, row_ids, col_ids, match_ids)
         states = [h]  # residual stream: index 0 = embedding output
         for block in self.blocks:
             h = block(h, key_mask)
@@ -574,6 +592,7 @@ def collate(features: Sequence[Features], modalities: Sequence[Modality], config
         "row_ids": torch.zeros(b, s, dtype=torch.long),
         "col_ids": torch.zeros(b, s, dtype=torch.long),
         "attention_mask": torch.zeros(b, s, dtype=torch.long),
+        "match_ids": torch.zeros(b, s, dtype=torch.long),  # [batch, seq]; screen patches only
     }
     for i, (parts, f) in enumerate(zip(rows, features)):
         at = 0
@@ -587,6 +606,9 @@ def collate(features: Sequence[Features], modalities: Sequence[Modality], config
                 batch["row_ids"][i, sl], batch["col_ids"][i, sl] = rc[0], rc[1]
                 if seg == SEG_SCREEN:
                     batch["patch_words"][i, sl] = f.screen_words
+                    if config.exact_match:
+                        shown = f.memory_text_ids if modalities[i] in ("text", "both") else None
+                        batch["match_ids"][i, sl] = match_ids(f.screen_words, f.goal_ids, shown, vocab)
             else:
                 batch["input_ids"][i, sl] = t
                 if seg != SEG_ACT:
@@ -594,6 +616,27 @@ def collate(features: Sequence[Features], modalities: Sequence[Modality], config
             at += n
         batch["attention_mask"][i, :at] = 1
     return batch
+
+
+N_MATCH = 3  # per text: none, some or all of a label's words occur in it
+
+
+def match_ids(patch_words: torch.Tensor, goal_ids: torch.Tensor, memory_ids: torch.Tensor | None,
+              vocab: Vocabulary) -> torch.Tensor:
+    """``[n_patches]`` exact-match codes (as DrQA's exact-match features): 0 for a patch without
+    label words, else ``1 + 3 * g + m`` where ``g`` / ``m`` say whether none (0), some (1) or all
+    (2) of its label's words occur in the goal / the shown memory text (punctuation ignored)."""
+    words = patch_words  # [n_patches, max_words]
+    content = (words > 0) & ~torch.isin(words, vocab.punctuation_ids)  # [n_patches, max_words]
+    n = content.sum(-1)  # [n_patches]
+
+    def level(text: torch.Tensor | None) -> torch.Tensor:
+        if text is None or len(text) == 0:
+            return torch.zeros_like(n)
+        hit = (torch.isin(words, text) & content).sum(-1)
+        return torch.where(hit == 0, 0, torch.where(hit < n, 1, 2))
+
+    return torch.where(n > 0, 1 + N_MATCH * level(goal_ids) + level(memory_ids), 0)
 
 
 def _grid_ids(grid: tuple[int, int]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -953,9 +996,9 @@ def majority_action(actions: Sequence[Action], grid: tuple[int, int]) -> Action:
 class TrainConfig:
     """Behaviour-cloning hyper-parameters (the model's own live in ``model``)."""
 
-    epochs: int = 6  # passes over the examples
-    batch_size: int = 32
-    lr: float = 1e-3  # AdamW peak learning rate (linear warm-up, cosine decay)
+    epochs: int = 8  # passes over the examples
+    batch_size: int = 16
+    lr: float = 2e-3  # AdamW peak learning rate (linear warm-up, cosine decay)
     weight_decay: float = 0.01
     warmup_steps: int = 50  # optimizer steps of linear warm-up
     grad_clip: float = 1.0  # max global gradient norm
@@ -1111,6 +1154,19 @@ def score_features(actor: MiniActor, feats: Sequence[Features], modalities: Sequ
     if not preds:
         return {"n_steps": 0, "step_accuracy": float("nan"), "type_accuracy": float("nan")}
     return step_accuracy(preds, list(gold), [f.elements for f in feats], match)
+
+
+def step_hits(actor: MiniActor, examples: Sequence[ActorExample], modality: Modality,
+              match: MatchConfig = STRICT_MATCH) -> np.ndarray:
+    """``[n]`` bool: whether the actor's action matches the demonstrated one on each example
+    (every example must carry the memory ``modality`` asks for)."""
+    feats = [actor.featurise(ex.input) for ex in examples]
+    hits = []
+    for lo in range(0, len(feats), actor.batch_size):
+        outs = actor.act_features(feats[lo:lo + actor.batch_size], [modality] * len(feats[lo:lo + actor.batch_size]))
+        hits += [action_match(o.action, ex.target, ex.input.elements, match)
+                 for o, ex in zip(outs, examples[lo:lo + actor.batch_size])]
+    return np.array(hits, dtype=bool)
 
 
 def evaluate_actor(actor: MiniActor, examples: Sequence[ActorExample], modality: Modality,

@@ -17,6 +17,7 @@ Saved as plain JSON beside the model weights (no pickle).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -25,6 +26,8 @@ import zlib
 from collections import Counter
 from dataclasses import dataclass
 from typing import Iterable, Sequence
+
+import torch
 
 from guimem.data import DataError
 
@@ -98,6 +101,11 @@ class Vocabulary:
         extra = [t for t in dict.fromkeys(extra_tokens) if t not in SPECIAL_TOKENS]
         corpus = sorted(w for w, c in counts.items() if c >= min_count and w not in extra and w not in SPECIAL_TOKENS)
         return cls(list(SPECIAL_TOKENS) + extra + corpus, n_hash_buckets)
+
+    @functools.cached_property
+    def punctuation_ids(self) -> torch.Tensor:
+        """Ids of the named single-character non-alphanumeric tokens (quotes, commas, ...)."""
+        return torch.tensor([i for i, t in enumerate(self.tokens) if len(t) == 1 and not t.isalnum()], dtype=torch.long)
 
     def __len__(self) -> int:
         """Number of ids: named tokens plus hash buckets."""

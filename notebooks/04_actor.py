@@ -1,0 +1,304 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 04 · Actor: a miniature multimodal agent that reads its memory as text or as an image
+#
+# **What this stage does.** It trains, by behaviour cloning on the training demonstrations, a
+# small transformer that acts on the phone: it sees the current screenshot (as patches), the
+# goal and its last few actions (as tokens) and, optionally, the experience a memory retrieved
+# for this screen, **as a text block, as an image, as both, or not at all**, and it answers with
+# an action (type, screen point, swipe direction, text to type, app to open). After this stage
+# the actor is frozen; nothing downstream changes its weights.
+#
+# **Why.** The SMG paper and SwitchMem both need an actor that *uses* retrieved experience,
+# and SwitchMem studies *how* a frozen actor uses the same experience shown as text versus as
+# an image, through its hidden states at the final prompt token. A large VLM does not fit a
+# laptop pipeline, so this one is trained here in minutes, on the same memories the later
+# stages query, and it exposes the hidden state of every layer at its final token.
+#
+# **Reads** `data/world/{train,test}/`, `data/segmentation/train.jsonl`, `data/graph_build/`
+# (the memories, to rebuild them without each training episode) and `data/retrieval_eval/`
+# (the experience each memory retrieved at every held-out step). **Writes** `data/actor/model/`
+# (`config.json`, `model.safetensors`, `vocab.json`), `metrics/actor.json` and
+# `figures/actor_{training_curves,accuracy_by_condition}.png`.
+#
+# **Paper.** The actor of the SMG paper's main table (there: Qwen3-VL-8B prompted with the
+# memory block) and the frozen actor SwitchMem routes between text and image memory for —
+# here a 6-layer miniature trained in the pipeline.
+
+# %% tags=["parameters"]
+world_dir = "data/world"  # episode stores from 00_world (train/ to learn from, test/ to score on)
+subgoals_dir = "data/segmentation"  # subgoals from 01_segmentation (train.jsonl), to rebuild memories per fold
+memories_dir = "data/graph_build"  # the memories (and screen projection) from 02_graph_build
+retrieval_dir = "data/retrieval_eval"  # what each memory retrieved at every test step, from 03_retrieval_eval
+out_dir = "data/actor"  # the trained actor goes to <out_dir>/model
+image_embedder = "efficientnet_lite0"  # must be the embedder the memories were built with
+text_embedder = "minilm"  # must be the intent embedder the memories were built with
+seed = 0  # folds, modality draws, initialisation and batch order
+k_folds = 4  # training memories are rebuilt k times, each without one fold of the training episodes
+kinds_per_step = 1  # memory kinds (of smg, flat, action_graph, task_graph) drawn per training step
+max_history = 4  # earlier actions the actor sees
+epochs = 8  # passes over the training examples
+batch_size = 16  # examples per optimizer step
+lr = 0.002  # AdamW peak learning rate (linear warm-up, cosine decay)
+weight_decay = 0.01  # AdamW weight decay
+warmup_steps = 50  # optimizer steps of learning-rate warm-up
+goal_dropout = 0.0  # chance per example and epoch that the goal is hidden (forces reading the memory)
+modality_weights = [1.0, 1.0, 1.0, 1.0]  # odds of showing memory as none / text / image / both per example and epoch
+hidden_size = 64  # d_model
+num_hidden_layers = 6  # transformer blocks (hidden states: this + 1)
+num_attention_heads = 2  # attention heads per block
+intermediate_size = 128  # MLP width
+dropout = 0.0  # dropout on embeddings and residual branches
+max_memory_tokens = 64  # memory text truncated to this many tokens (the first item and a half)
+mimetic_init = 1.0  # attention query = key projections start at this x identity (0: plain init)
+word_init_scale = 3.0  # word embeddings start this many times larger than the other embeddings
+exact_match = True  # screen patches carry exact-match codes against the goal and the memory text
+max_train_episodes = 0  # size knob: learn from the first N training episodes only (0: all)
+max_eval_steps = 0  # held-out test steps scored per condition (a fixed random sample; 0: all)
+torch_threads = 2  # CPU threads for training (results are reproducible for a fixed count)
+cache_dir = ".cache/guimem/embeddings"  # content-hash embedding cache (not tracked)
+figures_dir = "figures"  # where the figures go
+metrics_path = "metrics/actor.json"  # this stage's metrics
+
+# %%
+import json
+import time
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+
+from guimem.actor import (
+    STRICT_MATCH, TrainConfig, build_kfold_examples, evaluate_actor, examples_from_retrieval, majority_action,
+    memory_names_target, step_hits, train_actor,
+)
+from guimem.embedding import embed_screenshots
+from guimem.episodes import load_episodes
+from guimem.memories import MEMORIES, build_memory, load_memories, memory_embedders
+from guimem.metrics import MatchConfig, step_accuracy
+from guimem.notebook_runner import enter_repo_root
+from guimem.plotting import MEMORY_LABELS, MODALITY_COLORS, figure_path, save_figure
+from guimem.policy import MODALITIES
+from guimem.segmentation import group_by_episode, load_subgoals
+
+enter_repo_root()
+torch.set_num_threads(torch_threads)
+stage_start = time.perf_counter()
+train_root, test_root = Path(world_dir) / "train", Path(world_dir) / "test"
+train = load_episodes(train_root, verify_images=False)  # validated by 00_world
+train = train[:max_train_episodes] if max_train_episodes else train
+test = load_episodes(test_root, verify_images=False)
+subgoals = group_by_episode(s for s in load_subgoals(Path(subgoals_dir) / "train.jsonl"))
+print(f"{len(train)} training episodes ({sum(len(e.steps) for e in train)} steps), "
+      f"{len(test)} held-out episodes ({sum(len(e.steps) for e in test)} steps)")
+
+# %% [markdown]
+# ## Training examples: memory that never holds the step's own episode
+#
+# A demonstration step is shown together with experience retrieved for its screen. If that
+# experience came from a memory that contains the very same episode, the actor would learn to
+# copy its own future from memory, and then meet nothing like it at test time. So the
+# training episodes are split into `k_folds` folds, and the steps of each fold read memories
+# rebuilt (same kind, same parameters as in `02_graph_build`) from the *other* folds only.
+# Each step gets `kinds_per_step` memory kinds drawn at random, so that one actor learns to
+# read all four: Subgoal-Graph, Subgoal-Flat, Action-Graph and Task-Graph. Which *modality*
+# it sees (none, text, image, both) is drawn again at every epoch.
+
+# %%
+images, texts = memory_embedders(memories_dir, image_embedder, text_embedder, cache_dir)
+saved = load_memories(memories_dir, image_embedder, text_embedder, store_root=train_root, cache_dir=cache_dir)
+queries = embed_screenshots(images, train_root, [s.screenshot for e in train for s in e.steps])
+
+
+def rebuild(kind, episodes):
+    """The memory ``kind`` with the saved one's parameters, built from ``episodes`` only."""
+    m = saved[kind]
+    params = {"k": m.k, "style": m.style}
+    if kind != "flat":
+        params |= {"tau": m.graph.config.tau, "theta": m.graph.config.theta}
+    if kind in ("smg", "action_graph"):
+        params["rank_by"] = m.rank_by
+    if kind == "task_graph":
+        params["alpha"] = m.alpha
+    return build_memory(kind, episodes, [s for e in episodes for s in subgoals.get(e.id, [])], train_root,
+                        images, texts, **params)
+
+
+t0 = time.perf_counter()
+examples = build_kfold_examples(train, train_root, rebuild, MEMORIES, k_folds, seed, kinds_per_step,
+                                max_history, query_vectors=queries)
+build_seconds = time.perf_counter() - t0
+print(f"{len(examples)} training examples in {build_seconds:.0f} s; kinds:",
+      {k: sum(ex.memory_kind == k for ex in examples) for k in MEMORIES})
+print("\nOne of them — goal:", examples[3].input.goal, "| demonstrated:", examples[3].target.describe())
+print(examples[3].input.memory_text)
+
+# %% [markdown]
+# ## Held-out examples: the experience retrieved at every test step
+#
+# For scoring, each held-out step reads the experience `03_retrieval_eval` retrieved for it
+# from the memories built on *all* training episodes — the right experience, as the later
+# stages will see it. A fixed random sample of `max_eval_steps` steps is scored under every
+# condition: memory kind x modality (none, text, image, both).
+
+# %%
+held = examples_from_retrieval(test, test_root, retrieval_dir, MEMORIES, max_history)
+steps = sorted({(ex.episode_id, ex.step) for ex in held})
+rng = np.random.default_rng(seed)
+if max_eval_steps and max_eval_steps < len(steps):
+    steps = [steps[i] for i in sorted(rng.choice(len(steps), max_eval_steps, replace=False))]
+keep = set(steps)
+held = [ex for ex in held if (ex.episode_id, ex.step) in keep]
+watch = [ex for ex in held if ex.memory_kind == "smg"][:400]  # scored after every epoch
+print(f"{len(steps)} held-out steps x {len(MEMORIES)} memories = {len(held)} examples")
+
+# %% [markdown]
+# ## The actor and its prompt
+#
+# One token sequence: `[screen patches] [goal] [history] [memory text] [memory image] [ACT]`.
+# The screenshot is resized to 48 x 96 pixels and cut into 8 x 8 patches; each patch is
+# projected and gets a 2-D position code. A model this small cannot learn to read rendered
+# text, so a patch also carries the word embeddings of the UI labels written on it — a stand-in
+# for the OCR a real VLM's vision tower does; a label-free icon has only its pixels. On top,
+# each labelled patch carries an *exact-match* code, as in reading-comprehension models
+# (DrQA): whether none, some or all of its label's words occur in the goal and in the memory
+# text shown (the memory part is empty when the text is not shown). Minutes of training on a
+# few thousand steps do not teach a from-scratch transformer to align words across the prompt;
+# this one feature does, and the model still has to learn when to trust it.
+#
+# The memory image (the anchor screens with the past actions marked) is patched like the
+# screen but gets **no** words and no match code: it is pixels only. The memory text is word
+# tokens. Every head reads the final `[ACT]` token: the action type, a pointer over screen
+# patches (plus an in-patch offset), a swipe direction, a span of the goal to type, and the app
+# to open. Behaviour cloning sums their losses where they apply; the pointer's target is every
+# patch of the touched element, since any of them is the same action.
+
+# %%
+config = TrainConfig(
+    epochs=epochs, batch_size=batch_size, lr=lr, weight_decay=weight_decay, warmup_steps=warmup_steps,
+    modality_weights=tuple(modality_weights), goal_dropout=goal_dropout, max_eval_examples=len(watch),
+    model=dict(hidden_size=hidden_size, num_hidden_layers=num_hidden_layers, num_attention_heads=num_attention_heads,
+               intermediate_size=intermediate_size, dropout=dropout, max_memory_tokens=max_memory_tokens,
+               max_history=max_history, mimetic_init=mimetic_init, word_init_scale=word_init_scale,
+               exact_match=exact_match))
+t0 = time.perf_counter()
+actor, history = train_actor(examples, config, seed, eval_examples=watch)
+train_seconds = time.perf_counter() - t0
+n_params = sum(p.numel() for p in actor.model.parameters())
+print(f"{n_params:,} parameters; {train_seconds:.0f} s, {np.mean(history.examples_per_second):.0f} examples/s")
+actor.save(Path(out_dir) / "model")
+
+# %%
+fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.2))
+ep = np.arange(1, len(history.train_loss) + 1)
+a.plot(ep, history.train_loss, "o-", color="#333333")
+a.set(xlabel="epoch", ylabel="training loss (sum of heads)", title="Behaviour-cloning loss")
+b.plot(ep, history.eval_step_accuracy, "o-", color=MODALITY_COLORS["both"], label="step accuracy")
+b.plot(ep, history.eval_type_accuracy, "s--", color="#999999", label="type accuracy")
+b.set(xlabel="epoch", ylabel="held-out share", ylim=(0, 1), title="Held-out steps (SMG memory, modality drawn)")
+b.legend()
+save_figure(fig, figure_path(figures_dir, "actor", "training_curves"))
+
+# %% [markdown]
+# ## Does the actor beat a trivial policy, and does memory help it?
+#
+# Step accuracy: the AITW rules for touches (two taps match inside the same enlarged UI box or
+# within 0.14), typed text by token F1 ≥ 0.5, the app name for `open_app`. The floor is the
+# **majority action** of the training set (its commonest type, at that type's commonest patch).
+# Then every held-out step is shown no memory, or the experience its memory retrieved as text,
+# as an image, or both.
+
+# %%
+train_actions = [ex.target for ex in examples]
+majority = majority_action(train_actions, actor.config.screen_grid)
+smg_held = [ex for ex in held if ex.memory_kind == "smg"]
+baseline = step_accuracy([majority] * len(smg_held), [ex.target for ex in smg_held],
+                         [ex.input.elements for ex in smg_held], STRICT_MATCH)
+print(f"majority action {majority.describe()}: step accuracy {baseline['step_accuracy']:.3f}")
+results = {"none": evaluate_actor(actor, smg_held, "none")}
+for kind in MEMORIES:
+    for m in MODALITIES[1:]:
+        results[f"{kind}/{m}"] = evaluate_actor(actor, [ex for ex in held if ex.memory_kind == kind], m)
+print(f"{'condition':24s}{'step acc':>10s}{'type acc':>10s}")
+for name, r in results.items():
+    print(f"{name:24s}{r['step_accuracy']:10.3f}{r['type_accuracy']:10.3f}")
+
+# %%
+fig, ax = plt.subplots(figsize=(8, 3.6))
+width = 0.8 / 3
+for j, m in enumerate(MODALITIES[1:]):
+    x = np.arange(len(MEMORIES)) + (j - 1) * width
+    ax.bar(x, [results[f"{k}/{m}"]["step_accuracy"] for k in MEMORIES], width, color=MODALITY_COLORS[m],
+           label=f"memory as {m}")
+ax.axhline(results["none"]["step_accuracy"], color=MODALITY_COLORS["none"], lw=2, label="no memory")
+ax.axhline(baseline["step_accuracy"], color="#333333", ls=":", lw=1.5, label="majority action")
+ax.set_xticks(np.arange(len(MEMORIES)), [MEMORY_LABELS[k] for k in MEMORIES])
+ax.set(ylabel="held-out step accuracy", ylim=(0, max(0.8, ax.get_ylim()[1])),
+       title=f"Held-out step accuracy by memory kind and modality ({len(steps)} steps)")
+ax.legend(fontsize=7, ncols=3, loc="upper left")
+save_figure(fig, figure_path(figures_dir, "actor", "accuracy_by_condition"))
+
+# %% [markdown]
+# The same held-out steps are scored under every condition, so a difference can be read step
+# by step: how many steps does showing the memory fix, and how many does it break?
+
+# %%
+base_hits = step_hits(actor, smg_held, "none")
+paired = {}
+for kind in MEMORIES:
+    sub = [ex for ex in held if ex.memory_kind == kind]
+    for m in MODALITIES[1:]:
+        hits = step_hits(actor, sub, m)
+        paired[f"{kind}/{m}"] = {"fixed": int((hits & ~base_hits).sum()), "broken": int((~hits & base_hits).sum())}
+        print(f"{kind + '/' + m:22s} fixes {paired[f'{kind}/{m}']['fixed']:3d} steps, breaks {paired[f'{kind}/{m}']['broken']:3d}")
+
+# %% [markdown]
+# ## Where could memory help at all?
+#
+# Memory can only add something where it says what the goal does not. A simple, checkable
+# case: the demonstrator touched a labelled element whose label the memory text quotes (as in
+# `tap "Display"`) while the goal never names it. The share of such steps bounds what reading
+# the text can add; the accuracy on them shows whether the actor exploits it.
+
+# %%
+informative = {}
+for kind in MEMORIES:
+    sub = [ex for ex in held if ex.memory_kind == kind and memory_names_target(ex)]
+    informative[kind] = {"share_of_steps": len(sub) / len(steps),
+                         **{m: evaluate_actor(actor, sub, m)["step_accuracy"] if sub else float("nan") for m in MODALITIES}}
+    print(f"{MEMORY_LABELS[kind]:14s} memory names the target in {informative[kind]['share_of_steps']:.1%} of steps; "
+          "accuracy there: " + ", ".join(f"{m} {informative[kind][m]:.2f}" for m in MODALITIES))
+
+# %%
+aitw = evaluate_actor(actor, smg_held, "none", MatchConfig(variant="aitw"))
+metrics = {
+    "train_examples": len(examples), "train_episodes": len(train), "held_out_steps": len(steps),
+    "parameters": n_params, "layers": actor.config.num_hidden_layers, "d_model": actor.config.hidden_size,
+    "seconds": {"examples": round(build_seconds, 1), "training": round(train_seconds, 1),
+                "stage": round(time.perf_counter() - stage_start, 1)},
+    "examples_per_second": round(float(np.mean(history.examples_per_second)), 1),
+    "history": {"train_loss": [round(v, 4) for v in history.train_loss],
+                "held_out_step_accuracy": [round(v, 4) for v in history.eval_step_accuracy]},
+    "majority_action": {"action": majority.describe(), "step_accuracy": round(baseline["step_accuracy"], 4)},
+    "step_accuracy": {k: round(r["step_accuracy"], 4) for k, r in results.items()},
+    "type_accuracy": {k: round(r["type_accuracy"], 4) for k, r in results.items()},
+    "aitw_step_accuracy_none": round(aitw["step_accuracy"], 4),
+    "memory_names_target": {k: {m: round(v, 4) for m, v in d.items()} for k, d in informative.items()},
+    "fixed_broken_vs_none": paired,
+}
+Path(metrics_path).parent.mkdir(parents=True, exist_ok=True)
+Path(metrics_path).write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
+print(json.dumps({k: metrics[k] for k in ("majority_action", "step_accuracy", "seconds")}, indent=1))
