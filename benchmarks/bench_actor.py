@@ -54,7 +54,8 @@ def phone(i: int) -> tuple[Image.Image, tuple[UIElement, ...]]:
     for r in range(12):
         y0 = 0.1 + r * 0.075
         d.rectangle([4, y0 * 360, 176, (y0 + 0.07) * 360], fill=((i * 37 + r * 20) % 255, 180, 200))
-        rows.append(UIElement(f"r{r}", "list_item", f"Item number {r}", bounds=(0.0, y0, 1.0, y0 + 0.07), clickable=True))
+        rows.append(UIElement(f"r{r}", "list_item", f"Item number {r}", bounds=(0.0, y0, 1.0, y0 + 0.07),
+                              clickable=True))
     return img, tuple(rows)
 
 

@@ -62,7 +62,7 @@ num_attention_heads = 2  # attention heads per block
 intermediate_size = 128  # MLP width
 dropout = 0.0  # dropout on embeddings and residual branches
 max_memory_tokens = 64  # memory text truncated to this many tokens (the first item and a half)
-mimetic_init = 1.0  # attention query = key projections start at this x identity (0: plain init)
+mimetic_init = 1.0  # attention query and key projections start equal, at this times identity (0: plain init)
 word_init_scale = 3.0  # word embeddings start this many times larger than the other embeddings
 exact_match = True  # screen patches carry exact-match codes against the goal and the memory text
 max_train_episodes = 0  # size knob: learn from the first N training episodes only (0: all)
@@ -74,7 +74,6 @@ metrics_path = "metrics/actor.json"  # this stage's metrics
 
 # %%
 import json
-import time
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -96,7 +95,6 @@ from guimem.segmentation import group_by_episode, load_subgoals
 
 enter_repo_root()
 torch.set_num_threads(torch_threads)
-stage_start = time.perf_counter()
 train_root, test_root = Path(world_dir) / "train", Path(world_dir) / "test"
 train = load_episodes(train_root, verify_images=False)  # validated by 00_world
 train = train[:max_train_episodes] if max_train_episodes else train
@@ -137,11 +135,9 @@ def rebuild(kind, episodes):
                         images, texts, **params)
 
 
-t0 = time.perf_counter()
 examples = build_kfold_examples(train, train_root, rebuild, MEMORIES, k_folds, seed, kinds_per_step,
                                 max_history, query_vectors=queries)
-build_seconds = time.perf_counter() - t0
-print(f"{len(examples)} training examples in {build_seconds:.0f} s; kinds:",
+print(f"{len(examples)} training examples; kinds:",
       {k: sum(ex.memory_kind == k for ex in examples) for k in MEMORIES})
 print("\nOne of them — goal:", examples[3].input.goal, "| demonstrated:", examples[3].target.describe())
 print(examples[3].input.memory_text)
@@ -194,11 +190,9 @@ config = TrainConfig(
                intermediate_size=intermediate_size, dropout=dropout, max_memory_tokens=max_memory_tokens,
                max_history=max_history, mimetic_init=mimetic_init, word_init_scale=word_init_scale,
                exact_match=exact_match))
-t0 = time.perf_counter()
 actor, history = train_actor(examples, config, seed, eval_examples=watch)
-train_seconds = time.perf_counter() - t0
 n_params = sum(p.numel() for p in actor.model.parameters())
-print(f"{n_params:,} parameters; {train_seconds:.0f} s, {np.mean(history.examples_per_second):.0f} examples/s")
+print(f"{n_params:,} parameters")  # speed: benchmarks/bench_actor.py (timings would make this report differ run to run)
 actor.save(Path(out_dir) / "model")
 
 # %%
@@ -224,14 +218,15 @@ save_figure(fig, figure_path(figures_dir, "actor", "training_curves"))
 # %%
 train_actions = [ex.target for ex in examples]
 majority = majority_action(train_actions, actor.config.screen_grid)
-smg_held = [ex for ex in held if ex.memory_kind == "smg"]
-baseline = step_accuracy([majority] * len(smg_held), [ex.target for ex in smg_held],
-                         [ex.input.elements for ex in smg_held], STRICT_MATCH)
+by_kind = {kind: [ex for ex in held if ex.memory_kind == kind] for kind in MEMORIES}  # same steps, same order
+baseline = step_accuracy([majority] * len(steps), [ex.target for ex in by_kind["smg"]],
+                         [ex.input.elements for ex in by_kind["smg"]], STRICT_MATCH)
 print(f"majority action {majority.describe()}: step accuracy {baseline['step_accuracy']:.3f}")
-results = {"none": evaluate_actor(actor, smg_held, "none")}
+hits = {"none": step_hits(actor, by_kind["smg"], "none")}  # (step hits, type hits), one per held-out step
 for kind in MEMORIES:
     for m in MODALITIES[1:]:
-        results[f"{kind}/{m}"] = evaluate_actor(actor, [ex for ex in held if ex.memory_kind == kind], m)
+        hits[f"{kind}/{m}"] = step_hits(actor, by_kind[kind], m)
+results = {name: {"step_accuracy": float(h.mean()), "type_accuracy": float(t.mean())} for name, (h, t) in hits.items()}
 print(f"{'condition':24s}{'step acc':>10s}{'type acc':>10s}")
 for name, r in results.items():
     print(f"{name:24s}{r['step_accuracy']:10.3f}{r['type_accuracy']:10.3f}")
@@ -256,14 +251,12 @@ save_figure(fig, figure_path(figures_dir, "actor", "accuracy_by_condition"))
 # by step: how many steps does showing the memory fix, and how many does it break?
 
 # %%
-base_hits = step_hits(actor, smg_held, "none")
+base = hits["none"][0]
 paired = {}
-for kind in MEMORIES:
-    sub = [ex for ex in held if ex.memory_kind == kind]
-    for m in MODALITIES[1:]:
-        hits = step_hits(actor, sub, m)
-        paired[f"{kind}/{m}"] = {"fixed": int((hits & ~base_hits).sum()), "broken": int((~hits & base_hits).sum())}
-        print(f"{kind + '/' + m:22s} fixes {paired[f'{kind}/{m}']['fixed']:3d} steps, breaks {paired[f'{kind}/{m}']['broken']:3d}")
+for name, (h, _) in hits.items():
+    if name != "none":
+        paired[name] = {"fixed": int((h & ~base).sum()), "broken": int((~h & base).sum())}
+        print(f"{name:22s} fixes {paired[name]['fixed']:3d} steps, breaks {paired[name]['broken']:3d}")
 
 # %% [markdown]
 # ## Where could memory help at all?
@@ -276,20 +269,18 @@ for kind in MEMORIES:
 # %%
 informative = {}
 for kind in MEMORIES:
-    sub = [ex for ex in held if ex.memory_kind == kind and memory_names_target(ex)]
-    informative[kind] = {"share_of_steps": len(sub) / len(steps),
-                         **{m: evaluate_actor(actor, sub, m)["step_accuracy"] if sub else float("nan") for m in MODALITIES}}
+    mask = np.array([memory_names_target(ex) for ex in by_kind[kind]], dtype=bool)
+    accuracy = {m: float(hits["none" if m == "none" else f"{kind}/{m}"][0][mask].mean()) if mask.any()
+                else float("nan") for m in MODALITIES}
+    informative[kind] = {"share_of_steps": float(mask.mean()), **accuracy}
     print(f"{MEMORY_LABELS[kind]:14s} memory names the target in {informative[kind]['share_of_steps']:.1%} of steps; "
           "accuracy there: " + ", ".join(f"{m} {informative[kind][m]:.2f}" for m in MODALITIES))
 
 # %%
-aitw = evaluate_actor(actor, smg_held, "none", MatchConfig(variant="aitw"))
+aitw = evaluate_actor(actor, by_kind["smg"], "none", MatchConfig(variant="aitw"))
 metrics = {
     "train_examples": len(examples), "train_episodes": len(train), "held_out_steps": len(steps),
     "parameters": n_params, "layers": actor.config.num_hidden_layers, "d_model": actor.config.hidden_size,
-    "seconds": {"examples": round(build_seconds, 1), "training": round(train_seconds, 1),
-                "stage": round(time.perf_counter() - stage_start, 1)},
-    "examples_per_second": round(float(np.mean(history.examples_per_second)), 1),
     "history": {"train_loss": [round(v, 4) for v in history.train_loss],
                 "held_out_step_accuracy": [round(v, 4) for v in history.eval_step_accuracy]},
     "majority_action": {"action": majority.describe(), "step_accuracy": round(baseline["step_accuracy"], 4)},
@@ -301,4 +292,4 @@ metrics = {
 }
 Path(metrics_path).parent.mkdir(parents=True, exist_ok=True)
 Path(metrics_path).write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
-print(json.dumps({k: metrics[k] for k in ("majority_action", "step_accuracy", "seconds")}, indent=1))
+print(json.dumps({k: metrics[k] for k in ("majority_action", "step_accuracy")}, indent=1))

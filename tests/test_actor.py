@@ -6,9 +6,12 @@ a 32x16-pixel screen): the properties tested do not depend on size.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
+import yaml
 from PIL import Image, ImageDraw
 
 from guimem.actor import (
@@ -64,7 +67,8 @@ def model(vocab) -> GuiActor:
 def test_tokenize_keeps_offsets_numbers_and_quotes():
     text = 'Set the alarm to 7:30, call it "Gym Time"!'
     toks = tokenize(text)
-    assert [t.word for t in toks] == ["set", "the", "alarm", "to", "7:30", ",", "call", "it", '"', "gym", "time", '"', "!"]
+    assert [t.word for t in toks] == ["set", "the", "alarm", "to", "7:30", ",", "call", "it", '"', "gym", "time", '"',
+                                      "!"]
     assert all(text[t.start:t.end].lower() == t.word for t in toks)
     i, j = find_span(toks, "gym time")
     assert span_text(text, toks, i, j) == "Gym Time"  # original case comes back
@@ -90,7 +94,8 @@ def test_prompt_holds_exactly_the_memory_parts_asked_for(vocab, model, memory):
     f = featurise(an_input("both"), vocab, cfg)
     batch = collate([f], [memory], cfg, vocab)
     seg = batch["segment_ids"][0]
-    count = {s: int((seg == s).sum()) for s in (SEG_SCREEN, SEG_GOAL, SEG_HISTORY, SEG_MEMORY_TEXT, SEG_MEMORY_IMAGE, SEG_ACT)}
+    parts = (SEG_SCREEN, SEG_GOAL, SEG_HISTORY, SEG_MEMORY_TEXT, SEG_MEMORY_IMAGE, SEG_ACT)
+    count = {s: int((seg == s).sum()) for s in parts}
     assert count[SEG_SCREEN] == cfg.n_screen_patches == 8 and count[SEG_ACT] == 1
     assert count[SEG_GOAL] == len(tokenize(an_input().goal)) and count[SEG_HISTORY] == 4
     assert count[SEG_MEMORY_TEXT] == (len(f.memory_text_ids) if memory in ("text", "both") else 0)
@@ -216,7 +221,8 @@ def test_targets_and_decoding_agree(vocab, model):
     out.app_logits[2, 1] = big
     typed, swiped, opened = decode(out, [f] * 3, cfg)
     assert typed == Action("type", text="Yoga")  # the goal's own casing
-    assert swiped.point == pytest.approx((0.75, 0.625)) and swiped.end == pytest.approx((0.75, 0.625 - cfg.swipe_length))
+    assert swiped.point == pytest.approx((0.75, 0.625))
+    assert swiped.end == pytest.approx((0.75, 0.625 - cfg.swipe_length))
     assert opened == Action("open_app", text="Shop")
 
 
@@ -313,8 +319,9 @@ def actor_stage(tmp_path_factory):
     embedders = dict(image_embedder="pixels", text_embedder="hashing", cache_dir=str(tmp / "cache"))
     run_notebook("02_graph_build", tmp, pca_dim=8, tau_sweep=[0.9], theta_sweep=[0.9], **embedders)
     run_notebook("03_retrieval_eval", tmp, ks=[1], tau_sweep=[0.9], **embedders)
-    metrics = run_notebook("04_actor", tmp, epochs=2, k_folds=2, hidden_size=32, num_hidden_layers=6,
-                           intermediate_size=64, torch_threads=1, **embedders)
+    stage = yaml.safe_load((Path(__file__).parents[1] / "params.yaml").read_text())["actor"]  # as dvc passes it
+    tiny = dict(epochs=2, k_folds=2, hidden_size=32, num_hidden_layers=6, intermediate_size=64, torch_threads=1)
+    metrics = run_notebook("04_actor", tmp, **{**stage, **tiny, **embedders})
     return tmp, metrics
 
 

@@ -82,7 +82,7 @@ from transformers.utils import ModelOutput
 from guimem.data import ACTION_TYPES, Action, DataError, Episode, UIElement
 from guimem.describe import scroll_container, target_element
 from guimem.episodes import load_screenshot
-from guimem.metrics import MatchConfig, action_match, step_accuracy
+from guimem.metrics import MatchConfig, action_class, action_match, step_accuracy
 from guimem.retrieval import read_results
 from guimem.policy import MODALITIES, Modality, PolicyInput, PolicyOutput
 from guimem.tokenizer import ACT, PAD, Token, Vocabulary, find_span, span_text, tokenize
@@ -296,11 +296,13 @@ class GuiActor(PreTrainedModel):
         self.post_init()
 
     def _init_weights(self, module: nn.Module) -> None:
-        """Library defaults, then two deliberate changes (each skipped for loaded weights).
+        """Library defaults, then three deliberate changes (each skipped for loaded weights).
 
         * Patch projection at the scale of the embeddings: a plain N(0, 0.02) projection of 3*p*p
           unit-scale pixels is ~sqrt(3*p*p) times larger than a word embedding and would drown
           the label-word channel of a patch at the start.
+        * Word embeddings ``word_init_scale`` times the usual scale: a word's identity dominates
+          its token (and a labelled patch) at the start, so equal words look alike.
         * Mimetic attention (Trockman & Kolter 2023, "Mimetic initialization of self-attention
           layers"): query and key projections start equal and near ``mimetic_init`` x identity,
           so from the first step a token attends to tokens with similar content (the same word
@@ -316,7 +318,8 @@ class GuiActor(PreTrainedModel):
             with torch.no_grad():
                 module.weight.normal_(0.0, cfg.initializer_range * cfg.word_init_scale)
                 module.weight[module.padding_idx].zero_()
-        if isinstance(module, QKVProjection) and cfg.mimetic_init > 0 and not getattr(module.weight, "_is_hf_initialized", False):
+        fresh = not getattr(getattr(module, "weight", None), "_is_hf_initialized", False)
+        if isinstance(module, QKVProjection) and cfg.mimetic_init > 0 and fresh:
             d = cfg.hidden_size
             qk = torch.eye(d) * cfg.mimetic_init + torch.randn(d, d) * cfg.initializer_range  # [d_model, d_model]
             with torch.no_grad():
@@ -326,9 +329,9 @@ class GuiActor(PreTrainedModel):
     def forward(self, input_ids: torch.Tensor, patch_pixels: torch.Tensor, patch_words: torch.Tensor,
                 segment_ids: torch.Tensor, position_ids: torch.Tensor, row_ids: torch.Tensor,
                 col_ids: torch.Tensor, attention_mask: torch.Tensor, match_ids: torch.Tensor | None = None,
-                output_hidden_states: bool = False,
-                type_labels: torch.Tensor | None = None, patch_labels: torch.Tensor | None = None,
-                patch_set_labels: torch.Tensor | None = None, offset_labels: torch.Tensor | None = None, direction_labels: torch.Tensor | None = None,
+                output_hidden_states: bool = False, type_labels: torch.Tensor | None = None,
+                patch_labels: torch.Tensor | None = None, patch_set_labels: torch.Tensor | None = None,
+                offset_labels: torch.Tensor | None = None, direction_labels: torch.Tensor | None = None,
                 span_start_labels: torch.Tensor | None = None, span_end_labels: torch.Tensor | None = None,
                 app_labels: torch.Tensor | None = None, **_: Any) -> ActorOutput:
         """Run the prompt; with ``type_labels`` also the loss (other labels ``IGNORE`` where absent).
@@ -359,9 +362,9 @@ class GuiActor(PreTrainedModel):
         span_start = (torch.einsum("bsd,bd->bs", span_keys, start_q) / math.sqrt(d)).masked_fill(not_goal, -1e9)
         span_end = (torch.einsum("bsd,bd->bs", span_keys, end_q) / math.sqrt(d)).masked_fill(not_goal, -1e9)
 
-        use_labels = patch_labels is not None
-        chosen = torch.where(patch_labels >= 0, patch_labels, pointer_logits.argmax(-1)) if use_labels \
-            else pointer_logits.argmax(-1)  # [batch]: gold patch in training, argmax otherwise
+        chosen = pointer_logits.argmax(-1)  # [batch]: the argmax patch, or the gold one where labelled
+        if patch_labels is not None:
+            chosen = torch.where(patch_labels >= 0, patch_labels, chosen)
         offset = torch.sigmoid(self.offset_head(torch.cat([z_act, z_screen[rows, chosen]], -1)))  # [batch, 2]
 
         out = ActorOutput(type_logits=self.type_head(z_act), pointer_logits=pointer_logits, offset=offset,
@@ -371,13 +374,14 @@ class GuiActor(PreTrainedModel):
             out.hidden_states = tuple(states)
             out.act_hidden_states = torch.stack([s[rows, act_index] for s in states], dim=1)  # [batch, L+1, d]
         if type_labels is not None:
-            out.loss, out.losses = self._loss(out, type_labels, patch_labels, patch_set_labels, offset_labels, direction_labels,
-                                              span_start_labels, span_end_labels, app_labels)
+            out.loss, out.losses = self._loss(out, type_labels, patch_labels, patch_set_labels, offset_labels,
+                                              direction_labels, span_start_labels, span_end_labels, app_labels)
         return out
 
     def _loss(self, out: ActorOutput, type_labels: torch.Tensor, patch_labels: torch.Tensor | None,
-              patch_set_labels: torch.Tensor | None, offset_labels: torch.Tensor | None, direction_labels: torch.Tensor | None,
-              span_start_labels: torch.Tensor | None, span_end_labels: torch.Tensor | None,
+              patch_set_labels: torch.Tensor | None, offset_labels: torch.Tensor | None,
+              direction_labels: torch.Tensor | None, span_start_labels: torch.Tensor | None,
+              span_end_labels: torch.Tensor | None,
               app_labels: torch.Tensor | None) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
         """Type CE + pointer NLL + offset L1 + direction CE + span CE + app CE, each where it applies.
 
@@ -455,7 +459,8 @@ class ImagePatcher:
     def __call__(self, image: Image.Image, height: int, width: int, patch: int) -> torch.Tensor:
         """``[rows*cols, 3*patch*patch]`` uint8 patches of ``image`` resized to ``height x width``."""
         rgb = image if image.mode == "RGB" else image.convert("RGB")
-        key = hashlib.blake2b(rgb.tobytes(), digest_size=16, key=f"{rgb.size}{height}x{width}/{patch}".encode()).digest()
+        salt = f"{rgb.size}{height}x{width}/{patch}".encode()  # the same pixels at another size: another key
+        key = hashlib.blake2b(rgb.tobytes(), digest_size=16, key=salt).digest()
         hit = self._cache.get(key)
         if hit is not None:
             return hit
@@ -534,7 +539,8 @@ def swipe_direction(action: Action) -> str:
     return "right" if dx > 0 else "left"
 
 
-def featurise(inp: PolicyInput, vocab: Vocabulary, config: ActorConfig, patcher: ImagePatcher | None = None) -> Features:
+def featurise(inp: PolicyInput, vocab: Vocabulary, config: ActorConfig,
+              patcher: ImagePatcher | None = None) -> Features:
     """Turn one :class:`PolicyInput` into tensors (both memory parts, when present)."""
     patcher = patcher or ImagePatcher(max_cache=0)
     p = config.patch_size
@@ -1013,7 +1019,8 @@ class TrainConfig:
         if self.epochs < 1 or self.batch_size < 1:
             raise DataError("epochs" if self.epochs < 1 else "batch_size", "must be >= 1")
         if len(self.modality_weights) != 4 or min(self.modality_weights) < 0 or sum(self.modality_weights) <= 0:
-            raise DataError("modality_weights", f"need 4 non-negative odds (none, text, image, both), got {self.modality_weights}")
+            raise DataError("modality_weights",
+                            f"need 4 non-negative odds (none, text, image, both), got {self.modality_weights}")
 
 
 @dataclass
@@ -1091,13 +1098,14 @@ def train_actor(examples: Sequence[ActorExample], config: TrainConfig, seed: int
     model_cfg = ActorConfig(**{**dict(config.model), "vocab_size": len(vocab), "app_names": apps})
     model = GuiActor(model_cfg)
     patcher = ImagePatcher()
-    feats = [featurise(ex.input, vocab, model_cfg, patcher) for ex in tqdm(examples, desc="featurise", disable=not progress)]
+    feats = [featurise(ex.input, vocab, model_cfg, patcher)
+             for ex in tqdm(examples, desc="featurise", disable=not progress)]
     targets = [targets_for(ex.target, f, model_cfg) for ex, f in zip(examples, feats)]
     held = list(eval_examples)[:config.max_eval_examples]
     held_feats = [featurise(ex.input, vocab, model_cfg, patcher) for ex in held]
     held_modalities = draw_modalities(held, held_feats, config.modality_weights, np.random.default_rng(seed + 1))
 
-    steps_per_epoch = math.ceil(len(examples) / config.batch_size) + len(MODALITIES) - 1  # at most, with modality batches
+    steps_per_epoch = math.ceil(len(examples) / config.batch_size) + len(MODALITIES) - 1  # at most (modality batches)
     total = config.epochs * steps_per_epoch
     opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, _warmup_cosine(config.warmup_steps, total))
@@ -1125,7 +1133,8 @@ def train_actor(examples: Sequence[ActorExample], config: TrainConfig, seed: int
         history.train_loss.append(float(np.mean(losses)))
         history.seconds.append(seconds)
         history.examples_per_second.append(len(examples) / seconds)
-        history.loss_terms.append({k: float(np.mean([t[k] for t in terms if k in t])) for k in sorted({k for t in terms for k in t})})
+        names = sorted({k for t in terms for k in t})
+        history.loss_terms.append({k: float(np.mean([t[k] for t in terms if k in t])) for k in names})
         if held:
             actor = MiniActor(model, vocab)
             scores = score_features(actor, held_feats, held_modalities, [ex.target for ex in held], match)
@@ -1150,23 +1159,25 @@ def score_features(actor: MiniActor, feats: Sequence[Features], modalities: Sequ
     """:func:`guimem.metrics.step_accuracy` of ``actor`` on featurised prompts (UI boxes from each prompt)."""
     preds: list[Action] = []
     for lo in range(0, len(feats), actor.batch_size):
-        preds += [o.action for o in actor.act_features(feats[lo:lo + actor.batch_size], modalities[lo:lo + actor.batch_size])]
+        hi = lo + actor.batch_size
+        preds += [o.action for o in actor.act_features(feats[lo:hi], modalities[lo:hi])]
     if not preds:
         return {"n_steps": 0, "step_accuracy": float("nan"), "type_accuracy": float("nan")}
     return step_accuracy(preds, list(gold), [f.elements for f in feats], match)
 
 
 def step_hits(actor: MiniActor, examples: Sequence[ActorExample], modality: Modality,
-              match: MatchConfig = STRICT_MATCH) -> np.ndarray:
-    """``[n]`` bool: whether the actor's action matches the demonstrated one on each example
-    (every example must carry the memory ``modality`` asks for)."""
+              match: MatchConfig = STRICT_MATCH) -> tuple[np.ndarray, np.ndarray]:
+    """Per example (``[n]`` bool each): does the actor's action match the demonstrated one, and
+    does its type (the class ``match`` compares)? Every example must carry the memory ``modality`` asks for."""
     feats = [actor.featurise(ex.input) for ex in examples]
-    hits = []
+    steps, types = [], []
     for lo in range(0, len(feats), actor.batch_size):
-        outs = actor.act_features(feats[lo:lo + actor.batch_size], [modality] * len(feats[lo:lo + actor.batch_size]))
-        hits += [action_match(o.action, ex.target, ex.input.elements, match)
-                 for o, ex in zip(outs, examples[lo:lo + actor.batch_size])]
-    return np.array(hits, dtype=bool)
+        hi = lo + actor.batch_size
+        for out, ex in zip(actor.act_features(feats[lo:hi], [modality] * len(feats[lo:hi])), examples[lo:hi]):
+            steps.append(action_match(out.action, ex.target, ex.input.elements, match))
+            types.append(action_class(out.action, match) == action_class(ex.target, match))
+    return np.array(steps, dtype=bool), np.array(types, dtype=bool)
 
 
 def evaluate_actor(actor: MiniActor, examples: Sequence[ActorExample], modality: Modality,
