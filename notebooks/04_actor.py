@@ -65,6 +65,7 @@ max_memory_tokens = 64  # memory text truncated to this many tokens (the first i
 mimetic_init = 1.0  # attention query and key projections start equal, at this times identity (0: plain init)
 word_init_scale = 3.0  # word embeddings start this many times larger than the other embeddings
 exact_match = True  # screen patches carry exact-match codes against the goal and the memory text
+type_loss_weight = 1.0  # weight of the action-type loss among the heads' losses
 max_train_episodes = 0  # size knob: learn from the first N training episodes only (0: all)
 max_eval_steps = 0  # held-out test steps scored per condition (a fixed random sample; 0: all)
 torch_threads = 2  # CPU threads for training (results are reproducible for a fixed count)
@@ -87,10 +88,11 @@ from guimem.actor import (
 from guimem.embedding import embed_screenshots
 from guimem.episodes import load_episodes
 from guimem.memories import MEMORIES, build_memory, load_memories, memory_embedders
-from guimem.metrics import MatchConfig, step_accuracy
+from guimem.metrics import MatchConfig, paired_sign_test, step_accuracy
 from guimem.notebook_runner import enter_repo_root
 from guimem.plotting import MEMORY_LABELS, MODALITY_COLORS, figure_path, save_figure
 from guimem.policy import MODALITIES
+from guimem.retrieval import read_results
 from guimem.segmentation import group_by_episode, load_subgoals
 
 enter_repo_root()
@@ -158,7 +160,7 @@ if max_eval_steps and max_eval_steps < len(steps):
     steps = [steps[i] for i in sorted(rng.choice(len(steps), max_eval_steps, replace=False))]
 keep = set(steps)
 held = [ex for ex in held if (ex.episode_id, ex.step) in keep]
-watch = [ex for ex in held if ex.memory_kind == "smg"][:400]  # scored after every epoch
+watch = [ex for ex in held if ex.memory_kind == "smg"][:300]  # scored after every epoch
 print(f"{len(steps)} held-out steps x {len(MEMORIES)} memories = {len(held)} examples")
 
 # %% [markdown]
@@ -189,7 +191,7 @@ config = TrainConfig(
     model=dict(hidden_size=hidden_size, num_hidden_layers=num_hidden_layers, num_attention_heads=num_attention_heads,
                intermediate_size=intermediate_size, dropout=dropout, max_memory_tokens=max_memory_tokens,
                max_history=max_history, mimetic_init=mimetic_init, word_init_scale=word_init_scale,
-               exact_match=exact_match))
+               exact_match=exact_match, type_loss_weight=type_loss_weight))
 actor, history = train_actor(examples, config, seed, eval_examples=watch)
 n_params = sum(p.numel() for p in actor.model.parameters())
 print(f"{n_params:,} parameters")  # speed: benchmarks/bench_actor.py (timings would make this report differ run to run)
@@ -248,15 +250,21 @@ save_figure(fig, figure_path(figures_dir, "actor", "accuracy_by_condition"))
 
 # %% [markdown]
 # The same held-out steps are scored under every condition, so a difference can be read step
-# by step: how many steps does showing the memory fix, and how many does it break?
+# by step: how many steps does showing the memory fix, and how many does it break? Only those
+# discordant steps carry evidence; the exact sign test (McNemar's) gives the chance of a split
+# at least this uneven if memory made no difference.
 
 # %%
+def paired_counts(h, reference):
+    """Steps fixed and broken by a condition against ``reference`` (same steps), and the sign test."""
+    fixed, broken = int((h & ~reference).sum()), int((~h & reference).sum())
+    return {"fixed": fixed, "broken": broken, "p_value": round(paired_sign_test(fixed, broken), 4)}
+
+
 base = hits["none"][0]
-paired = {}
-for name, (h, _) in hits.items():
-    if name != "none":
-        paired[name] = {"fixed": int((h & ~base).sum()), "broken": int((~h & base).sum())}
-        print(f"{name:22s} fixes {paired[name]['fixed']:3d} steps, breaks {paired[name]['broken']:3d}")
+paired = {name: paired_counts(h, base) for name, (h, _) in hits.items() if name != "none"}
+for name, c in paired.items():
+    print(f"{name:22s} fixes {c['fixed']:3d} steps, breaks {c['broken']:3d}  (sign test p = {c['p_value']:.3f})")
 
 # %% [markdown]
 # ## Where could memory help at all?
@@ -276,6 +284,32 @@ for kind in MEMORIES:
     print(f"{MEMORY_LABELS[kind]:14s} memory names the target in {informative[kind]['share_of_steps']:.1%} of steps; "
           "accuracy there: " + ", ".join(f"{m} {informative[kind][m]:.2f}" for m in MODALITIES))
 
+# %% [markdown]
+# ## Memory of the right experience
+#
+# A memory helps only when what it retrieved is the right experience. `03_retrieval_eval`
+# recorded, for every held-out step, whether the items shown hold the true next subgoal type
+# (`hit_shown`). Split the steps that way: where the right experience is shown, does reading
+# it beat no memory; where it is not, does the wrong experience mislead?
+
+# %%
+shown_right = {}
+for kind in MEMORIES:
+    flags = {(r["episode_id"], int(r["step"])): bool(r["hit_shown"])
+             for r in read_results(Path(retrieval_dir) / kind / "steps.jsonl")}
+    right = np.array([flags[(ex.episode_id, ex.step)] for ex in by_kind[kind]], dtype=bool)
+    shown_right[kind] = {"share_of_steps": round(float(right.mean()), 4)}
+    for m in MODALITIES[1:]:
+        h = hits[f"{kind}/{m}"][0]
+        for label, mask in (("right", right), ("wrong", ~right)):
+            c = paired_counts(h[mask], base[mask])
+            shown_right[kind][f"{m}/{label}"] = {"none": round(float(base[mask].mean()), 4),
+                                                  "memory": round(float(h[mask].mean()), 4), **c}
+    r, w = shown_right[kind]["text/right"], shown_right[kind]["text/wrong"]
+    print(f"{MEMORY_LABELS[kind]:14s} right experience shown at {right.mean():.0%} of steps; as text there "
+          f"{r['none']:.3f} -> {r['memory']:.3f} (+{r['fixed']}/-{r['broken']}, p = {r['p_value']:.3f}); "
+          f"elsewhere {w['none']:.3f} -> {w['memory']:.3f} (+{w['fixed']}/-{w['broken']})")
+
 # %%
 aitw = evaluate_actor(actor, by_kind["smg"], "none", MatchConfig(variant="aitw"))
 metrics = {
@@ -289,6 +323,7 @@ metrics = {
     "aitw_step_accuracy_none": round(aitw["step_accuracy"], 4),
     "memory_names_target": {k: {m: round(v, 4) for m, v in d.items()} for k, d in informative.items()},
     "fixed_broken_vs_none": paired,
+    "right_experience_shown": shown_right,
 }
 Path(metrics_path).parent.mkdir(parents=True, exist_ok=True)
 Path(metrics_path).write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n")

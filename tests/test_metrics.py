@@ -254,3 +254,21 @@ def test_step_accuracy_rejects_bad_input_naming_the_field():
         step_accuracy([], [], [])
     with pytest.raises(DataError, match=r"pred_actions\[0\]"):
         step_accuracy(["tap"], [tap(0.1, 0.1)], [[]])
+
+
+# ---------------------------------------------------------------- paired sign test
+def test_sign_test_matches_the_binomial_tail():
+    from guimem.metrics import paired_sign_test
+    # 9 vs 1 discordant steps: P(X <= 1 | n=10, 1/2) = 11/1024, two-sided 22/1024
+    assert paired_sign_test(9, 1) == pytest.approx(22 / 1024)
+    assert paired_sign_test(1, 9) == pytest.approx(22 / 1024)  # symmetric
+    assert paired_sign_test(5, 5) == 1.0  # an even split is no evidence (capped at 1)
+    assert paired_sign_test(0, 0) == 1.0  # no discordant steps
+    assert paired_sign_test(6, 0) == pytest.approx(2 / 64)
+
+
+def test_sign_test_refuses_non_counts():
+    from guimem.metrics import paired_sign_test
+    for bad in (-1, 1.5, True, "3"):
+        with pytest.raises(DataError, match="fixed"):
+            paired_sign_test(bad, 2)

@@ -138,6 +138,7 @@ class ActorConfig(PretrainedConfig):
     swipe_length: float = 0.3  # swipe distance (normalized screen units) from the pointed point
     app_names: list[str] | None = None  # classes of the open_app head, in order
     offset_loss_weight: float = 1.0  # weight of the L1 in-patch offset loss
+    type_loss_weight: float = 1.0  # weight of the action-type cross-entropy
     mimetic_init: float = 1.0  # query = key projection starts near this x identity (0: plain random init)
     word_init_scale: float = 3.0  # word embeddings start this many times larger than the other embeddings
     exact_match: bool = True  # screen patches flag whether their label's words occur in the goal / memory text
@@ -389,7 +390,7 @@ class GuiActor(PreTrainedModel):
         swipe) is an equally right place to touch, so its loss is the negative log of the
         probability mass on the set (plain CE on ``patch_labels`` when no set is given).
         """
-        terms = {"type": F.cross_entropy(out.type_logits, type_labels)}
+        terms = {"type": self.config.type_loss_weight * F.cross_entropy(out.type_logits, type_labels)}
         if patch_set_labels is not None and bool(patch_set_labels.any()):
             has = patch_set_labels.any(-1)  # [batch]
             logits = out.pointer_logits[has]  # [n, n_patch]

@@ -46,6 +46,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Literal, Sequence
 
+import numpy as np
+
 from guimem.data import Action, DataError, Point, UIElement
 
 Variant = Literal["aitw", "learngui"]
@@ -315,3 +317,21 @@ def step_accuracy(pred_actions: Sequence[Action | None], true_actions: Sequence[
         "variant": config.variant, "text_rule": config.rule,
         "by_type": {t: {"n": seen[t], "correct": hits[t], "accuracy": hits[t] / seen[t]} for t in sorted(seen)},
     }
+
+
+def paired_sign_test(fixed: int, broken: int) -> float:
+    """Two-sided exact sign test (McNemar's exact test) for two conditions scored on the same steps.
+
+    ``fixed``: steps right under the new condition and wrong under the reference; ``broken``: the
+    reverse. Under the null hypothesis that the conditions are equally good, each of the
+    ``fixed + broken`` discordant steps falls either way with probability 1/2; the p-value is the
+    probability of a split at least as uneven. Concordant steps carry no evidence and are not counted.
+    """
+    for name, value in (("fixed", fixed), ("broken", broken)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+            raise DataError(name, f"must be a count (a non-negative int), got {value!r}")
+    n, low = fixed + broken, min(fixed, broken)
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, i) for i in range(low + 1)) / 2 ** n
+    return min(1.0, 2 * tail)
