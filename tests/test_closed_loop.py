@@ -85,14 +85,13 @@ def test_replaying_demonstrations_reproduces_their_outcomes(demos):
     assert policy.batches[0] == 4 and max(policy.batches) <= 4  # lock-step batches
 
 
-def test_memory_is_retrieved_every_step_and_traced(demos):
+def test_memory_is_retrieved_for_every_screen_and_traced_every_step(demos):
     config, runs = demos
     policy = ReplayPolicy({ep.goal: [s.action for s in ep.steps] for _, _, ep in runs})
     memory = FakeMemory()
     traces = run_closed_loop(lambda: World(config), [Replay(ep.id, t, s) for t, s, ep in runs], policy, memory,
                              "fake", modality="text", history_len=100, progress=False)
-    n_steps = sum(len(t.steps) for t in traces)
-    assert memory.calls == n_steps
+    assert memory.calls == len({(t.goal, s.screen_key) for t in traces for s in t.steps})  # once per goal and screen
     assert all(step.retrieved == (f"m:{t.goal}",) for t in traces for step in t.steps)
 
 
@@ -152,3 +151,207 @@ def test_replay_tasks_keep_the_demonstration_seed_first_then_vary_it(demos):
     bad = Episode(episodes[0].id, episodes[0].app, episodes[0].goal, episodes[0].steps, episodes[0].final)
     with pytest.raises(DataError, match="provenance"):
         replay_tasks([bad], 1)
+
+
+# ----------------------------------------------------------------------------- speed-ups (nothing faked)
+from collections import OrderedDict
+
+import numpy as np
+
+from guimem.closed_loop import LoopStats, MemoryReader, QueryVectors, action_scores, pick_tasks, replay_world_config
+
+
+class FixedPolicy:
+    """Taps one spot whatever it sees (a stuck actor); counts the inputs it was asked about."""
+
+    def __init__(self, point=(0.5, 0.5)):
+        self.point, self.asked = point, 0
+
+    def act(self, inputs, output_hidden_states=False):
+        self.asked += len(inputs)
+        return [PolicyOutput(Action("tap", self.point)) for _ in inputs]
+
+
+class ScreenPolicy:
+    """A deterministic function of its input: a tap or back chosen by a hash of the screen, goal
+    and memory text (so it wanders into loops), and done once its history holds three backs."""
+
+    def __init__(self):
+        self.asked = 0
+
+    def act(self, inputs, output_hidden_states=False):
+        import hashlib
+        out = []
+        for x in inputs:
+            self.asked += 1
+            if sum(a.type == "back" for a in x.history) >= 3:
+                out.append(PolicyOutput(Action("done")))
+                continue
+            h = hashlib.sha256(x.screenshot.tobytes() + repr((x.goal, x.memory_text)).encode()).digest()
+            out.append(PolicyOutput(Action("back") if h[0] < 40 else Action("tap", (h[1] / 255, h[2] / 255))))
+        return out
+
+
+class EmbeddedMemory(FakeMemory):
+    """A memory with an image embedder: records whether queries came as images or vectors."""
+
+    class Embedder:
+        name, dim = "fake", 3
+
+        def __init__(self):
+            self.calls, self.images = 0, 0
+
+        def embed(self, images):
+            self.calls += 1
+            self.images += len(images)
+            return np.array([[float(np.asarray(im).mean()), float(i), 1.0] for i, im in enumerate(images)],
+                            dtype=np.float32)
+
+    def __init__(self):
+        super().__init__()
+        self.image_embedder = self.Embedder()
+        self.queries: list[type] = []
+        self.text_renders = self.image_renders = 0
+
+    def retrieve(self, screenshot, goal, k=1):
+        self.queries.append(type(screenshot))
+        return super().retrieve(screenshot, goal, k)
+
+    def render_text(self, retrieved):
+        self.text_renders += 1
+        return super().render_text(retrieved)
+
+    def render_image(self, retrieved):
+        self.image_renders += 1
+        return super().render_image(retrieved)
+
+
+def _replays(runs, n_seeds=2):
+    from guimem.closed_loop import replay_tasks
+    return replay_tasks([ep for _, _, ep in runs], n_seeds)
+
+
+def test_memoised_answers_give_the_same_traces_and_ask_less(demos):
+    config, runs = demos
+    tasks = _replays(runs)
+    out = {}
+    for memo in (True, False):
+        policy = ScreenPolicy()
+        stats = LoopStats()
+        out[memo] = (run_closed_loop(lambda: World(config), tasks, policy, FakeMemory(), "fake", modality="text",
+                                     batch_size=5, progress=False, memo=memo, stats=stats), policy.asked, stats)
+    assert [t.to_dict() for t in out[True][0]] == [t.to_dict() for t in out[False][0]]
+    assert out[True][2].steps == out[False][2].steps == out[False][1] == sum(len(t.steps) for t in out[True][0])
+    assert out[True][1] == out[True][2].actor_inputs < out[False][1]
+    assert {t.ended for t in out[True][0]} == {"done", "budget"}
+
+
+def test_a_stuck_actor_is_asked_once_per_distinct_input(demos):
+    config, runs = demos
+    tasks = _replays(runs, 1)
+    policy, stats = FixedPolicy(), LoopStats()
+    traces = run_closed_loop(lambda: World(config), tasks, policy, None, "none", modality="none", history_len=2,
+                             progress=False, stats=stats)
+    assert all(t.ended == "budget" and len(t.steps) == config.max_steps for t in traces)
+    distinct = {(t.goal, s.screen_key, tuple(x.action for x in t.steps[max(0, i - 2):i]))
+                for t in traces for i, s in enumerate(t.steps)}
+    assert policy.asked == stats.actor_inputs <= len(distinct) < stats.steps  # (UI tree is fixed by the screen key)
+
+
+def test_memory_is_read_once_per_goal_and_screen_and_renders_only_what_is_shown(demos):
+    config, runs = demos
+    tasks = _replays(runs)
+    for modality, texts, images in [("text", True, False), ("image", False, True), ("both", True, True)]:
+        memory, stats = EmbeddedMemory(), LoopStats()
+        traces = run_closed_loop(lambda: World(config), tasks, ScreenPolicy(), memory, "fake", modality=modality,
+                                 progress=False, stats=stats)
+        pairs = {(t.goal, s.screen_key) for t in traces for s in t.steps}
+        assert memory.calls == stats.retrievals == len(pairs)
+        assert set(memory.queries) == {np.ndarray}  # screens went to retrieval as embeddings
+        assert memory.image_embedder.images == stats.embedded == len({k for _, k in pairs})
+        assert memory.image_embedder.calls <= max(len(t.steps) for t in traces)  # one batch per tick at most
+        goals = {t.goal for t in traces}
+        assert stats.renders == len(goals)  # FakeMemory's ids follow the goal: one rendering each
+        assert (memory.text_renders > 0, memory.image_renders > 0) == (texts, images)
+        assert all(s.retrieved == (f"m:{t.goal}",) for t in traces for s in t.steps)
+
+
+def test_query_vectors_are_shared_and_embed_each_screen_once(demos):
+    config, runs = demos
+    task, seed, _ = runs[0]
+    memory = EmbeddedMemory()
+    vectors = QueryVectors(memory.image_embedder)
+    obs = World(config).reset(task, seed)
+    assert vectors.add([obs, obs]) == 1 and vectors.add([obs]) == 0
+    assert memory.image_embedder.calls == 1
+    reader = MemoryReader(memory, "text", 1, vectors)
+    first = reader.read(obs, task.goal)
+    assert reader.read(obs, task.goal) == first and memory.calls == 1
+    assert MemoryReader(None, "text").read(obs, task.goal) == (None, None, ())
+    assert MemoryReader(memory, "none").read(obs, task.goal) == (None, None, ())
+
+
+def test_worlds_sharing_a_render_cache_show_the_same_screens(demos):
+    config, runs = demos
+    shared = OrderedDict()
+    for task, seed, ep in runs[:3]:
+        own, other = World(config), World(config, image_cache=shared)
+        a, b = own.reset(task, seed), other.reset(task, seed)
+        assert (a.key, a.elements, a.image.tobytes()) == (b.key, b.elements, b.image.tobytes())
+        for step in ep.steps:
+            (a, da, ia), (b, db, ib) = own.step(step.action), other.step(step.action)
+            assert (a.key, a.image.tobytes(), da, ia) == (b.key, b.image.tobytes(), db, ib)
+            if da:
+                break
+    assert shared
+
+
+def test_pick_tasks_is_a_seeded_sample_in_store_order():
+    items = list(range(20))
+    assert pick_tasks(items, 0, 0) == items and pick_tasks(items, 25, 0) == items
+    a = pick_tasks(items, 8, 0)
+    assert len(a) == 8 and a == sorted(a) and a == pick_tasks(items, 8, 0) and a != items[:8]
+    assert pick_tasks(items, 8, 1) != a
+
+
+def test_replay_world_config_reads_the_store_manifest(tmp_path):
+    from guimem.episodes import FORMAT, VERSION
+    base = {"format": FORMAT, "version": VERSION, "episodes": 0, "steps": 0, "screens": 0}
+    (tmp_path / "manifest.json").write_text(json.dumps({**base, "meta": {"world": {"dialog_prob": 0.7, "max_steps": 30}}}))
+    config = replay_world_config(tmp_path, 12)
+    assert (config.dialog_prob, config.max_steps) == (0.7, 12)
+    assert replay_world_config(tmp_path).max_steps == 30
+    (tmp_path / "manifest.json").write_text(json.dumps({**base, "meta": {}}))
+    with pytest.raises(DataError, match=r"manifest.json.*meta.world|meta.world.*manifest.json"):
+        replay_world_config(tmp_path)
+
+
+def test_action_scores_equal_evaluate_actor_per_modality():
+    import torch
+    from PIL import Image
+    from guimem.actor import ActorConfig, ActorExample, GuiActor, MiniActor, build_vocabulary, evaluate_actor
+    from guimem.data import UIElement
+    from guimem.metrics import MatchConfig
+    from guimem.policy import PolicyInput
+
+    torch.set_num_threads(1)
+    els = (UIElement("b0", "button", "Display", bounds=(0.0, 0.0, 0.5, 0.25), clickable=True),)
+    shots = [Image.new("RGB", (90, 180), c) for c in [(200, 30, 30), (30, 30, 200), (30, 200, 30)]]
+    examples = []
+    for i in range(12):
+        text = "1. succeeded | did: tap \"Display\"" if i % 3 else None
+        image = shots[(i + 1) % 3] if i % 4 else None
+        examples.append(ActorExample(PolicyInput(shots[i % 3], els, "open display", (), text, image),
+                                     Action("tap", (0.25, 0.1)) if i % 2 else Action("back"), f"e{i}", 0, "smg"))
+    vocab = build_vocabulary(examples, min_count=1, n_hash_buckets=8)
+    torch.manual_seed(0)
+    tiny = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64, dropout=0.0,
+                screen_height=32, screen_width=16, memory_image_height=32, memory_image_width=16, patch_size=8,
+                max_memory_tokens=24)
+    actor = MiniActor(GuiActor(ActorConfig(vocab_size=len(vocab), app_names=["Notes"], **tiny)).eval(), vocab,
+                      batch_size=5)
+    match = MatchConfig(variant="aitw")
+    scores = action_scores(actor, examples, ["none", "text", "image", "both"], match)
+    for m, s in scores.items():
+        assert s == evaluate_actor(actor, examples, m, match)
+    assert [scores[m]["n_steps"] for m in ("none", "text", "image", "both")] == [12, 8, 9, 6]

@@ -27,7 +27,8 @@
 # none / text / image / both. Step accuracy isolates "does memory change the next action";
 # closed-loop success adds compounding errors, recoveries and popups.
 #
-# **Reads** `data/world/test/`, `data/graph_build/` (memories), `data/actor/model/`.
+# **Reads** `data/world/test/`, `data/graph_build/` (memories), `data/actor/model/`,
+# `data/retrieval_eval/<memory>/steps.jsonl` (the memory retrieved at every held-out step).
 # **Writes** `data/closed_loop/traces.jsonl` (every episode: actions, retrieved memory ids,
 # outcome — SwitchMem's analyses replay these), `data/closed_loop/smg_table.md`,
 # `figures/closed_loop_smg_table.png`, `figures/closed_loop_action_scores.png`,
@@ -40,17 +41,20 @@
 # %% tags=["parameters"]
 seed = 0  # master seed (recorded; the replays take their world seeds from the held-out episodes)
 n_seeds = 3  # world seeds per task: seed 0 is the demonstration's own, the others reshuffle the phone
-max_tasks = 0  # size knob: replay only the first N held-out episodes (0: all)
+max_tasks = 80  # size knob: replay N held-out tasks drawn at random by `seed` (0: all 120; 80 fits the stage budget)
 memories = ["none", "flat", "action_graph", "task_graph", "smg"]  # memories compared ("none": no memory)
 modality = "text"  # how the retrieved memory is shown in closed loop: text, image or both
 k = 0  # anchors retrieved per query (nodes, Flat subgoals, Task trajectories); 0: each memory's own default
 history_len = 4  # earlier actions the actor sees
-max_steps = 30  # step budget per episode (the world's)
-batch_size = 64  # episodes played in lock-step (one actor batch per tick)
+max_steps = 20  # step budget per episode: no successful demonstration is longer than 15 steps (test: 11; median 6)
+batch_size = 0  # episodes played in lock-step (0: all of a memory's at once; fewer: less memory, more ticks)
+actor_batch_size = 64  # actor inputs per forward pass
+torch_threads = 1  # CPU threads for the actor and the screen embedder (results are reproducible for a fixed count)
 action_score_modalities = ["none", "text", "image", "both"]  # memory conditions of the step-level action score
 action_score_memory = "smg"  # whose memory the step-level score shows
 world_dir = "data/world"  # episode stores from 00_world (test/ is replayed; train/ holds the memories' screens)
 memories_dir = "data/graph_build"  # memories from 02_graph_build
+retrieval_dir = "data/retrieval_eval"  # per-step retrievals from 03_retrieval_eval (the step-level action score reuses them)
 actor_dir = "data/actor/model"  # the frozen actor from 04_actor
 image_embedder = "efficientnet_lite0"  # must be the embedder the memories were built with
 text_embedder = "minilm"  # must be the intent embedder the memories were built with
@@ -61,44 +65,52 @@ metrics_path = "metrics/closed_loop.json"  # this stage's metrics
 
 # %%
 import json
+from collections import OrderedDict
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 import torch
 
-from guimem.actor import MiniActor, build_examples, evaluate_actor
-from guimem.closed_loop import (PAPER_SR, markdown_table, replay_tasks, run_closed_loop, save_traces,
-                                success_table)
+from guimem.actor import MiniActor, examples_from_retrieval
+from guimem.closed_loop import (PAPER_SR, LoopStats, QueryVectors, action_scores, markdown_table, pick_tasks,
+                                replay_tasks, replay_world_config, run_closed_loop, save_traces, success_table)
 from guimem.episodes import load_episodes
 from guimem.memories import load_memories
 from guimem.metrics import MatchConfig
 from guimem.notebook_runner import enter_repo_root
 from guimem.plotting import MEMORY_COLORS, MEMORY_LABELS, figure_path, save_figure, table_figure
-from guimem.world import World, WorldConfig
+from guimem.world import World
 
 enter_repo_root()
 torch.manual_seed(seed)
+torch.set_num_threads(torch_threads)
 
 # %% [markdown]
 # ## The held-out tasks, the frozen actor and the memories
 #
 # Each held-out episode records the task it demonstrated and the world seed it ran in, so the
 # actor can be dropped into exactly that situation (seed 0) or the same task in a reshuffled
-# phone (seeds 1, 2, ...). The memories were built in `02_graph_build` from the training
+# phone (seeds 1, 2, ...). The world is the one the test store was recorded in (its manifest),
+# with this stage's step budget. The memories were built in `02_graph_build` from the training
 # episodes only; the actor has never seen a test episode.
+#
+# **The step budget.** The demonstrations' lengths set it: the median held-out demonstration
+# takes 6 steps, 95% take at most 11, and no successful demonstration (training or test) is
+# longer than 15; only give-ups that wander run to the world's 30. A budget of 20 leaves room to
+# recover from a few wrong taps without paying for 10 more steps of an actor that is stuck.
 
 # %%
 test_root = Path(world_dir) / "test"
-test_episodes = load_episodes(test_root)
-if max_tasks:
-    test_episodes = test_episodes[:max_tasks]
+all_test = load_episodes(test_root)
+test_episodes = pick_tasks(all_test, max_tasks, seed)
 replays = replay_tasks(test_episodes, n_seeds)
-actor = MiniActor.load(actor_dir, batch_size=batch_size)
+actor = MiniActor.load(actor_dir, batch_size=actor_batch_size)
 stored = load_memories(memories_dir, image_embedder, text_embedder, cache_dir=cache_dir,
                        store_root=Path(world_dir) / "train",
-                       names=[m for m in dict.fromkeys(memories + [action_score_memory]) if m != "none"])
-world_config = WorldConfig(max_steps=max_steps)
-print(f"{len(test_episodes)} held-out tasks x {n_seeds} seeds = {len(replays)} episodes per memory")
+                       names=[m for m in memories if m != "none"])
+world_config = replay_world_config(test_root, max_steps)
+print(f"{len(test_episodes)} of {len(all_test)} held-out tasks x {n_seeds} seeds = {len(replays)} episodes per memory, "
+      f"at most {max_steps} steps each")
 print("actor:", actor.config.num_hidden_layers, "layers,", actor.config.hidden_size, "wide; memories:", sorted(stored))
 
 # %% [markdown]
@@ -107,19 +119,34 @@ print("actor:", actor.config.num_hidden_layers, "layers,", actor.config.hidden_s
 # All episodes of one memory run in lock-step batches: the actor answers every unfinished
 # episode of the batch at once, then each world takes its action. A trace keeps, per step,
 # the action and the ids of the memory items the actor was shown.
+#
+# Nothing is asked twice. The actor is frozen and decodes by argmax, so an input it has
+# answered (same goal, screen, UI tree and visible history, hence the same memory) gets the
+# same action again; a stuck episode, tapping the same spot until the budget, costs world steps
+# only. A screen is embedded for retrieval once, whichever memory and episode meets it (new
+# screens of a tick in one batch, through the content-hash cache), a retrieval is done once
+# per goal and screen, and only the modality shown is rendered. The counts below say how much
+# work that leaves.
 
 # %%
-traces = []
+traces, vectors = [], QueryVectors(next(iter(stored.values())).image_embedder) if stored else None
+screens = OrderedDict()  # rendered screens, shared by every world (a render key fixes the pixels)
 for name in memories:
     memory = None if name == "none" else stored[name]
-    traces += run_closed_loop(lambda: World(world_config), replays, actor, memory, name,
+    work = LoopStats()
+    traces += run_closed_loop(lambda: World(world_config, image_cache=screens), replays, actor, memory, name,
                               modality="none" if name == "none" else modality, k=k or None,
-                              history_len=history_len, batch_size=batch_size)
+                              history_len=history_len, batch_size=batch_size, vectors=vectors, stats=work)
+    print(f"{name}: {work.steps} steps, {work.actor_inputs} distinct actor inputs, {work.retrievals} retrievals, "
+          f"{work.renders} renderings, {work.embedded} screens embedded")
 save_traces(Path(out_dir) / "traces.jsonl", traces)
 table = success_table(traces)
+ended = {n: {e: sum(t.ended == e for t in traces if t.memory == n) for e in ("done", "impossible", "budget")}
+         for n in memories}
 for name in memories:
     row = table[name]
-    print(f"{MEMORY_LABELS.get(name, name):>14}: SR {row['mean']:5.1f} ± {row['std']:4.1f}  per seed {row['per_seed']}")
+    print(f"{MEMORY_LABELS.get(name, name):>14}: SR {row['mean']:5.1f} ± {row['std']:4.1f}  per seed {row['per_seed']}"
+          f"  ended {ended[name]}")
 
 # %% [markdown]
 # ## The SMG table, beside the paper's
@@ -151,7 +178,11 @@ plt.close(fig)
 # the paper's actor is a large pretrained VLM that reads *all* out-edges of a node, with
 # success and failure, and reasons over them; ours is trained by behaviour cloning on
 # demonstrations with memory and reads only the top items; our world's subgoals are short
-# (about 1.5 actions), which pulls the subgoal and step granularities close together.
+# (about 1.5 actions), which pulls the subgoal and step granularities close together. And a
+# memory can only change the outcome of an actor that can finish tasks at all: when most
+# episodes run out of budget (the `ended` counts above), every success rate sits near the floor
+# and the differences are a few tasks each — the step-level score below then says more about
+# what the memory changes.
 
 # %%
 base = table["none"]["mean"] if "none" in table else float("nan")
@@ -166,6 +197,16 @@ ours = sorted((n for n in memories), key=lambda n: -table[n]["mean"])
 paper = sorted((n for n in memories), key=lambda n: -PAPER_SR[n])
 print("ordering here: ", " > ".join(MEMORY_LABELS.get(n, n) for n in ours))
 print("paper ordering:", " > ".join(MEMORY_LABELS.get(n, n) for n in paper))
+self_ended = {n: 100.0 * (ended[n]["done"] + ended[n]["impossible"]) / len(replays) for n in memories}
+best = ours[0]
+gap = table[best]["mean"] - base
+reading = ("the actor rarely completes a task, so these gaps are a handful of episodes and say little about the "
+           "ordering" if table[best]["mean"] < 10 else "read each gap against the spread above")
+print(f"\nIn short: {MEMORY_LABELS.get(best, best)} is best here at {table[best]['mean']:.1f}% ({gap:+.1f} points "
+      f"over no memory, about {gap / 100 * len(replays):.0f} of {len(replays)} episodes); the paper's best is "
+      f"Subgoal-Graph ({PAPER_SR['smg'] - PAPER_SR['none']:+.2f}). The actor ended its episodes itself (done or "
+      "impossible) in " + ", ".join(f"{MEMORY_LABELS.get(n, n)} {self_ended[n]:.0f}%" for n in memories)
+      + f" of them; {reading}.")
 
 # %% [markdown]
 # ## Step-level action score by memory modality
@@ -173,13 +214,16 @@ print("paper ordering:", " > ".join(MEMORY_LABELS.get(n, n) for n in paper))
 # Single held-out demonstration steps, scored with the AITW rules (`guimem.metrics`): the
 # same retrieved experience shown as nothing, as text, as an image, or both. This is the
 # quantity SwitchMem routes on: which rendering of the same experience leads the frozen actor
-# to the better action.
+# to the better action. The experience is what `03_retrieval_eval` retrieved for each step
+# (its text block and image), so nothing is retrieved or rendered again here; each step is
+# featurised once and shown in every modality. Every held-out step is scored, not only those of
+# the tasks replayed above.
 
 # %%
-examples = build_examples(test_episodes, test_root, {action_score_memory: stored[action_score_memory]},
-                          seed=seed, max_history=history_len)
+examples = examples_from_retrieval(all_test, test_root, retrieval_dir, [action_score_memory],
+                                   max_history=history_len)
 aitw = MatchConfig(variant="aitw")
-scores = {m: evaluate_actor(actor, examples, m, aitw) for m in action_score_modalities}
+scores = action_scores(actor, examples, action_score_modalities, aitw)
 for m, s in scores.items():
     print(f"{m:>5}: step accuracy {s['step_accuracy']:.3f}  type accuracy {s['type_accuracy']:.3f}  ({s['n_steps']} steps)")
 rows = [[m, f"{s['step_accuracy'] * 100:.1f}", f"{s['type_accuracy'] * 100:.1f}", str(s["n_steps"])]
@@ -195,6 +239,7 @@ plt.close(fig)
 # %%
 metrics = {
     "tasks": len(test_episodes), "seeds": n_seeds, "modality": modality, "episodes": len(traces),
+    "max_steps": max_steps, "ended": ended,
     "success_rate": {n: {"mean": round(table[n]["mean"], 4), "std": round(table[n]["std"], 4),
                          "per_seed": [round(v, 4) for v in table[n]["per_seed"]]} for n in memories},
     "mean_steps": {n: round(sum(len(t.steps) for t in traces if t.memory == n)

@@ -12,6 +12,7 @@ analyses (SwitchMem's routing statistics) can replay what the actor saw.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -24,8 +25,10 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from guimem.data import Action, DataError
+from guimem.episodes import read_manifest
+from guimem.metrics import MatchConfig
 from guimem.policy import Modality, Policy, PolicyInput
-from guimem.world import Env, Task, WorldObservation
+from guimem.world import Env, Task, WorldConfig, WorldObservation
 
 PAPER_SR: dict[str, float] = {"none": 34.19, "flat": 30.77, "action_graph": 38.46, "task_graph": 36.75, "smg": 45.30}
 """The SMG paper's success rates (%), SPA-Bench subset, Qwen3-VL-8B actor."""
@@ -90,7 +93,7 @@ class _Running:
     """Book-keeping of one episode while it runs."""
 
     episode: str
-    env: Env
+    env: Env | None  # None once the episode has ended
     goal: str
     obs: WorldObservation
     history: list[Action] = field(default_factory=list)
@@ -116,6 +119,16 @@ def memory_input(obs: WorldObservation, goal: str, history: Sequence[Action], me
     return inputs, ids
 
 
+def pick_tasks(episodes: Sequence[Any], max_tasks: int, seed: int) -> list[Any]:
+    """``max_tasks`` of ``episodes`` drawn at random by ``seed`` (all when 0 or more than there are),
+    in their original order. A store may be ordered by template (unseen ones first), so a prefix
+    would not be a fair sample."""
+    if max_tasks <= 0 or max_tasks >= len(episodes):
+        return list(episodes)
+    keep = np.sort(np.random.default_rng(seed).choice(len(episodes), max_tasks, replace=False))
+    return [episodes[i] for i in keep]
+
+
 def replay_tasks(episodes: Sequence[Any], n_seeds: int) -> list[Replay]:
     """A :class:`Replay` of every held-out episode for each seed index ``0 .. n_seeds - 1``.
 
@@ -133,17 +146,125 @@ def replay_tasks(episodes: Sequence[Any], n_seeds: int) -> list[Replay]:
     return out
 
 
+class QueryVectors:
+    """Retrieval embeddings of live screens, memoised by the screen's content key.
+
+    A screen's key identifies its pixels (:attr:`WorldObservation.key`), so each distinct screen
+    is embedded once per notebook, however many episodes, seeds and memories show it; the new
+    screens of a tick are embedded in one call (the embedder's own micro-batches and content-hash
+    cache apply). Every memory that shares the embedder can share one instance.
+    """
+
+    def __init__(self, embedder: Any):
+        self.embedder = embedder
+        self.vectors: dict[str, np.ndarray] = {}  # screen key -> [dim] embedding
+
+    def add(self, screens: Iterable[WorldObservation]) -> int:
+        """Embed the screens not seen yet (one call); returns how many were new."""
+        todo: dict[str, Any] = {}
+        for obs in screens:
+            if obs.key not in self.vectors and obs.key not in todo:
+                todo[obs.key] = obs.image
+        if todo:
+            self.vectors.update(zip(todo, self.embedder.embed(list(todo.values()))))
+        return len(todo)
+
+    def __getitem__(self, key: str) -> np.ndarray:
+        return self.vectors[key]
+
+
+class MemoryReader:
+    """What ``memory`` shows the actor for a (goal, screen): the retrieved ids and their rendering.
+
+    Retrieval depends only on the screen's pixels and the goal, so it is memoised by
+    ``(goal, screen key)``; a rendering depends only on the retrieved items, so it is memoised
+    by their ids, and only the modality shown is rendered (text runs draw no images). With
+    ``vectors`` the query screen goes to ``memory.retrieve`` as its embedding (computed by
+    :meth:`prepare` in one batch per tick) instead of as an image.
+    """
+
+    def __init__(self, memory: Memory | None, modality: Modality, k: int | None = 1,
+                 vectors: QueryVectors | None = None):
+        self.memory, self.modality, self.k, self.vectors = memory, modality, k, vectors
+        self.active = memory is not None and modality != "none"
+        self._reads: dict[tuple[str, str], tuple[str | None, Any, tuple[str, ...]]] = {}
+        self._renders: dict[tuple[str, ...], tuple[str | None, Any]] = {}
+        self.retrievals = self.renders = 0
+
+    def prepare(self, items: Iterable[tuple[WorldObservation, str]]) -> None:
+        """Embed, in one call, the screens of ``(observation, goal)`` pairs not read yet."""
+        if self.active and self.vectors is not None:
+            self.vectors.add(obs for obs, goal in items if (goal, obs.key) not in self._reads)
+
+    def read(self, obs: WorldObservation, goal: str) -> tuple[str | None, Any, tuple[str, ...]]:
+        """``(memory text or None, memory image or None, retrieved ids)`` for this screen and goal."""
+        if not self.active:
+            return None, None, ()
+        key = (goal, obs.key)
+        hit = self._reads.get(key)
+        if hit is None:
+            query = self.vectors[obs.key] if self.vectors is not None else obs.image
+            retrieved = self.memory.retrieve(query, goal, self.k)
+            self.retrievals += 1
+            ids = tuple(item.id for item in retrieved.items)
+            shown = self._renders.get(ids)
+            if shown is None:
+                shown = (self.memory.render_text(retrieved) if self.modality in ("text", "both") else None,
+                         self.memory.render_image(retrieved) if self.modality in ("image", "both") else None)
+                self._renders[ids] = shown
+                self.renders += 1
+            hit = self._reads[key] = (*shown, ids)
+        return hit
+
+
+@dataclass
+class LoopStats:
+    """Work counts of :func:`run_closed_loop` (deterministic; no timings)."""
+
+    steps: int = 0  # environment steps taken
+    actor_inputs: int = 0  # distinct inputs the actor answered (the rest were answered before)
+    retrievals: int = 0  # distinct (goal, screen) retrievals
+    renders: int = 0  # distinct renderings of retrieved items
+    embedded: int = 0  # screens newly embedded for retrieval
+
+    def add(self, other: "LoopStats") -> None:
+        for f in self.__dataclass_fields__:
+            setattr(self, f, getattr(self, f) + getattr(other, f))
+
+
+def input_key(obs: WorldObservation, goal: str, history: Sequence[Action], history_len: int) -> tuple:
+    """Everything the actor reads at one step, as a hashable key: goal, screen (pixels and UI
+    tree) and the visible history; the memory shown follows from goal and screen."""
+    return (goal, obs.key, obs.elements, tuple(history[-history_len:]) if history_len else ())
+
+
 def run_closed_loop(make_env: Callable[[], Env], tasks: Sequence[Replay], policy: Policy,
-                    memory: Memory | None, memory_name: str, modality: Modality = "text", k: int = 1,
+                    memory: Memory | None, memory_name: str, modality: Modality = "text", k: int | None = 1,
                     history_len: int = 4, batch_size: int = 32, max_ticks: int = 1000,
-                    progress: bool = True) -> list[Trace]:
+                    progress: bool = True, vectors: QueryVectors | None = None, memo: bool = True,
+                    stats: LoopStats | None = None) -> list[Trace]:
     """Play every replay with ``policy`` reading ``memory``; return the traces.
 
-    Episodes run ``batch_size`` at a time in lock-step; results are in the order of ``tasks``.
-    ``max_ticks`` is a safety net above the environments' own step budgets.
+    Episodes run ``batch_size`` at a time in lock-step (0: all at once); results are in the order
+    of ``tasks``. ``max_ticks`` is a safety net above the environments' own step budgets.
+
+    ``policy`` must be deterministic (a frozen actor with argmax decoding): with ``memo`` an
+    input it has answered before (same goal, screen, UI tree and visible history, hence the same
+    memory) gets the same action without asking again, within this call. Stuck episodes (the
+    same tap on the same screen until the budget) then cost environment steps only. ``vectors``
+    (a :class:`QueryVectors` over the memory's image embedder, shareable across memories) makes
+    retrieval embed each distinct screen once, in one batch per tick; by default one is made when
+    the memory has an ``image_embedder``. ``stats`` accumulates work counts.
     """
+    if vectors is None and memory is not None and modality != "none" and hasattr(memory, "image_embedder"):
+        vectors = QueryVectors(memory.image_embedder)
+    reader = MemoryReader(memory, modality, k, vectors)
+    answers: dict[tuple, Action] = {}  # input key -> the policy's action
+    counts = LoopStats()
+    n_vectors = len(vectors.vectors) if vectors is not None else 0
     traces: list[Trace] = []
     bar = tqdm(total=len(tasks), desc=f"closed loop [{memory_name}/{modality}]", disable=not progress)
+    batch_size = batch_size if batch_size > 0 else max(1, len(tasks))
     for start in range(0, len(tasks), batch_size):
         batch = tasks[start:start + batch_size]
         running = []
@@ -154,21 +275,70 @@ def run_closed_loop(make_env: Callable[[], Env], tasks: Sequence[Replay], policy
             active = [r for r in running if r.ended is None]
             if not active:
                 break
-            prepared = [memory_input(r.obs, r.goal, r.history, memory, modality, k, history_len) for r in active]
-            outputs = policy.act([p[0] for p in prepared])
-            for r, (_, ids), out in zip(active, prepared, outputs):
-                r.steps.append(TraceStep(r.obs.key, out.action, ids))
-                r.history.append(out.action)
-                r.obs, done, info = r.env.step(out.action)
+            keys = [input_key(r.obs, r.goal, r.history, history_len) if memo else i for i, r in enumerate(active)]
+            reader.prepare((r.obs, r.goal) for r in active)
+            reads = [reader.read(r.obs, r.goal) for r in active]
+            new: dict[Any, PolicyInput] = {}
+            for key, r, (text, image, _) in zip(keys, active, reads):
+                if key not in answers and key not in new:
+                    new[key] = PolicyInput(r.obs.image, r.obs.elements, r.goal,
+                                           tuple(r.history[-history_len:]) if history_len else (), text, image)
+            if new:
+                outputs = policy.act(list(new.values()))
+                answers.update(zip(new, (out.action for out in outputs)))
+                counts.actor_inputs += len(new)
+            for key, r, (_, _, ids) in zip(keys, active, reads):
+                action = answers[key]
+                r.steps.append(TraceStep(r.obs.key, action, ids))
+                r.history.append(action)
+                r.obs, done, info = r.env.step(action)
+                counts.steps += 1
                 if done:
                     r.ended, r.success = info["ended"], bool(info["success"])
+                    r.env = None  # its rendered screens can go
+            if not memo:
+                answers.clear()
         else:
             raise RuntimeError(f"closed loop exceeded max_ticks={max_ticks}; does the environment have a budget?")
         traces += [Trace(r.episode, memory_name, modality, replay.seed, replay.run, r.goal, tuple(r.steps), r.ended,
                          r.success) for r, replay in zip(running, batch)]
         bar.update(len(running))
     bar.close()
+    counts.retrievals, counts.renders = reader.retrievals, reader.renders
+    counts.embedded = (len(vectors.vectors) - n_vectors) if vectors is not None else 0
+    if stats is not None:
+        stats.add(counts)
     return traces
+
+
+def replay_world_config(store_root: str | os.PathLike, max_steps: int | None = None) -> WorldConfig:
+    """The world the episodes of a store were recorded in (its manifest's ``meta.world``), with
+    the closed loop's own step budget ``max_steps`` when given: seed 0 of a replay then shows the
+    actor exactly the demonstration's phone (theme, shuffles, popup schedule)."""
+    path = Path(store_root) / "manifest.json"
+    meta = read_manifest(store_root).get("meta") or {}
+    if not isinstance(meta.get("world"), Mapping):
+        raise DataError("meta.world", "the store records no world config to replay its tasks in", str(path))
+    config = WorldConfig.from_dict(meta["world"], str(path))
+    return dataclasses.replace(config, max_steps=max_steps) if max_steps is not None else config
+
+
+def action_scores(actor: Any, examples: Sequence[Any], modalities: Sequence[Modality],
+                  match: MatchConfig) -> dict[str, dict[str, Any]]:
+    """Step and type accuracy of ``actor`` on ``examples`` with the memory shown as each of ``modalities``.
+
+    Like :func:`guimem.actor.evaluate_actor` per modality (examples lacking a modality's memory
+    are skipped), but every example is featurised once and the modality chosen at collate time.
+    """
+    from guimem.actor import score_features
+
+    feats = [actor.featurise(ex.input) for ex in examples]
+    out = {}
+    for m in modalities:
+        keep = [i for i, f in enumerate(feats) if f.has(m)]
+        out[m] = score_features(actor, [feats[i] for i in keep], [m] * len(keep), [examples[i].target for i in keep],
+                                match)
+    return out
 
 
 def success_table(traces: Iterable[Trace]) -> dict[str, dict[str, Any]]:

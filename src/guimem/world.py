@@ -882,9 +882,13 @@ POPUP_KINDS: tuple[str, ...] = tuple(A.POPUPS)
 class World:
     """The synthetic phone as an environment; deterministic from ``(task, seed)``."""
 
-    def __init__(self, config: WorldConfig | None = None, cache_size: int = 512):
+    def __init__(self, config: WorldConfig | None = None, cache_size: int = 512,
+                 image_cache: OrderedDict | None = None):
+        """``image_cache`` (an empty ``OrderedDict`` to start) lets many worlds share one bounded
+        cache of rendered screens: a render key fixes the pixels, so sharing changes nothing but time."""
         self.config = config or WorldConfig()
-        self._images: OrderedDict[tuple, tuple[str, Image.Image, tuple[UIElement, ...]]] = OrderedDict()  # render key -> (hex key, image, tree)
+        self._images: OrderedDict[tuple, tuple[str, Image.Image, tuple[UIElement, ...]]] = (
+            OrderedDict() if image_cache is None else image_cache)  # render key -> (hex key, image, tree)
         self._cache_size = cache_size
         self.state: PhoneState | None = None
         self.task: Task | None = None
