@@ -17,7 +17,7 @@ import json
 import math
 import os
 import tempfile
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
 
@@ -83,8 +83,8 @@ class Trace:
     success: bool
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["steps"] = [s.to_dict() for s in self.steps]
+        d = {f: getattr(self, f) for f in ("episode", "memory", "modality", "seed", "run", "goal", "ended", "success")}
+        d["steps"] = [s.to_dict() for s in self.steps]  # (dataclasses.asdict would deep-copy every step first)
         return d
 
 
