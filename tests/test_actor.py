@@ -348,3 +348,29 @@ def test_actor_notebook_metrics(actor_stage):
     assert all(0.0 <= v <= 1.0 for v in m["step_accuracy"].values())
     assert 0.0 <= m["majority_action"]["step_accuracy"] <= 1.0
     assert m["held_out_steps"] == sum(len(e.steps) for e in load_episodes(tmp / "data" / "world" / "test"))
+
+
+@pytest.mark.notebook
+@pytest.mark.slow
+def test_closed_loop_notebook(actor_stage):
+    """05_closed_loop on the tiny world and the actor 04_actor just trained there, with
+    params.yaml's closed_loop section as dvc passes it (on fewer steps and tasks)."""
+    from nbsmoke import run_notebook
+
+    from guimem.closed_loop import load_traces
+
+    tmp, _ = actor_stage
+    stage = yaml.safe_load((Path(__file__).parents[1] / "params.yaml").read_text())["closed_loop"]
+    tiny = dict(max_tasks=2, n_seeds=2, max_steps=4, image_embedder="pixels", text_embedder="hashing",
+                cache_dir=str(tmp / "cache"))
+    m = run_notebook("05_closed_loop", tmp, **{**stage, **tiny})
+    memories = stage["memories"]
+    assert m["tasks"] == 2 and m["seeds"] == 2 and m["episodes"] == 2 * 2 * len(memories)
+    assert set(m["success_rate"]) == set(memories)
+    assert all(0.0 <= r["mean"] <= 100.0 and len(r["per_seed"]) == 2 for r in m["success_rate"].values())
+    assert set(m["action_score_aitw"]) == set(stage["action_score_modalities"])
+    traces = load_traces(tmp / "data" / "closed_loop" / "traces.jsonl")
+    assert len(traces) == m["episodes"] and all(1 <= len(t.steps) <= 4 for t in traces)
+    assert "| Subgoal-Graph |" in (tmp / "data" / "closed_loop" / "smg_table.md").read_text()
+    for what in ("smg_table", "action_scores"):
+        assert (tmp / "figures" / f"closed_loop_{what}.png").stat().st_size > 5_000

@@ -78,7 +78,7 @@ from guimem.episodes import load_episodes
 from guimem.memories import load_memories
 from guimem.metrics import MatchConfig
 from guimem.notebook_runner import enter_repo_root
-from guimem.plotting import MEMORY_COLORS, MEMORY_LABELS, figure_path, save_figure, table_figure
+from guimem.plotting import MEMORY_LABELS, figure_path, save_figure, table_figure
 from guimem.world import World
 
 enter_repo_root()
