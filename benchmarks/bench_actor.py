@@ -8,7 +8,10 @@ elements, a ~120-word memory block, a 180x360 memory image):
 * hidden states: the extra cost of ``output_hidden_states=True`` relative to a plain forward
   (model only, and end to end through ``act``); it must stay within 10%;
 * training: behaviour-cloning examples per CPU second (forward + backward + AdamW step) per
-  modality, and the mean over a uniform modality draw, which sizes the ``actor`` stage.
+  modality, and the mean over a uniform modality draw, which sizes the ``actor`` stage;
+* closed loop: episodes per second of :func:`guimem.closed_loop.run_closed_loop` playing
+  ``LOOP_EPISODES`` world tasks (20-step budget, no memory) in lock-step, with and without
+  reusing the answer to an input already seen (``memo``), measured side by side.
 
 Writes ``benchmarks/results/actor.json``. Run: ``python benchmarks/bench_actor.py`` (about a
 minute on an idle 2-core machine).
@@ -29,11 +32,14 @@ from guimem.actor import (
     ActorConfig, ActorExample, GuiActor, MiniActor, build_vocabulary, collate, featurise, stack_targets,
     targets_for,
 )
+from guimem.closed_loop import Replay, run_closed_loop
 from guimem.data import Action, UIElement
 from guimem.policy import MODALITIES, PolicyInput
+from guimem.world import TEMPLATES, World, WorldConfig, sample_task
 
 BATCH = 32  # prompts per batched call
 REPEATS = 3  # timed runs per measurement (the fastest is kept)
+LOOP_EPISODES = 24  # closed-loop episodes per timed run
 OUT = Path(__file__).parent / "results" / "actor.json"
 MEMORY_TEXT = (
     "Past experience (3 of 12):\n"
@@ -146,6 +152,29 @@ def main() -> dict:
         rates[m] = BATCH / fastest(lambda: step(b))
         result[f"train_examples_per_cpu_s_{m}"] = rates[m]
     result["train_examples_per_cpu_s_uniform_draw"] = len(MODALITIES) / sum(1 / r for r in rates.values())
+
+    # closed loop: a whole episode batch through world + actor, answer memo on and off (paired runs)
+    import random
+    rng = random.Random(0)
+    names = sorted(TEMPLATES)
+    replays = [Replay(f"bench-{i}", sample_task(names[i % len(names)], rng), seed=i) for i in range(LOOP_EPISODES)]
+    loop_vocab = build_vocabulary([ActorExample(x, Action("back")) for x in batch_inputs], min_count=1)
+    loop_actor = MiniActor(GuiActor(ActorConfig(vocab_size=len(loop_vocab), app_names=["Notes"])).eval(), loop_vocab,
+                           batch_size=64)
+    world_config = WorldConfig(max_steps=20)
+
+    played: list[int] = []  # steps of each run (the same every run: world and actor are deterministic)
+
+    def play(memo: bool) -> None:
+        traces = run_closed_loop(lambda: World(world_config), replays, loop_actor, None, "none", modality="none",
+                                 batch_size=0, progress=False, memo=memo)
+        played.append(sum(len(t.steps) for t in traces))
+
+    without, with_memo = paired(lambda: play(False), lambda: play(True), repeats=2)
+    result["closed_loop_episodes_per_s"] = LOOP_EPISODES / with_memo
+    result["closed_loop_episodes_per_s_without_memo"] = LOOP_EPISODES / without
+    result["closed_loop_steps_per_s"] = played[-1] / with_memo
+    result["closed_loop_steps_per_episode"] = played[-1] / LOOP_EPISODES
     result["machine"] = f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch threads 1"
     OUT.parent.mkdir(parents=True, exist_ok=True)
     tmp = OUT.with_suffix(".json.tmp")

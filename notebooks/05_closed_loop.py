@@ -55,7 +55,10 @@ action_score_memory = "smg"  # whose memory the step-level score shows
 world_dir = "data/world"  # episode stores from 00_world (test/ is replayed; train/ holds the memories' screens)
 memories_dir = "data/graph_build"  # memories from 02_graph_build
 retrieval_dir = "data/retrieval_eval"  # per-step retrievals from 03_retrieval_eval (the step-level action score reuses them)
-actor_dir = "data/actor/model"  # the frozen actor from 04_actor
+actor_model = "mini"  # "mini": the frozen miniature actor in actor_dir; else a Hugging Face VLM id or local folder (read from disk only)
+actor_dir = "data/actor/model"  # the frozen actor from 04_actor (used when actor_model is "mini")
+hf_coords = "relative_1000"  # a Hugging Face actor's coordinate convention (guimem.hf_actor.COORD_CONVENTIONS)
+hf_answer_format = "json"  # the answer format its system prompt asks for: json or uitars (click(...)-style)
 image_embedder = "efficientnet_lite0"  # must be the embedder the memories were built with
 text_embedder = "minilm"  # must be the intent embedder the memories were built with
 cache_dir = ".cache/guimem/embeddings"  # content-hash embedding cache (not tracked)
@@ -71,9 +74,10 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import torch
 
-from guimem.actor import MiniActor, examples_from_retrieval
-from guimem.closed_loop import (PAPER_SR, LoopStats, QueryVectors, action_scores, markdown_table, pick_tasks,
-                                replay_tasks, replay_world_config, run_closed_loop, save_traces, success_table)
+from guimem.actor import examples_from_retrieval
+from guimem.closed_loop import (PAPER_SR, LoopStats, QueryVectors, action_scores, load_actor, markdown_table,
+                                pick_tasks, replay_tasks, replay_world_config, run_closed_loop, save_traces,
+                                success_table)
 from guimem.episodes import load_episodes
 from guimem.memories import load_memories
 from guimem.metrics import MatchConfig
@@ -104,14 +108,15 @@ test_root = Path(world_dir) / "test"
 all_test = load_episodes(test_root)
 test_episodes = pick_tasks(all_test, max_tasks, seed)
 replays = replay_tasks(test_episodes, n_seeds)
-actor = MiniActor.load(actor_dir, batch_size=actor_batch_size)
+actor = load_actor(actor_model, actor_dir, actor_batch_size, coords=hf_coords, answer_format=hf_answer_format)
 stored = load_memories(memories_dir, image_embedder, text_embedder, cache_dir=cache_dir,
                        store_root=Path(world_dir) / "train",
                        names=[m for m in memories if m != "none"])
 world_config = replay_world_config(test_root, max_steps)
 print(f"{len(test_episodes)} of {len(all_test)} held-out tasks x {n_seeds} seeds = {len(replays)} episodes per memory, "
       f"at most {max_steps} steps each")
-print("actor:", actor.config.num_hidden_layers, "layers,", actor.config.hidden_size, "wide; memories:", sorted(stored))
+print("actor:", f"{actor.config.num_hidden_layers} layers, {actor.config.hidden_size} wide" if actor_model == "mini"
+      else actor_model, "| memories:", sorted(stored))
 
 # %% [markdown]
 # ## Playing the tasks

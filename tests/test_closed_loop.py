@@ -355,3 +355,53 @@ def test_action_scores_equal_evaluate_actor_per_modality():
     for m, s in scores.items():
         assert s == evaluate_actor(actor, examples, m, match)
     assert [scores[m]["n_steps"] for m in ("none", "text", "image", "both")] == [12, 8, 9, 6]
+
+
+# ---------------------------------------------------------------- actors chosen by params, scored through act
+def test_load_actor_refuses_a_blank_choice(tmp_path):
+    from guimem.closed_loop import load_actor
+
+    for bad in ("", "  ", None, 3):
+        with pytest.raises(DataError, match="actor_model"):
+            load_actor(bad, tmp_path)
+
+
+def test_load_actor_reads_a_hugging_face_folder_from_disk_only(tmp_path):
+    from guimem.closed_loop import load_actor
+
+    with pytest.raises(OSError):  # an id that is neither on disk nor in the offline cache: no download
+        load_actor(str(tmp_path / "no-such-model"), tmp_path)
+
+
+def test_action_scores_of_a_policy_without_featurise():
+    """A policy offering only ``act`` is scored per modality on the inputs that carry that memory."""
+    from types import SimpleNamespace
+
+    from PIL import Image
+
+    from guimem.closed_loop import action_scores
+    from guimem.data import UIElement
+    from guimem.metrics import MatchConfig
+
+    class Fixed:
+        batch_size = 2
+        seen: list = []
+
+        def act(self, inputs, output_hidden_states=False):
+            self.seen.extend(inputs)
+            return [PolicyOutput(Action("tap", point=(0.5, 0.5)) if x.memory_text else Action("back"))
+                    for x in inputs]
+
+    shot = Image.new("RGB", (8, 16))
+    box = (UIElement("ok", "button", "OK", "", (0.4, 0.4, 0.6, 0.6), True),)
+    tap = Action("tap", point=(0.5, 0.52))
+    with_text = PolicyInput(shot, box, "press OK", (), "1. did: tap \"OK\"", None)
+    bare = PolicyInput(shot, box, "press OK", (), None, None)
+    examples = [SimpleNamespace(input=with_text, target=tap), SimpleNamespace(input=bare, target=tap),
+                SimpleNamespace(input=with_text, target=Action("back"))]
+    policy = Fixed()
+    scores = action_scores(policy, examples, ["none", "text", "image"], MatchConfig(variant="aitw"))
+    assert scores["none"]["n_steps"] == 3 and scores["none"]["step_accuracy"] == pytest.approx(1 / 3)  # 'back' right
+    assert scores["text"]["n_steps"] == 2 and scores["text"]["step_accuracy"] == pytest.approx(1 / 2)  # the tap right
+    assert scores["image"]["n_steps"] == 0  # no example carries an image
+    assert all(x.memory_text is None for x in policy.seen[:3])  # 'none' really hid the text

@@ -26,7 +26,7 @@ from tqdm.auto import tqdm
 
 from guimem.data import Action, DataError
 from guimem.episodes import read_manifest
-from guimem.metrics import MatchConfig
+from guimem.metrics import MatchConfig, step_accuracy
 from guimem.policy import Modality, Policy, PolicyInput
 from guimem.world import Env, Task, WorldConfig, WorldObservation
 
@@ -328,8 +328,12 @@ def action_scores(actor: Any, examples: Sequence[Any], modalities: Sequence[Moda
     """Step and type accuracy of ``actor`` on ``examples`` with the memory shown as each of ``modalities``.
 
     Like :func:`guimem.actor.evaluate_actor` per modality (examples lacking a modality's memory
-    are skipped), but every example is featurised once and the modality chosen at collate time.
+    are skipped). The miniature actor featurises every example once and chooses the modality at
+    collate time; any other :class:`~guimem.policy.Policy` (a Hugging Face VLM) is asked through
+    ``act`` with each input reduced to the modality's memory.
     """
+    if not hasattr(actor, "featurise"):
+        return _policy_action_scores(actor, examples, modalities, match)
     from guimem.actor import score_features
 
     feats = [actor.featurise(ex.input) for ex in examples]
@@ -339,6 +343,51 @@ def action_scores(actor: Any, examples: Sequence[Any], modalities: Sequence[Moda
         out[m] = score_features(actor, [feats[i] for i in keep], [m] * len(keep), [examples[i].target for i in keep],
                                 match)
     return out
+
+
+def _shows(inp: PolicyInput, modality: Modality) -> bool:
+    """Whether ``inp`` carries the memory ``modality`` asks for."""
+    has_text, has_image = inp.memory_text is not None, inp.memory_image is not None
+    return {"none": True, "text": has_text, "image": has_image, "both": has_text and has_image}[modality]
+
+
+def _policy_action_scores(policy: Policy, examples: Sequence[Any], modalities: Sequence[Modality],
+                          match: MatchConfig) -> dict[str, dict[str, Any]]:
+    """:func:`action_scores` for a policy that only offers ``act`` (one call per batch of inputs)."""
+    batch = max(1, int(getattr(policy, "batch_size", 1)))
+    out = {}
+    for m in modalities:
+        keep = [ex for ex in examples if _shows(ex.input, m)]
+        inputs = [ex.input.with_modality(m) for ex in keep]
+        preds = [o.action for lo in range(0, len(inputs), batch) for o in policy.act(inputs[lo:lo + batch])]
+        out[m] = (step_accuracy(preds, [ex.target for ex in keep], [ex.input.elements for ex in keep], match)
+                  if keep else {"n_steps": 0, "step_accuracy": float("nan"), "type_accuracy": float("nan")})
+    return out
+
+
+MINI_ACTOR = "mini"
+"""``actor_model`` value naming the miniature actor trained by the ``actor`` stage."""
+
+
+def load_actor(actor_model: str, actor_dir: str | os.PathLike, batch_size: int = 64,
+               coords: str = "relative_1000", answer_format: str = "json", max_new_tokens: int = 64) -> Policy:
+    """The frozen actor a closed-loop run plays with, chosen by ``actor_model`` (a params.yaml value).
+
+    ``"mini"``: the miniature actor saved by the ``actor`` stage in ``actor_dir``. Anything else is
+    a Hugging Face vision-language model id or local folder, loaded by
+    :class:`guimem.hf_actor.HFVLMActor` from disk only (``HF_HUB_OFFLINE``: it must already be
+    there), answering in ``answer_format`` with coordinates in the ``coords`` convention.
+    """
+    if not isinstance(actor_model, str) or not actor_model.strip():
+        raise DataError("actor_model", f"expected {MINI_ACTOR!r} or a Hugging Face model id / folder, got {actor_model!r}")
+    if actor_model == MINI_ACTOR:
+        from guimem.actor import MiniActor
+
+        return MiniActor.load(actor_dir, batch_size=batch_size)
+    from guimem.hf_actor import HFVLMActor
+
+    return HFVLMActor(actor_model, coords=coords, answer_format=answer_format, max_new_tokens=max_new_tokens,
+                      batch_size=batch_size)
 
 
 def success_table(traces: Iterable[Trace]) -> dict[str, dict[str, Any]]:
