@@ -1167,18 +1167,26 @@ def score_features(actor: MiniActor, feats: Sequence[Features], modalities: Sequ
     return step_accuracy(preds, list(gold), [f.elements for f in feats], match)
 
 
-def step_hits(actor: MiniActor, examples: Sequence[ActorExample], modality: Modality,
-              match: MatchConfig = STRICT_MATCH) -> tuple[np.ndarray, np.ndarray]:
+def step_hits(actor: MiniActor, examples: Sequence[ActorExample], modality: Modality | Sequence[Modality],
+              match: MatchConfig = STRICT_MATCH) -> Any:
     """Per example (``[n]`` bool each): does the actor's action match the demonstrated one, and
-    does its type (the class ``match`` compares)? Every example must carry the memory ``modality`` asks for."""
+    does its type (the class ``match`` compares)? Every example must carry the memory ``modality`` asks for.
+
+    ``modality`` may be a sequence of modalities: then each example is featurised once, and a dict
+    maps every modality to its ``(step hits, type hits)`` pair.
+    """
+    modalities = [modality] if isinstance(modality, str) else list(modality)
     feats = [actor.featurise(ex.input) for ex in examples]
-    steps, types = [], []
-    for lo in range(0, len(feats), actor.batch_size):
-        hi = lo + actor.batch_size
-        for out, ex in zip(actor.act_features(feats[lo:hi], [modality] * len(feats[lo:hi])), examples[lo:hi]):
-            steps.append(action_match(out.action, ex.target, ex.input.elements, match))
-            types.append(action_class(out.action, match) == action_class(ex.target, match))
-    return np.array(steps, dtype=bool), np.array(types, dtype=bool)
+    out = {}
+    for m in modalities:
+        steps, types = [], []
+        for lo in range(0, len(feats), actor.batch_size):
+            hi = lo + actor.batch_size
+            for o, ex in zip(actor.act_features(feats[lo:hi], [m] * len(feats[lo:hi])), examples[lo:hi]):
+                steps.append(action_match(o.action, ex.target, ex.input.elements, match))
+                types.append(action_class(o.action, match) == action_class(ex.target, match))
+        out[m] = (np.array(steps, dtype=bool), np.array(types, dtype=bool))
+    return out[modality] if isinstance(modality, str) else out
 
 
 def evaluate_actor(actor: MiniActor, examples: Sequence[ActorExample], modality: Modality,
