@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from guimem.closed_loop import (Replay, TraceStep, Trace, replay_tasks, load_traces, markdown_table, memory_input, run_closed_loop,
+from guimem.closed_loop import (Replay, TraceStep, Trace, replay_tasks, load_traces, markdown_table, MemoryReader, run_closed_loop,
                                 save_traces, success_table)
 from guimem.data import Action, DataError
 from guimem.demonstrator import run_episode
@@ -95,16 +95,17 @@ def test_memory_is_retrieved_for_every_screen_and_traced_every_step(demos):
     assert all(step.retrieved == (f"m:{t.goal}",) for t in traces for step in t.steps)
 
 
-def test_memory_input_shows_only_the_chosen_modality(demos):
+def test_memory_reader_shows_only_the_chosen_modality(demos):
     config, runs = demos
     task, seed, _ = runs[0]
     obs = World(config).reset(task, seed)
     for modality, has_text, has_image in [("none", False, False), ("text", True, False),
                                           ("image", False, True), ("both", True, True)]:
-        inputs, ids = memory_input(obs, task.goal, [], FakeMemory(), modality, 1, 4)
-        assert (inputs.memory_text is not None, inputs.memory_image is not None) == (has_text, has_image)
-        assert inputs.modality == modality
+        reader = MemoryReader(FakeMemory(), modality, 1)
+        text, image, ids = reader.read(obs, task.goal)
+        assert (text is not None, image is not None) == (has_text, has_image)
         assert ids == (() if modality == "none" else (f"m:{task.goal}",))
+        assert reader.renders == (0 if modality == "none" else 1)  # only the modality shown is rendered
 
 
 def test_success_table_mean_and_spread():

@@ -102,23 +102,6 @@ class _Running:
     success: bool = False
 
 
-def memory_input(obs: WorldObservation, goal: str, history: Sequence[Action], memory: Memory | None,
-                 modality: Modality, k: int, history_len: int) -> tuple[PolicyInput, tuple[str, ...]]:
-    """The actor's input for one screen: memory retrieved for it and shown in ``modality``."""
-    text = image = None
-    ids: tuple[str, ...] = ()
-    if memory is not None and modality != "none":
-        retrieved = memory.retrieve(obs.image, goal, k)
-        ids = tuple(item.id for item in retrieved.items)
-        if modality in ("text", "both"):
-            text = memory.render_text(retrieved)
-        if modality in ("image", "both"):
-            image = memory.render_image(retrieved)
-    inputs = PolicyInput(obs.image, obs.elements, goal, tuple(history[-history_len:]) if history_len else (),
-                         text, image)
-    return inputs, ids
-
-
 def pick_tasks(episodes: Sequence[Any], max_tasks: int, seed: int) -> list[Any]:
     """``max_tasks`` of ``episodes`` drawn at random by ``seed`` (all when 0 or more than there are),
     in their original order. A store may be ordered by template (unseen ones first), so a prefix
