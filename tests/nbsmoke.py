@@ -66,3 +66,21 @@ def run_notebook(name: str, tmp_path: Path, metrics_param: str | None = None, **
     if not isinstance(metrics, dict):
         raise AssertionError(f"{written}: metrics must be a JSON object, got {type(metrics).__name__}")
     return metrics
+
+
+def tiny_segmented_world(tmp_path: Path, n_train: int, n_test: int) -> Path:
+    """A tiny world and its rule segmentation at the default paths under ``tmp_path``, as the
+    ``world`` and ``segmentation`` stages would leave them (the start of every later smoke run)."""
+    from guimem.demonstrator import generate_dataset
+    from guimem.episodes import load_episodes
+    from guimem.judge import RuleJudge
+    from guimem.segmentation import make_segmenter, save_subgoals, segment_episodes
+    from guimem.world import WorldConfig
+
+    root = Path(tmp_path)
+    generate_dataset(WorldConfig(n_train=n_train, n_test=n_test), root / "data" / "world", seed=0, progress=False)
+    segmenter = make_segmenter("rule", RuleJudge())
+    for split in ("train", "test"):
+        episodes = load_episodes(root / "data" / "world" / split)
+        save_subgoals(root / "data" / "segmentation" / f"{split}.jsonl", segment_episodes(episodes, segmenter, False))
+    return root

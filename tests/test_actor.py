@@ -303,19 +303,9 @@ def test_kfold_examples_never_show_an_episode_its_own_memory(tmp_path):
 @pytest.fixture(scope="module")
 def actor_stage(tmp_path_factory):
     """A tiny world, segmented and turned into memories by 02/03, then the 04_actor notebook."""
-    from nbsmoke import run_notebook
+    from nbsmoke import run_notebook, tiny_segmented_world
 
-    from guimem.demonstrator import generate_dataset
-    from guimem.judge import RuleJudge
-    from guimem.segmentation import make_segmenter, save_subgoals, segment_episodes
-    from guimem.world import WorldConfig
-
-    tmp = tmp_path_factory.mktemp("actor_nb")
-    generate_dataset(WorldConfig(n_train=12, n_test=3), tmp / "data" / "world", seed=0, progress=False)
-    segmenter = make_segmenter("rule", RuleJudge())
-    for split in ("train", "test"):
-        episodes = load_episodes(tmp / "data" / "world" / split)
-        save_subgoals(tmp / "data" / "segmentation" / f"{split}.jsonl", segment_episodes(episodes, segmenter, False))
+    tmp = tiny_segmented_world(tmp_path_factory.mktemp("actor_nb"), n_train=12, n_test=3)
     embedders = dict(image_embedder="pixels", text_embedder="hashing", cache_dir=str(tmp / "cache"))
     run_notebook("02_graph_build", tmp, pca_dim=8, tau_sweep=[0.9], theta_sweep=[0.9], **embedders)
     run_notebook("03_retrieval_eval", tmp, ks=[1], tau_sweep=[0.9], **embedders)

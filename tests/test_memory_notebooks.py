@@ -4,11 +4,7 @@ import json
 
 import pytest
 
-from guimem.demonstrator import generate_dataset
 from guimem.episodes import load_episodes
-from guimem.judge import RuleJudge
-from guimem.segmentation import make_segmenter, save_subgoals, segment_episodes
-from guimem.world import WorldConfig
 
 TINY = dict(image_embedder="pixels", text_embedder="hashing", pca_dim=8, tau_sweep=[0.9, 0.97],
             theta_sweep=[0.8, 1.0])
@@ -17,13 +13,9 @@ TINY = dict(image_embedder="pixels", text_embedder="hashing", pca_dim=8, tau_swe
 @pytest.fixture(scope="module")
 def stage_dir(tmp_path_factory):
     """A tiny world and its rule segmentation at the default paths, as 00 and 01 would leave them."""
-    tmp = tmp_path_factory.mktemp("memory_nb")
-    generate_dataset(WorldConfig(n_train=10, n_test=3), tmp / "data" / "world", seed=0, progress=False)
-    segmenter = make_segmenter("rule", RuleJudge())
-    for split in ("train", "test"):
-        episodes = load_episodes(tmp / "data" / "world" / split)
-        save_subgoals(tmp / "data" / "segmentation" / f"{split}.jsonl", segment_episodes(episodes, segmenter, False))
-    return tmp
+    from nbsmoke import tiny_segmented_world
+
+    return tiny_segmented_world(tmp_path_factory.mktemp("memory_nb"), n_train=10, n_test=3)
 
 
 @pytest.fixture(scope="module")
