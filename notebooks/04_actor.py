@@ -50,8 +50,8 @@ k_folds = 4  # training memories are rebuilt k times, each without one fold of t
 kinds_per_step = 1  # memory kinds (of smg, flat, action_graph, task_graph) drawn per training step
 max_history = 4  # earlier actions the actor sees
 epochs = 5  # passes over the training examples (5 keeps the stage within its 5-minute budget on 2 cores)
-batch_size = 16  # examples per optimizer step
-lr = 0.002  # AdamW peak learning rate (linear warm-up, cosine decay)
+batch_size = 32  # examples per optimizer step
+lr = 0.003  # AdamW peak learning rate (linear warm-up, cosine decay)
 weight_decay = 0.01  # AdamW weight decay
 warmup_steps = 50  # optimizer steps of learning-rate warm-up
 goal_dropout = 0.0  # chance per example and epoch that the goal is hidden (forces reading the memory)
@@ -65,7 +65,10 @@ max_memory_tokens = 64  # memory text truncated to this many tokens (the first i
 mimetic_init = 1.0  # attention query and key projections start equal, at this times identity (0: plain init)
 word_init_scale = 3.0  # word embeddings start this many times larger than the other embeddings
 exact_match = True  # screen patches carry exact-match codes against the goal and the memory text
+role_channel = True  # screen patches carry the UI-tree role of the widget under them (button, field, toggle, ...)
+act_context = True  # the [ACT] token carries the types of the last two actions (or "none yet")
 type_loss_weight = 1.0  # weight of the action-type loss among the heads' losses
+type_balance = 0.0  # action-type loss weights (count / mean) ** -type_balance (0: unweighted)
 max_train_episodes = 0  # size knob: learn from the first N training episodes only (0: all)
 max_eval_steps = 0  # held-out test steps scored per condition (a fixed random sample; 0: all)
 torch_threads = 2  # CPU threads for training (results are reproducible for a fixed count)
@@ -177,6 +180,14 @@ print(f"{len(steps)} held-out steps x {len(MEMORIES)} memories = {len(held)} exa
 # few thousand steps do not teach a from-scratch transformer to align words across the prompt;
 # this one feature does, and the model still has to learn when to trust it.
 #
+# Two more inputs carry what an accessibility tree and the agent's own past make plain, and
+# what such a model otherwise learns too slowly to decide *which kind* of action comes next:
+# each screen patch adds the embedding of the **role** of the widget under it (button, field,
+# toggle, list item, dialog, ...; `role_channel`), and the `[ACT]` token adds the embeddings of
+# the **types of the last two actions** (or "none yet"; `act_context`) — the previous action as
+# a direct input of the decision, as recurrent agents get it. Without them the type head stayed
+# at the prior (always `tap`) after five epochs, and showing memory text cost accuracy.
+#
 # The memory image (the anchor screens with the past actions marked) is patched like the
 # screen but gets **no** words and no match code: it is pixels only. The memory text is word
 # tokens. Every head reads the final `[ACT]` token: the action type, a pointer over screen
@@ -187,11 +198,13 @@ print(f"{len(steps)} held-out steps x {len(MEMORIES)} memories = {len(held)} exa
 # %%
 config = TrainConfig(
     epochs=epochs, batch_size=batch_size, lr=lr, weight_decay=weight_decay, warmup_steps=warmup_steps,
-    modality_weights=tuple(modality_weights), goal_dropout=goal_dropout, max_eval_examples=len(watch),
+    modality_weights=tuple(modality_weights), goal_dropout=goal_dropout, type_balance=type_balance,
+    max_eval_examples=len(watch),
     model=dict(hidden_size=hidden_size, num_hidden_layers=num_hidden_layers, num_attention_heads=num_attention_heads,
                intermediate_size=intermediate_size, dropout=dropout, max_memory_tokens=max_memory_tokens,
                max_history=max_history, mimetic_init=mimetic_init, word_init_scale=word_init_scale,
-               exact_match=exact_match, type_loss_weight=type_loss_weight))
+               exact_match=exact_match, role_channel=role_channel, act_context=act_context,
+               type_loss_weight=type_loss_weight))
 actor, history = train_actor(examples, config, seed, eval_examples=watch)
 n_params = sum(p.numel() for p in actor.model.parameters())
 print(f"{n_params:,} parameters")  # speed: benchmarks/bench_actor.py (timings would make this report differ run to run)

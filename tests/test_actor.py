@@ -15,11 +15,12 @@ import yaml
 from PIL import Image, ImageDraw
 
 from guimem.actor import (
-    ACT, DIRECTIONS, IGNORE, N_MATCH, SEG_ACT, SEG_GOAL, SEG_HISTORY, SEG_MEMORY_IMAGE, SEG_MEMORY_TEXT, SEG_SCREEN,
+    ACT, ACT_CONTEXT_SLOTS, DIRECTIONS, IGNORE, N_MATCH, N_ROLE_SPECIAL, SEG_ACT, SEG_GOAL, SEG_HISTORY, SEG_MEMORY_IMAGE, SEG_MEMORY_TEXT, SEG_SCREEN,
     ActorConfig, ActorExample, GuiActor, MiniActor, TrainConfig, assign_folds, build_kfold_examples,
-    build_vocabulary, collate, decode, element_patches, featurise, match_ids, modality_batches, patch_of,
-    swipe_direction, targets_for, train_actor,
+    act_context_ids, build_vocabulary, collate, decode, element_patches, featurise, match_ids, modality_batches,
+    patch_of, role_ids, swipe_direction, targets_for, train_actor, type_class_weights,
 )
+from guimem.data import ACTION_TYPES
 from guimem.data import Action, DataError, Episode, Observation, Step, UIElement
 from guimem.episodes import load_episodes, save_episodes
 from guimem.policy import MODALITIES, PolicyInput
@@ -126,6 +127,53 @@ def test_exact_match_codes_follow_goal_and_shown_memory(vocab, model):
     assert partial.tolist() == [1 + N_MATCH * 1, 0]
 
 
+def test_role_ids_name_the_innermost_widget_under_each_patch():
+    grid = (4, 2)  # 4 rows x 2 columns of patches; centres at x 0.25 / 0.75, y 0.125 / 0.375 / ...
+    row = UIElement("r", "list_item", "Wi-Fi", bounds=(0.0, 0.0, 1.0, 0.5), clickable=True)
+    toggle = UIElement("t", "toggle", "", bounds=(0.5, 0.25, 1.0, 0.5), clickable=True)  # inside the row
+    odd = UIElement("x", "slider", "", bounds=(0.0, 0.75, 0.5, 1.0))  # a role not in the list
+    ids = role_ids((row, toggle, odd), ["list_item", "toggle"], grid).tolist()
+    li, tg = N_ROLE_SPECIAL + 0, N_ROLE_SPECIAL + 1
+    assert ids == [li, li, li, tg, 0, 0, 1, 0]
+    assert role_ids((odd, toggle, row), ["list_item", "toggle"], grid).tolist() == ids  # order does not matter
+
+
+def test_act_context_ids_hold_the_last_two_types_most_recent_first():
+    width = 1 + len(ACTION_TYPES)
+    assert act_context_ids(()).tolist() == [0, width]  # first step: "none" in both slots
+    one = (Action("tap", point=(0.5, 0.5)),)
+    assert act_context_ids(one).tolist() == [1 + ACTION_TYPES.index("tap"), width]
+    three = one + (Action("type", text="hi"), Action("enter"))
+    assert act_context_ids(three).tolist() == [1 + ACTION_TYPES.index("enter"), width + 1 + ACTION_TYPES.index("type")]
+    assert len(act_context_ids(three)) == ACT_CONTEXT_SLOTS
+
+
+def test_role_and_context_inputs_reach_the_act_token(vocab, model):
+    cfg = model.config
+    f = featurise(an_input("none"), vocab, cfg)
+    other = featurise(PolicyInput(screen(), BUTTONS, an_input().goal, (Action("back"),)), vocab, cfg)
+    assert f.history_ids.tolist() != other.history_ids.tolist()
+    # same history tokens, different context: only the [ACT] token's embedding changes
+    swapped = type(f)(**{**f.__dict__, "act_context": other.act_context})
+    with torch.no_grad():
+        a = model(**collate([f], ["none"], cfg, vocab), output_hidden_states=True).act_hidden_states[0, 0]
+        b = model(**collate([swapped], ["none"], cfg, vocab), output_hidden_states=True).act_hidden_states[0, 0]
+    assert not torch.allclose(a, b)
+    off = ActorConfig(**{**cfg.to_dict(), "role_channel": False, "act_context": False})
+    batch = collate([f], ["none"], off, vocab)
+    assert "role_ids" not in batch and "act_context_ids" not in batch
+
+
+def test_type_class_weights_follow_inverse_frequency():
+    ex = [ActorExample(an_input("none"), Action("tap", point=(0.5, 0.5)))] * 9 + [ActorExample(an_input("none"),
+                                                                                                Action("back"))]
+    assert type_class_weights(ex, 0.0) is None
+    w = type_class_weights(ex, 0.5)
+    tap, back = ACTION_TYPES.index("tap"), ACTION_TYPES.index("back")
+    assert w[tap] == pytest.approx((9 / 5) ** -0.5) and w[back] == pytest.approx((1 / 5) ** -0.5)
+    assert all(v == 1.0 for i, v in enumerate(w) if i not in (tap, back))
+
+
 def test_missing_memory_modality_is_refused(vocab, model):
     f = featurise(an_input("text"), vocab, model.config)
     with pytest.raises(DataError, match="modality"):
@@ -141,7 +189,8 @@ def test_hidden_states_at_the_final_prompt_token(vocab, model):
     with torch.no_grad():
         out = model(**batch, output_hidden_states=True)
         embedded = model.embed(*(batch[k] for k in ("input_ids", "patch_pixels", "patch_words", "segment_ids",
-                                                    "position_ids", "row_ids", "col_ids", "match_ids")))
+                                                    "position_ids", "row_ids", "col_ids", "match_ids",
+                                                    "role_ids", "act_context_ids")))
     last = batch["attention_mask"].sum(1) - 1  # the last real position of every row
     assert out.act_hidden_states.shape == (4, cfg.num_hidden_layers + 1, cfg.hidden_size)
     assert len(out.hidden_states) == cfg.num_hidden_layers + 1

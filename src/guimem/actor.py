@@ -18,6 +18,10 @@ One prompt is one token sequence, in this order::
   steps does not learn to align a word in the prompt with the same word on screen; this does it
   for it, and the model still learns when to trust the match. Without memory text the memory
   half of the code is "none", so the code is part of what showing the text changes.
+* **Widget roles** (``role_channel``, on by default). Each screen patch also adds the embedding
+  of the UI-tree role (button, field, toggle, list item, dialog, ...; ``config.widget_roles``,
+  learned from the training screens) of the innermost widget under its centre: the widget class
+  an accessibility tree gives every AITW-style agent.
 * **Goal, memory text.** Word tokens (:mod:`guimem.tokenizer`) with 1-D positions.
 * **History.** The last ``max_history`` actions, two tokens each: the type and a coarse
   argument (the 3x3 screen cell of a point, the direction of a swipe, or none).
@@ -28,7 +32,9 @@ One prompt is one token sequence, in this order::
   less legible than the live screen, so giving it the word channel would hand the image the
   text's advantage for free.
 * Every position adds its segment's embedding (screen, goal, history, memory text, memory
-  image, act). The final ``[ACT]`` token is where every head reads the model's decision.
+  image, act). The final ``[ACT]`` token is where every head reads the model's decision; it
+  also adds the embeddings of the last two action types (``act_context``, on by default; "none
+  yet" at the start of an episode), the previous action as a direct input of the decision.
 
 The encoder is a pre-LN transformer (bidirectional attention, padding masked), initialised for
 small data: query and key projections start equal and near ``mimetic_init`` x identity (mimetic
@@ -95,6 +101,9 @@ _DIRECTION_VECTORS = {"up": (0.0, -1.0), "down": (0.0, 1.0), "left": (-1.0, 0.0)
 SEG_PAD, SEG_SCREEN, SEG_GOAL, SEG_HISTORY, SEG_MEMORY_TEXT, SEG_MEMORY_IMAGE, SEG_ACT = range(7)
 SEGMENTS: tuple[str, ...] = ("pad", "screen", "goal", "history", "memory_text", "memory_image", "act")
 
+N_ROLE_SPECIAL = 2  # role ids: 0 = no widget under the patch centre, 1 = a role not seen in training
+ACT_CONTEXT_SLOTS = 2  # the [ACT] token's context: the types of the last and the second-to-last action
+
 STRICT_MATCH = MatchConfig(variant="aitw", text_rule="token_f1", match_app_name=True)
 """Step matching used to score the actor: AITW touch rules, typed text by token F1, app names compared."""
 
@@ -139,13 +148,19 @@ class ActorConfig(PretrainedConfig):
     app_names: list[str] | None = None  # classes of the open_app head, in order
     offset_loss_weight: float = 1.0  # weight of the L1 in-patch offset loss
     type_loss_weight: float = 1.0  # weight of the action-type cross-entropy
+    type_class_weights: list[float] | None = None  # per-class weights of that cross-entropy (None: all 1)
     mimetic_init: float = 1.0  # query = key projection starts near this x identity (0: plain random init)
     word_init_scale: float = 3.0  # word embeddings start this many times larger than the other embeddings
     exact_match: bool = True  # screen patches flag whether their label's words occur in the goal / memory text
+    widget_roles: list[str] | None = None  # UI-tree roles a screen patch can carry (set from the training screens)
+    role_channel: bool = True  # each screen patch adds the embedding of the role of the widget under its centre
+    act_context: bool = True  # the [ACT] token adds embeddings of the last two action types (or "none yet")
 
     def __post_init__(self, **kwargs):
         if self.app_names is None:
             self.app_names = []
+        if self.widget_roles is None:
+            self.widget_roles = []
         super().__post_init__(**kwargs)
 
     @property
@@ -198,6 +213,11 @@ class PatchProjection(nn.Linear):
 
 class WordEmbedding(nn.Embedding):
     """Word embeddings shared by text tokens and screen labels (its own type for its init)."""
+
+
+class FactEmbedding(nn.Embedding):
+    """Embeddings of categorical facts from the UI tree and the history (widget roles, recent action
+    types); initialised at the word scale so a fact is as visible as a word from the start."""
 
 
 class QKVProjection(nn.Linear):
@@ -256,11 +276,14 @@ class PromptEmbedding(nn.Module):
         self.position = nn.Embedding(text_len + 1, d, padding_idx=0)  # 0 = not a text token
         self.segment = nn.Embedding(len(SEGMENTS), d, padding_idx=SEG_PAD)
         self.match = nn.Embedding(1 + N_MATCH ** 2, d, padding_idx=0)  # 0 = no label (or feature off)
+        self.role = FactEmbedding(N_ROLE_SPECIAL + len(config.widget_roles), d, padding_idx=0)  # 0 = no widget
+        self.act_context = FactEmbedding(ACT_CONTEXT_SLOTS * (1 + len(ACTION_TYPES)), d)  # per slot: none + types
         self.drop = nn.Dropout(config.dropout)
 
     def forward(self, input_ids: torch.Tensor, patch_pixels: torch.Tensor, patch_words: torch.Tensor,
                 segment_ids: torch.Tensor, position_ids: torch.Tensor, row_ids: torch.Tensor,
-                col_ids: torch.Tensor, match_ids: torch.Tensor | None = None) -> torch.Tensor:
+                col_ids: torch.Tensor, match_ids: torch.Tensor | None = None, role_ids: torch.Tensor | None = None,
+                act_context_ids: torch.Tensor | None = None) -> torch.Tensor:
         is_patch = (row_ids > 0).unsqueeze(-1)  # [batch, seq, 1]
         pixels = (patch_pixels.float() / 255.0 - 0.5) / 0.25  # [batch, seq, 3*p*p], roughly unit scale
         label_sum = self.words(patch_words).sum(-2)  # [batch, seq, d_model]; PAD rows are zero
@@ -269,6 +292,11 @@ class PromptEmbedding(nn.Module):
              + is_patch * self.patch(pixels) + self.row(row_ids) + self.col(col_ids) + label_sum / n_labels)
         if match_ids is not None:
             x = x + self.match(match_ids)
+        if role_ids is not None:
+            x = x + self.role(role_ids)
+        if act_context_ids is not None:  # [batch, ACT_CONTEXT_SLOTS], added at each row's [ACT] token
+            rows = torch.arange(len(x), device=x.device)
+            x = x.index_put((rows, _act_index(segment_ids)), self.act_context(act_context_ids).sum(1), accumulate=True)
         return self.drop(x)  # [batch, seq, d_model]
 
 
@@ -315,10 +343,11 @@ class GuiActor(PreTrainedModel):
         if isinstance(module, PatchProjection) and not getattr(module.weight, "_is_hf_initialized", False):
             with torch.no_grad():
                 module.weight.normal_(0.0, cfg.initializer_range / math.sqrt(module.in_features))
-        if isinstance(module, WordEmbedding) and not getattr(module.weight, "_is_hf_initialized", False):
+        if isinstance(module, (WordEmbedding, FactEmbedding)) and not getattr(module.weight, "_is_hf_initialized", False):
             with torch.no_grad():
                 module.weight.normal_(0.0, cfg.initializer_range * cfg.word_init_scale)
-                module.weight[module.padding_idx].zero_()
+                if module.padding_idx is not None:
+                    module.weight[module.padding_idx].zero_()
         fresh = not getattr(getattr(module, "weight", None), "_is_hf_initialized", False)
         if isinstance(module, QKVProjection) and cfg.mimetic_init > 0 and fresh:
             d = cfg.hidden_size
@@ -330,6 +359,7 @@ class GuiActor(PreTrainedModel):
     def forward(self, input_ids: torch.Tensor, patch_pixels: torch.Tensor, patch_words: torch.Tensor,
                 segment_ids: torch.Tensor, position_ids: torch.Tensor, row_ids: torch.Tensor,
                 col_ids: torch.Tensor, attention_mask: torch.Tensor, match_ids: torch.Tensor | None = None,
+                role_ids: torch.Tensor | None = None, act_context_ids: torch.Tensor | None = None,
                 output_hidden_states: bool = False, type_labels: torch.Tensor | None = None,
                 patch_labels: torch.Tensor | None = None, patch_set_labels: torch.Tensor | None = None,
                 offset_labels: torch.Tensor | None = None, direction_labels: torch.Tensor | None = None,
@@ -338,15 +368,17 @@ class GuiActor(PreTrainedModel):
         """Run the prompt; with ``type_labels`` also the loss (other labels ``IGNORE`` where absent).
 
         Inputs are what :func:`collate` builds: ``[batch, seq]`` ids/masks, ``patch_pixels``
-        ``[batch, seq, 3*p*p]`` uint8, ``patch_words`` ``[batch, seq, max_words_per_patch]`` and
-        ``match_ids`` ``[batch, seq]`` (see :func:`match_ids`).
+        ``[batch, seq, 3*p*p]`` uint8, ``patch_words`` ``[batch, seq, max_words_per_patch]``,
+        ``match_ids`` ``[batch, seq]`` (see :func:`match_ids`), ``role_ids`` ``[batch, seq]`` (see
+        :func:`role_ids`) and ``act_context_ids`` ``[batch, 2]`` (see :func:`act_context_ids`).
         """
         n_patch = self.config.n_screen_patches
         act_index = _act_index(segment_ids)  # [batch]
         rows = torch.arange(len(act_index), device=act_index.device)
         key_mask = attention_mask.bool()[:, None, None, :]  # [batch, 1, 1, seq]
 
-        h = self.embed(input_ids, patch_pixels, patch_words, segment_ids, position_ids, row_ids, col_ids, match_ids)
+        h = self.embed(input_ids, patch_pixels, patch_words, segment_ids, position_ids, row_ids, col_ids, match_ids,
+                       role_ids, act_context_ids)
         states = [h]  # residual stream: index 0 = embedding output
         for block in self.blocks:
             h = block(h, key_mask)
@@ -390,7 +422,9 @@ class GuiActor(PreTrainedModel):
         swipe) is an equally right place to touch, so its loss is the negative log of the
         probability mass on the set (plain CE on ``patch_labels`` when no set is given).
         """
-        terms = {"type": self.config.type_loss_weight * F.cross_entropy(out.type_logits, type_labels)}
+        weights = self.config.type_class_weights
+        weights = None if not weights else torch.tensor(weights, dtype=out.type_logits.dtype)
+        terms = {"type": self.config.type_loss_weight * F.cross_entropy(out.type_logits, type_labels, weight=weights)}
         if patch_set_labels is not None and bool(patch_set_labels.any()):
             has = patch_set_labels.any(-1)  # [batch]
             logits = out.pointer_logits[has]  # [n, n_patch]
@@ -438,6 +472,8 @@ class Features:
     screen_words: torch.Tensor  # [n_screen_patches, max_words_per_patch] long, 0 = none
     goal_ids: torch.Tensor  # [n_goal] long
     history_ids: torch.Tensor  # [2 * n_history] long
+    screen_roles: torch.Tensor  # [n_screen_patches] long, see :func:`role_ids`
+    act_context: torch.Tensor  # [ACT_CONTEXT_SLOTS] long, see :func:`act_context_ids`
     memory_text_ids: torch.Tensor | None  # [n_memory_tokens] long
     memory_pixels: torch.Tensor | None  # [n_memory_patches, 3*p*p] uint8
     goal: str  # the goal text, for decoding spans ...
@@ -516,6 +552,44 @@ def label_words(elements: Sequence[UIElement], vocab: Vocabulary, grid: tuple[in
     return out
 
 
+def role_ids(elements: Sequence[UIElement], roles: Sequence[str], grid: tuple[int, int]) -> torch.Tensor:
+    """``[rows*cols]`` the role of the innermost widget under each patch centre, from the UI tree.
+
+    0 where no element covers the centre, 1 for a role not in ``roles``, else ``2 + roles.index``.
+    The innermost widget is the smallest one by area (a toggle inside its list row is the toggle).
+    This is the widget class an accessibility tree gives every AITW-style agent; like the word
+    channel it stands in for what a real VLM reads off the pixels.
+    """
+    rows, cols = grid
+    out = [0] * (rows * cols)
+    area = [math.inf] * (rows * cols)
+    index = {r: N_ROLE_SPECIAL + i for i, r in enumerate(roles)}
+    for el in elements:
+        x0, y0, x1, y1 = el.bounds
+        a = (x1 - x0) * (y1 - y0)
+        for idx in element_patches(el.bounds, grid):
+            if a < area[idx]:
+                area[idx], out[idx] = a, index.get(el.role, 1)
+    return torch.tensor(out, dtype=torch.long)
+
+
+def act_context_ids(history: Sequence[Action]) -> torch.Tensor:
+    """``[ACT_CONTEXT_SLOTS]`` ids of the last action types, most recent first: slot ``j`` holds
+    ``j * (1 + n_types) + 1 + type index``, or ``j * (1 + n_types)`` when the episode has no ``j+1``-th
+    last action (so slot 0 also says "this is the first step").
+
+    The history tokens carry the same types, but a transformer trained for minutes on a few
+    thousand steps does not learn to route them to ``[ACT]`` (its type head stayed at the prior
+    with the history tokens alone); the previous action as a direct input of the decision is the
+    usual remedy of recurrent agents.
+    """
+    width = 1 + len(ACTION_TYPES)
+    recent = list(history)[::-1][:ACT_CONTEXT_SLOTS]
+    ids = [j * width + (1 + ACTION_TYPES.index(recent[j].type) if j < len(recent) else 0)
+           for j in range(ACT_CONTEXT_SLOTS)]
+    return torch.tensor(ids, dtype=torch.long)
+
+
 def history_ids(history: Sequence[Action], vocab: Vocabulary, max_history: int) -> torch.Tensor:
     """``[2 * min(len(history), max_history)]`` ids: per action its type and a coarse argument."""
     ids: list[int] = []
@@ -559,6 +633,8 @@ def featurise(inp: PolicyInput, vocab: Vocabulary, config: ActorConfig,
                                  config.max_label_patches),
         goal_ids=torch.tensor([vocab.id(t.word) for t in goal_tokens], dtype=torch.long),
         history_ids=history_ids(inp.history, vocab, config.max_history),
+        screen_roles=role_ids(inp.elements, config.widget_roles, config.screen_grid),
+        act_context=act_context_ids(inp.history),
         memory_text_ids=mem_text, memory_pixels=mem_pixels,
         goal=inp.goal, goal_tokens=goal_tokens, elements=tuple(inp.elements))
 
@@ -601,6 +677,10 @@ def collate(features: Sequence[Features], modalities: Sequence[Modality], config
         "attention_mask": torch.zeros(b, s, dtype=torch.long),
         "match_ids": torch.zeros(b, s, dtype=torch.long),  # [batch, seq]; screen patches only
     }
+    if config.role_channel:
+        batch["role_ids"] = torch.zeros(b, s, dtype=torch.long)  # [batch, seq]; screen patches only
+    if config.act_context:
+        batch["act_context_ids"] = torch.stack([f.act_context for f in features])  # [batch, ACT_CONTEXT_SLOTS]
     for i, (parts, f) in enumerate(zip(rows, features)):
         at = 0
         for seg, t, _ in parts:
@@ -613,6 +693,8 @@ def collate(features: Sequence[Features], modalities: Sequence[Modality], config
                 batch["row_ids"][i, sl], batch["col_ids"][i, sl] = rc[0], rc[1]
                 if seg == SEG_SCREEN:
                     batch["patch_words"][i, sl] = f.screen_words
+                    if config.role_channel:
+                        batch["role_ids"][i, sl] = f.screen_roles
                     if config.exact_match:
                         shown = f.memory_text_ids if modalities[i] in ("text", "both") else None
                         batch["match_ids"][i, sl] = match_ids(f.screen_words, f.goal_ids, shown, vocab)
@@ -1013,6 +1095,7 @@ class TrainConfig:
     min_count: int = 2  # words seen fewer times share hash buckets
     n_hash_buckets: int = 64
     goal_dropout: float = 0.0  # chance per example and epoch that the goal is hidden (the memory must tell)
+    type_balance: float = 0.0  # action-type loss weights (count / mean count) ** -type_balance (0: unweighted)
     max_eval_examples: int = 512  # held-out examples scored after each epoch
     model: Mapping[str, Any] = field(default_factory=dict)  # ActorConfig overrides
 
@@ -1096,7 +1179,10 @@ def train_actor(examples: Sequence[ActorExample], config: TrainConfig, seed: int
     rng = np.random.default_rng(seed)
     vocab = build_vocabulary(examples, config.min_count, config.n_hash_buckets)
     apps = sorted({ex.target.text for ex in examples if ex.target.type == "open_app" and ex.target.text})
-    model_cfg = ActorConfig(**{**dict(config.model), "vocab_size": len(vocab), "app_names": apps})
+    roles = sorted({el.role for ex in examples for el in ex.input.elements})
+    model_cfg = ActorConfig(**{**dict(config.model), "vocab_size": len(vocab), "app_names": apps,
+                               "widget_roles": roles,
+                               "type_class_weights": type_class_weights(examples, config.type_balance)})
     model = GuiActor(model_cfg)
     patcher = ImagePatcher()
     feats = [featurise(ex.input, vocab, model_cfg, patcher)
@@ -1143,6 +1229,16 @@ def train_actor(examples: Sequence[ActorExample], config: TrainConfig, seed: int
             history.eval_type_accuracy.append(scores["type_accuracy"])
     bar.close()
     return MiniActor(model.eval(), vocab), history
+
+
+def type_class_weights(examples: Sequence[ActorExample], balance: float) -> list[float] | None:
+    """Per action type, ``(count / mean count) ** -balance`` over the types seen in ``examples``
+    (0.5: inverse square root of frequency); unseen types get weight 1. ``None`` when ``balance`` is 0."""
+    if balance == 0:
+        return None
+    counts = np.bincount([ACTION_TYPES.index(ex.target.type) for ex in examples], minlength=len(ACTION_TYPES))
+    mean = counts[counts > 0].mean()
+    return [float((c / mean) ** -balance) if c else 1.0 for c in counts]
 
 
 def _warmup_cosine(warmup: int, total: int) -> Callable[[int], float]:
