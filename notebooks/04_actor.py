@@ -31,7 +31,7 @@
 # (the memories, to rebuild them without each training episode) and `data/retrieval_eval/`
 # (the experience each memory retrieved at every held-out step). **Writes** `data/actor/model/`
 # (`config.json`, `model.safetensors`, `vocab.json`), `metrics/actor.json` and
-# `figures/actor_{training_curves,accuracy_by_condition}.png`.
+# `figures/actor_{training_curves,accuracy_by_condition,memory_effect}.png`.
 #
 # **Paper.** The actor of the SMG paper's main table (there: Qwen3-VL-8B prompted with the
 # memory block) and the frozen actor SwitchMem routes between text and image memory for —
@@ -350,6 +350,32 @@ for kind in MEMORIES:
     print(f"{MEMORY_LABELS[kind]:14s} right experience shown at {right.mean():.0%} of steps; as text there "
           f"{r['none']:.3f} -> {r['memory']:.3f} (+{r['fixed']}/-{r['broken']}, p = {r['p_value']:.3f}); "
           f"elsewhere {w['none']:.3f} -> {w['memory']:.3f} (+{w['fixed']}/-{w['broken']})")
+
+# %% [markdown]
+# The two splits side by side: held-out step accuracy with no memory and with the memory's
+# text, where it retrieved the right experience and where it did not (left), and where its text
+# quotes the element to touch that the goal does not name (right). Same steps within each pair.
+
+# %%
+fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.6), sharey=True)
+x = np.arange(len(MEMORIES))
+for j, (label, key, m) in enumerate((("right experience, none", "right", "none"),
+                                     ("right experience, text", "right", "memory"),
+                                     ("wrong experience, none", "wrong", "none"),
+                                     ("wrong experience, text", "wrong", "memory"))):
+    a.bar(x + (j - 1.5) * 0.2, [shown_right[k][f"text/{key}"][m] for k in MEMORIES], 0.2,
+          color=MODALITY_COLORS["none" if m == "none" else "text"], alpha=1.0 if key == "right" else 0.45,
+          hatch="" if key == "right" else "//", label=label)
+a.set_xticks(x, [MEMORY_LABELS[k] for k in MEMORIES])
+a.set(ylabel="held-out step accuracy", ylim=(0, 1), title="Right vs wrong experience retrieved (hit_shown)")
+a.legend(fontsize=7, loc="upper left", ncols=2)
+for j, m in enumerate(MODALITIES):
+    b.bar(x + (j - 1.5) * 0.2, [informative[k][m] for k in MEMORIES], 0.2, color=MODALITY_COLORS[m],
+          label=f"memory as {m}")
+b.set_xticks(x, [f"{MEMORY_LABELS[k]}\n({informative[k]['share_of_steps']:.0%} of steps)" for k in MEMORIES])
+b.set(title="Where the memory names the target and the goal does not")
+b.legend(fontsize=7, loc="upper left", ncols=2)
+save_figure(fig, figure_path(figures_dir, "actor", "memory_effect"))
 
 # %%
 aitw = evaluate_actor(actor, by_kind["smg"], "none", MatchConfig(variant="aitw"))

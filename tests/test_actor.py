@@ -6,6 +6,7 @@ a 32x16-pixel screen): the properties tested do not depend on size.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -15,10 +16,10 @@ import yaml
 from PIL import Image, ImageDraw
 
 from guimem.actor import (
-    ACT, ACT_CONTEXT_SLOTS, DIRECTIONS, IGNORE, N_MATCH, N_ROLE_SPECIAL, SEG_ACT, SEG_GOAL, SEG_HISTORY, SEG_MEMORY_IMAGE, SEG_MEMORY_TEXT, SEG_SCREEN,
+    ACT, ACT_CONTEXT_SLOTS, DIRECTIONS, IGNORE, MEMORY_MATCH, N_MATCH, N_ROLE_SPECIAL, SEG_ACT, SEG_GOAL, SEG_HISTORY, SEG_MEMORY_IMAGE, SEG_MEMORY_TEXT, SEG_SCREEN,
     ActorConfig, ActorExample, GuiActor, MiniActor, TrainConfig, assign_folds, build_kfold_examples,
-    act_context_ids, build_vocabulary, collate, decode, element_patches, featurise, match_ids, modality_batches,
-    patch_of, role_ids, swipe_direction, targets_for, train_actor, type_class_weights,
+    act_context_ids, build_vocabulary, collate, decision_facts, decode, element_patches, featurise, match_ids, modality_batches,
+    memory_match_ids, patch_of, role_ids, swipe_direction, targets_for, train_actor, type_class_weights,
 )
 from guimem.data import ACTION_TYPES
 from guimem.data import Action, DataError, Episode, Observation, Step, UIElement
@@ -127,15 +128,38 @@ def test_exact_match_codes_follow_goal_and_shown_memory(vocab, model):
     assert partial.tolist() == [1 + N_MATCH * 1, 0]
 
 
+def test_memory_text_words_flag_whether_the_goal_holds_them(vocab, model):
+    cfg = model.config
+    f = featurise(an_input("both", goal="Open the display page"), vocab, cfg)
+    for memory in MODALITIES:
+        batch = collate([f], [memory], cfg, vocab)
+        seg, codes, ids = batch["segment_ids"][0], batch["match_ids"][0], batch["input_ids"][0]
+        on_text = seg == SEG_MEMORY_TEXT
+        assert bool(on_text.any()) == (memory in ("text", "both"))
+        assert not bool((codes[(seg != SEG_SCREEN) & ~on_text] > 0).any())  # goal, history, image, act: no code
+        for word, code in zip(ids[on_text].tolist(), codes[on_text].tolist()):
+            if word in (vocab.id('"'), vocab.id("|"), vocab.id("."), vocab.id("(")):
+                assert code == 0
+            elif word == vocab.id("display"):
+                assert code == MEMORY_MATCH + 1
+            elif word in (vocab.id("succeeded"), vocab.id("tap")):
+                assert code == MEMORY_MATCH
+    words = torch.tensor([vocab.id("tap"), vocab.id('"'), vocab.id("display")])
+    assert memory_match_ids(words, torch.tensor([vocab.id("display")]), vocab).tolist() == [
+        MEMORY_MATCH, 0, MEMORY_MATCH + 1]
+
+
 def test_role_ids_name_the_innermost_widget_under_each_patch():
     grid = (4, 2)  # 4 rows x 2 columns of patches; centres at x 0.25 / 0.75, y 0.125 / 0.375 / ...
     row = UIElement("r", "list_item", "Wi-Fi", bounds=(0.0, 0.0, 1.0, 0.5), clickable=True)
-    toggle = UIElement("t", "toggle", "", bounds=(0.5, 0.25, 1.0, 0.5), clickable=True)  # inside the row
+    toggle = UIElement("t", "toggle", "", bounds=(0.5, 0.25, 1.0, 0.5), clickable=True, selected=True)  # in the row
     odd = UIElement("x", "slider", "", bounds=(0.0, 0.75, 0.5, 1.0))  # a role not in the list
-    ids = role_ids((row, toggle, odd), ["list_item", "toggle"], grid).tolist()
+    ids = role_ids((row, toggle, odd), ["list_item", "toggle:on"], grid).tolist()
     li, tg = N_ROLE_SPECIAL + 0, N_ROLE_SPECIAL + 1
     assert ids == [li, li, li, tg, 0, 0, 1, 0]
-    assert role_ids((odd, toggle, row), ["list_item", "toggle"], grid).tolist() == ids  # order does not matter
+    assert role_ids((odd, toggle, row), ["list_item", "toggle:on"], grid).tolist() == ids  # order does not matter
+    off = replace(toggle, selected=False)  # the same toggle switched off is another role key
+    assert role_ids((row, off), ["list_item", "toggle:on"], grid).tolist()[3] == 1
 
 
 def test_act_context_ids_hold_the_last_two_types_most_recent_first():
@@ -162,6 +186,33 @@ def test_role_and_context_inputs_reach_the_act_token(vocab, model):
     off = ActorConfig(**{**cfg.to_dict(), "role_channel": False, "act_context": False})
     batch = collate([f], ["none"], off, vocab)
     assert "role_ids" not in batch and "act_context_ids" not in batch
+
+
+def test_decision_facts_are_the_last_types_and_the_roles_on_screen():
+    width = 1 + len(ACTION_TYPES)
+    n_facts = 2 * width + N_ROLE_SPECIAL + 3  # three known roles
+    seg = torch.tensor([[SEG_SCREEN, SEG_SCREEN, SEG_SCREEN, SEG_GOAL, SEG_ACT]])
+    roles = torch.tensor([[0, N_ROLE_SPECIAL + 2, N_ROLE_SPECIAL + 2, 0, 0]])  # one role, twice; a bare patch
+    context = act_context_ids((Action("tap", point=(0.5, 0.5)),))[None]  # last: tap; second-to-last: none
+    facts = decision_facts(roles, seg, context, n_facts)[0]
+    on = torch.nonzero(facts).flatten().tolist()
+    assert on == [1 + ACTION_TYPES.index("tap"), width, 2 * width + N_ROLE_SPECIAL + 2]
+    assert set(facts.tolist()) <= {0.0, 1.0}
+
+
+def test_wide_type_head_reads_the_facts_and_starts_at_zero(vocab, model):
+    cfg = model.config
+    assert model.wide_type_head is not None and not bool(model.wide_type_head.weight.any())
+    f = featurise(an_input("none"), vocab, cfg)
+    batch = collate([f], ["none"], cfg, vocab)
+    with torch.no_grad():
+        before = model(**batch).type_logits
+        model.wide_type_head.weight[ACTION_TYPES.index("back"), int(batch["act_context_ids"][0, 0])] = 5.0
+        after = model(**batch).type_logits
+        model.wide_type_head.weight.zero_()
+    delta = (after - before)[0]
+    assert float(delta[ACTION_TYPES.index("back")]) == pytest.approx(5.0)
+    assert float(delta.abs().sum()) == pytest.approx(5.0)
 
 
 def test_type_class_weights_follow_inverse_frequency():
@@ -370,7 +421,7 @@ def test_actor_notebook_runs(actor_stage):
     tmp, _ = actor_stage
     back = MiniActor.load(tmp / "data" / "actor" / "model")
     assert back.config.num_hidden_layers == 6 and back.config.hidden_size == 32
-    for what in ("training_curves", "accuracy_by_condition"):
+    for what in ("training_curves", "accuracy_by_condition", "memory_effect"):
         assert (tmp / "figures" / f"actor_{what}.png").stat().st_size > 10_000
 
 

@@ -130,6 +130,14 @@ def test_bad_hierarchy_is_a_data_error():
         parse_hierarchy('<hierarchy><node text="a" clickable="true" bounds="[1,2,3,4]"/></hierarchy>', (1080, 2400))
 
 
+def test_checked_selected_or_focused_nodes_are_selected():
+    xml = ('<hierarchy><node text="Wi-Fi" class="android.widget.Switch" checked="true" clickable="true" '
+           'bounds="[0,0][100,50]"/><node text="Dark" class="android.widget.Switch" checked="false" clickable="true" '
+           'bounds="[0,50][100,100]"/><node text="" class="android.widget.EditText" focused="true" clickable="true" '
+           'bounds="[0,100][100,150]"/></hierarchy>')
+    assert [e.selected for e in parse_hierarchy(xml, (100, 200))] == [True, False, True]
+
+
 def test_roles_from_class_names():
     assert role_of("android.widget.EditText") == "field"
     assert role_of("androidx.appcompat.widget.SwitchCompat") == "toggle"

@@ -70,13 +70,15 @@ def test_tap_hits_topmost_clickable_and_toggles():
     w = quiet()
     w.reset(task("settings.network", option="Wi-Fi", state="on"), 1)
     w.step(Action("open_app", text="Settings"))
-    tap(w, "row:network_internet")
+    shown, _, _ = tap(w, "row:network_internet")
     assert w.layout.screen == "settings/network"
     assert w.state.data["settings"]["prefs"]["wifi"] is False  # prepare made the task non-trivial
+    before = next(e for e in shown.elements if e.id == "toggle:wifi")
     obs, done, info = tap(w, "toggle:wifi")
     assert w.state.data["settings"]["prefs"]["wifi"] is True and not done
     wifi = next(e for e in obs.elements if e.id == "toggle:wifi")
     assert wifi.role == "toggle" and wifi.description == "on"
+    assert wifi.selected and not before.selected  # the UI tree carries the toggle's state
 
 
 def test_tap_on_nothing_changes_nothing():
@@ -180,8 +182,9 @@ def test_type_fills_only_the_focused_field_and_enter_submits():
     w.step(Action("open_app", text="Shop"))
     _, _, info = w.step(Action("type", text="milk"))
     assert info["effect"] == "typed into nothing"
-    tap(w, "field:search")
+    obs, _, _ = tap(w, "field:search")
     assert w.layout.screen == "shop/search" and w.state.page.focus == "field:search"
+    assert next(e for e in obs.elements if e.id == "field:search").selected  # focused
     w.step(Action("type", text="milk"))
     assert w.layout.find("item:milk") is None  # not submitted yet
     obs, _, _ = w.step(Action("enter"))

@@ -17,11 +17,14 @@ One prompt is one token sequence, in this order::
   (Chen et al. 2017, DrQA). A from-scratch transformer trained for minutes on a few thousand
   steps does not learn to align a word in the prompt with the same word on screen; this does it
   for it, and the model still learns when to trust the match. Without memory text the memory
-  half of the code is "none", so the code is part of what showing the text changes.
+  half of the code is "none", so the code is part of what showing the text changes. In the other
+  direction every memory-text word says whether it occurs in the goal (:func:`memory_match_ids`):
+  whether the retrieved experience is about this task is then visible in the first layer.
 * **Widget roles** (``role_channel``, on by default). Each screen patch also adds the embedding
-  of the UI-tree role (button, field, toggle, list item, dialog, ...; ``config.widget_roles``,
-  learned from the training screens) of the innermost widget under its centre: the widget class
-  an accessibility tree gives every AITW-style agent.
+  of the UI-tree role and state (button, field, toggle, list item, dialog, ...; ``:on`` when
+  toggled on, checked or focused; ``config.widget_roles``, learned from the training screens) of
+  the innermost widget under its centre: the widget class and state an accessibility tree gives
+  an agent.
 * **Goal, memory text.** Word tokens (:mod:`guimem.tokenizer`) with 1-D positions.
 * **History.** The last ``max_history`` actions, two tokens each: the type and a coarse
   argument (the 3x3 screen cell of a point, the direction of a swipe, or none).
@@ -155,6 +158,7 @@ class ActorConfig(PretrainedConfig):
     widget_roles: list[str] | None = None  # UI-tree roles a screen patch can carry (set from the training screens)
     role_channel: bool = True  # each screen patch adds the embedding of the role of the widget under its centre
     act_context: bool = True  # the [ACT] token adds embeddings of the last two action types (or "none yet")
+    wide_type_head: bool = True  # action-type logits also read the role and last-type facts linearly (needs both above)
 
     def __post_init__(self, **kwargs):
         if self.app_names is None:
@@ -275,7 +279,7 @@ class PromptEmbedding(nn.Module):
         self.col = nn.Embedding(cols + 1, d, padding_idx=0)
         self.position = nn.Embedding(text_len + 1, d, padding_idx=0)  # 0 = not a text token
         self.segment = nn.Embedding(len(SEGMENTS), d, padding_idx=SEG_PAD)
-        self.match = nn.Embedding(1 + N_MATCH ** 2, d, padding_idx=0)  # 0 = no label (or feature off)
+        self.match = nn.Embedding(N_MATCH_CODES, d, padding_idx=0)  # 0 = no code (or feature off)
         self.role = FactEmbedding(N_ROLE_SPECIAL + len(config.widget_roles), d, padding_idx=0)  # 0 = no widget
         self.act_context = FactEmbedding(ACT_CONTEXT_SLOTS * (1 + len(ACTION_TYPES)), d)  # per slot: none + types
         self.drop = nn.Dropout(config.dropout)
@@ -322,6 +326,8 @@ class GuiActor(PreTrainedModel):
         self.span_query = nn.Linear(d, 2 * d)  # start and end queries
         self.span_key = nn.Linear(d, d)
         self.app_head = nn.Linear(d, max(1, len(config.app_names)))
+        n_facts = ACT_CONTEXT_SLOTS * (1 + len(ACTION_TYPES)) + N_ROLE_SPECIAL + len(config.widget_roles)
+        self.wide_type_head = WideHead(n_facts, len(ACTION_TYPES), bias=False) if config.wide_type_head else None
         self.post_init()
 
     def _init_weights(self, module: nn.Module) -> None:
@@ -349,6 +355,9 @@ class GuiActor(PreTrainedModel):
                 if module.padding_idx is not None:
                     module.weight[module.padding_idx].zero_()
         fresh = not getattr(getattr(module, "weight", None), "_is_hf_initialized", False)
+        if isinstance(module, WideHead) and fresh:
+            with torch.no_grad():
+                module.weight.zero_()
         if isinstance(module, QKVProjection) and cfg.mimetic_init > 0 and fresh:
             d = cfg.hidden_size
             qk = torch.eye(d) * cfg.mimetic_init + torch.randn(d, d) * cfg.initializer_range  # [d_model, d_model]
@@ -400,7 +409,11 @@ class GuiActor(PreTrainedModel):
             chosen = torch.where(patch_labels >= 0, patch_labels, chosen)
         offset = torch.sigmoid(self.offset_head(torch.cat([z_act, z_screen[rows, chosen]], -1)))  # [batch, 2]
 
-        out = ActorOutput(type_logits=self.type_head(z_act), pointer_logits=pointer_logits, offset=offset,
+        type_logits = self.type_head(z_act)  # [batch, n_types]
+        if self.wide_type_head is not None and role_ids is not None and act_context_ids is not None:
+            type_logits = type_logits + self.wide_type_head(decision_facts(role_ids, segment_ids, act_context_ids,
+                                                                           self.wide_type_head.in_features))
+        out = ActorOutput(type_logits=type_logits, pointer_logits=pointer_logits, offset=offset,
                           direction_logits=self.direction_head(z_act), span_start_logits=span_start,
                           span_end_logits=span_end, app_logits=self.app_head(z_act))
         if output_hidden_states:
@@ -448,6 +461,30 @@ class GuiActor(PreTrainedModel):
             terms["offset"] = self.config.offset_loss_weight * F.l1_loss(out.offset[has], offset_labels[has])
         loss = sum(terms.values())
         return loss, {k: v.detach() for k, v in terms.items()}
+
+
+class WideHead(nn.Linear):
+    """The wide half of a wide-and-deep head (Cheng et al. 2016): action-type logits linear in the
+    decision facts (:func:`decision_facts`), added to the deep head's. Starts at zero."""
+
+
+def decision_facts(role_ids: torch.Tensor, segment_ids: torch.Tensor, act_context_ids: torch.Tensor,
+                   n_facts: int) -> torch.Tensor:
+    """``[batch, n_facts]`` 0/1: which of the last action types (one-hot per slot of
+    ``act_context_ids``) and which widget roles with state (anywhere on the screen) the prompt holds.
+
+    Which *kind* of action comes next is mostly a function of these facts (a focused field after a
+    tap: type; a toggle just switched on: done), and a linear read of them is learned in a few
+    hundred steps, where the deep path alone stayed at the prior within the training budget.
+    """
+    b = len(role_ids)
+    facts = torch.zeros(b, n_facts, dtype=torch.float32, device=role_ids.device)
+    facts.scatter_(1, act_context_ids, 1.0)
+    n_context = ACT_CONTEXT_SLOTS * (1 + len(ACTION_TYPES))
+    on_screen = torch.where(segment_ids == SEG_SCREEN, role_ids, 0)  # [batch, seq]
+    facts[:, n_context:].scatter_(1, on_screen, 1.0)
+    facts[:, n_context] = 0.0  # role id 0: no widget under the patch, not a fact
+    return facts
 
 
 def _act_index(segment_ids: torch.Tensor) -> torch.Tensor:
@@ -552,8 +589,15 @@ def label_words(elements: Sequence[UIElement], vocab: Vocabulary, grid: tuple[in
     return out
 
 
+def role_key(element: UIElement) -> str:
+    """A widget's role with its state: ``"toggle"``, or ``"toggle:on"`` when it is selected
+    (toggled on, checked, chosen, focused)."""
+    return f"{element.role}:on" if element.selected else element.role
+
+
 def role_ids(elements: Sequence[UIElement], roles: Sequence[str], grid: tuple[int, int]) -> torch.Tensor:
-    """``[rows*cols]`` the role of the innermost widget under each patch centre, from the UI tree.
+    """``[rows*cols]`` the role (with its state, :func:`role_key`) of the innermost widget under
+    each patch centre, from the UI tree.
 
     0 where no element covers the centre, 1 for a role not in ``roles``, else ``2 + roles.index``.
     The innermost widget is the smallest one by area (a toggle inside its list row is the toggle).
@@ -569,7 +613,7 @@ def role_ids(elements: Sequence[UIElement], roles: Sequence[str], grid: tuple[in
         a = (x1 - x0) * (y1 - y0)
         for idx in element_patches(el.bounds, grid):
             if a < area[idx]:
-                area[idx], out[idx] = a, index.get(el.role, 1)
+                area[idx], out[idx] = a, index.get(role_key(el), 1)
     return torch.tensor(out, dtype=torch.long)
 
 
@@ -675,7 +719,7 @@ def collate(features: Sequence[Features], modalities: Sequence[Modality], config
         "row_ids": torch.zeros(b, s, dtype=torch.long),
         "col_ids": torch.zeros(b, s, dtype=torch.long),
         "attention_mask": torch.zeros(b, s, dtype=torch.long),
-        "match_ids": torch.zeros(b, s, dtype=torch.long),  # [batch, seq]; screen patches only
+        "match_ids": torch.zeros(b, s, dtype=torch.long),  # [batch, seq]; screen patches and memory text
     }
     if config.role_channel:
         batch["role_ids"] = torch.zeros(b, s, dtype=torch.long)  # [batch, seq]; screen patches only
@@ -700,6 +744,8 @@ def collate(features: Sequence[Features], modalities: Sequence[Modality], config
                         batch["match_ids"][i, sl] = match_ids(f.screen_words, f.goal_ids, shown, vocab)
             else:
                 batch["input_ids"][i, sl] = t
+                if seg == SEG_MEMORY_TEXT and config.exact_match:
+                    batch["match_ids"][i, sl] = memory_match_ids(t, f.goal_ids, vocab)
                 if seg != SEG_ACT:
                     batch["position_ids"][i, sl] = torch.arange(1, n + 1)
             at += n
@@ -708,6 +754,8 @@ def collate(features: Sequence[Features], modalities: Sequence[Modality], config
 
 
 N_MATCH = 3  # per text: none, some or all of a label's words occur in it
+MEMORY_MATCH = 1 + N_MATCH ** 2  # memory-text codes: MEMORY_MATCH (word not in the goal), MEMORY_MATCH + 1 (in it)
+N_MATCH_CODES = MEMORY_MATCH + 2
 
 
 def match_ids(patch_words: torch.Tensor, goal_ids: torch.Tensor, memory_ids: torch.Tensor | None,
@@ -726,6 +774,15 @@ def match_ids(patch_words: torch.Tensor, goal_ids: torch.Tensor, memory_ids: tor
         return torch.where(hit == 0, 0, torch.where(hit < n, 1, 2))
 
     return torch.where(n > 0, 1 + N_MATCH * level(goal_ids) + level(memory_ids), 0)
+
+
+def memory_match_ids(memory_ids: torch.Tensor, goal_ids: torch.Tensor, vocab: Vocabulary) -> torch.Tensor:
+    """``[n_memory_tokens]`` exact-match codes of the memory text against the goal, the other
+    direction of :func:`match_ids`: 0 for punctuation, else :data:`MEMORY_MATCH` plus whether the
+    word occurs in the goal. A retrieved item about the same task shares the goal's words; one
+    about another task does not, and its quoted labels are then distractors on this screen."""
+    content = ~torch.isin(memory_ids, vocab.punctuation_ids)
+    return torch.where(content, MEMORY_MATCH + torch.isin(memory_ids, goal_ids).long(), 0)
 
 
 def _grid_ids(grid: tuple[int, int]) -> tuple[torch.Tensor, torch.Tensor]:
@@ -1096,6 +1153,7 @@ class TrainConfig:
     n_hash_buckets: int = 64
     goal_dropout: float = 0.0  # chance per example and epoch that the goal is hidden (the memory must tell)
     type_balance: float = 0.0  # action-type loss weights (count / mean count) ** -type_balance (0: unweighted)
+    wide_lr_scale: float = 10.0  # the wide type head's learning rate, in multiples of ``lr``
     max_eval_examples: int = 512  # held-out examples scored after each epoch
     model: Mapping[str, Any] = field(default_factory=dict)  # ActorConfig overrides
 
@@ -1179,7 +1237,7 @@ def train_actor(examples: Sequence[ActorExample], config: TrainConfig, seed: int
     rng = np.random.default_rng(seed)
     vocab = build_vocabulary(examples, config.min_count, config.n_hash_buckets)
     apps = sorted({ex.target.text for ex in examples if ex.target.type == "open_app" and ex.target.text})
-    roles = sorted({el.role for ex in examples for el in ex.input.elements})
+    roles = sorted({role_key(el) for ex in examples for el in ex.input.elements})
     model_cfg = ActorConfig(**{**dict(config.model), "vocab_size": len(vocab), "app_names": apps,
                                "widget_roles": roles,
                                "type_class_weights": type_class_weights(examples, config.type_balance)})
@@ -1194,7 +1252,12 @@ def train_actor(examples: Sequence[ActorExample], config: TrainConfig, seed: int
 
     steps_per_epoch = math.ceil(len(examples) / config.batch_size) + len(MODALITIES) - 1  # at most (modality batches)
     total = config.epochs * steps_per_epoch
-    opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    # Adam moves a weight by about lr per step, so in a few hundred steps a weight from zero stays
+    # near 1: too small for the wide head's logits to express decisions the facts make clear.
+    wide = [p for n, p in model.named_parameters() if n.startswith("wide_type_head.")]
+    deep = [p for n, p in model.named_parameters() if not n.startswith("wide_type_head.")]
+    groups = [{"params": deep}] + ([{"params": wide, "lr": config.lr * config.wide_lr_scale}] if wide else [])
+    opt = torch.optim.AdamW(groups, lr=config.lr, weight_decay=config.weight_decay)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, _warmup_cosine(config.warmup_steps, total))
     history = TrainHistory()
     bar = tqdm(total=config.epochs * len(examples), desc="train actor", unit="ex", disable=not progress)

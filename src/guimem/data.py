@@ -145,6 +145,7 @@ class UIElement:
     description: str = ""  # content description ('' when the app gives none)
     bounds: Bounds = (0.0, 0.0, 0.0, 0.0)
     clickable: bool = False
+    selected: bool = False  # state: toggled on, checked, chosen or focused (a UI tree's checked / selected / focused)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "bounds", _bounds("bounds", self.bounds))
@@ -160,13 +161,13 @@ class UIElement:
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "role": self.role, "text": self.text, "description": self.description,
-                "bounds": list(self.bounds), "clickable": self.clickable}
+                "bounds": list(self.bounds), "clickable": self.clickable, "selected": self.selected}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "UIElement":
         return cls(id=_get(d, "id", str), role=_get(d, "role", str), text=_get(d, "text", str),
                    description=_get(d, "description", str), bounds=_get(d, "bounds", (list, tuple)),
-                   clickable=_get(d, "clickable", bool))
+                   clickable=_get(d, "clickable", bool), selected=_get(d, "selected", bool, optional=True) or False)
 
 
 @dataclass(frozen=True)

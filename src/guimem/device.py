@@ -93,7 +93,8 @@ def parse_hierarchy(xml: str, size: tuple[int, int]) -> tuple[UIElement, ...]:
         if bounds[0] == bounds[2] or bounds[1] == bounds[3]:
             continue  # off screen or zero-sized
         out.append(UIElement(id=a.get("resource-id") or f"node{i}", role=role_of(a.get("class", "")), text=text,
-                             description=desc, bounds=bounds, clickable=clickable))
+                             description=desc, bounds=bounds, clickable=clickable,
+                             selected=any(a.get(k) == "true" for k in ("checked", "selected", "focused"))))
     return tuple(out)
 
 

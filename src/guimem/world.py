@@ -1144,7 +1144,8 @@ def _element(w: A.Widget, eid: str) -> UIElement | None:
         return None
     x0, y0, x1, y1 = w.box
     bounds = (round(max(0, x0) / W, 4), round(max(0, y0) / H, 4), round(min(W, x1) / W, 4), round(min(H, y1) / H, 4))
-    return UIElement(id=eid, role=role, text=w.text, description=w.desc, bounds=bounds, clickable=w.clickable)
+    return UIElement(id=eid, role=role, text=w.text, description=w.desc, bounds=bounds, clickable=w.clickable,
+                     selected=w.on)
 
 
 def screen_types() -> dict[str, list[str]]:
