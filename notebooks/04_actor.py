@@ -65,8 +65,10 @@ max_memory_tokens = 64  # memory text truncated to this many tokens (the first i
 mimetic_init = 1.0  # attention query and key projections start equal, at this times identity (0: plain init)
 word_init_scale = 3.0  # word embeddings start this many times larger than the other embeddings
 exact_match = True  # screen patches carry exact-match codes against the goal and the memory text
-role_channel = True  # screen patches carry the UI-tree role of the widget under them (button, field, toggle, ...)
+role_channel = True  # screen patches carry the UI-tree role and state of the widget under them (toggle:on, field, ...)
 act_context = True  # the [ACT] token carries the types of the last two actions (or "none yet")
+wide_type_head = True  # action-type logits also read those last types and the on-screen roles linearly
+wide_lr_scale = 30.0  # the wide head's learning rate, in multiples of lr
 type_loss_weight = 1.0  # weight of the action-type loss among the heads' losses
 type_balance = 0.0  # action-type loss weights (count / mean) ** -type_balance (0: unweighted)
 max_train_episodes = 0  # size knob: learn from the first N training episodes only (0: all)
@@ -185,8 +187,12 @@ print(f"{len(steps)} held-out steps x {len(MEMORIES)} memories = {len(held)} exa
 # each screen patch adds the embedding of the **role** of the widget under it (button, field,
 # toggle, list item, dialog, ...; `role_channel`), and the `[ACT]` token adds the embeddings of
 # the **types of the last two actions** (or "none yet"; `act_context`) — the previous action as
-# a direct input of the decision, as recurrent agents get it. Without them the type head stayed
-# at the prior (always `tap`) after five epochs, and showing memory text cost accuracy.
+# a direct input of the decision, as recurrent agents get it. The widget state (a toggle on, a
+# field focused) is part of the role, as an accessibility tree reports it. Which kind of action
+# comes next is then mostly a function of these facts — a focused field right after a tap: type;
+# a toggle just switched on: done — so the action-type logits also get a *wide* linear read of
+# them (wide-and-deep), trained at a higher learning rate. Without these the type head stayed at
+# the prior (always `tap`) after five epochs: every `done`, `type` and `open_app` step was missed.
 #
 # The memory image (the anchor screens with the past actions marked) is patched like the
 # screen but gets **no** words and no match code: it is pixels only. The memory text is word
@@ -199,11 +205,13 @@ print(f"{len(steps)} held-out steps x {len(MEMORIES)} memories = {len(held)} exa
 config = TrainConfig(
     epochs=epochs, batch_size=batch_size, lr=lr, weight_decay=weight_decay, warmup_steps=warmup_steps,
     modality_weights=tuple(modality_weights), goal_dropout=goal_dropout, type_balance=type_balance,
+    wide_lr_scale=wide_lr_scale,
     max_eval_examples=len(watch),
     model=dict(hidden_size=hidden_size, num_hidden_layers=num_hidden_layers, num_attention_heads=num_attention_heads,
                intermediate_size=intermediate_size, dropout=dropout, max_memory_tokens=max_memory_tokens,
                max_history=max_history, mimetic_init=mimetic_init, word_init_scale=word_init_scale,
                exact_match=exact_match, role_channel=role_channel, act_context=act_context,
+               wide_type_head=wide_type_head,
                type_loss_weight=type_loss_weight))
 actor, history = train_actor(examples, config, seed, eval_examples=watch)
 n_params = sum(p.numel() for p in actor.model.parameters())
@@ -248,9 +256,10 @@ for name, r in results.items():
 
 # %% [markdown]
 # Per demonstrated action type (no memory): which decisions the actor has learned. Some are
-# ambiguous by construction — on the launcher the demonstrator opens the app by its icon or by
-# `open_app` at random, and `back` mostly undoes one of its own noisy slips — so a type head
-# trained for minutes leans on the commonest type; touches carry most of the accuracy.
+# ambiguous by construction and stay hard: on the launcher the demonstrator opens the app by
+# its icon or by `open_app` at random, `back` mostly undoes one of its own random slips, and
+# `enter` follows typing only where a search must be submitted. `done` and `type` follow from
+# what the screen shows (a toggle switched on, a field focused) and the last action.
 
 # %%
 smg_examples = by_kind["smg"]
@@ -321,10 +330,11 @@ for kind in MEMORIES:
 # %% [markdown]
 # Read the two splits together. Where the memory quotes the element to touch and the goal
 # does not, showing the text should fix steps and break few; everywhere else it can only
-# distract, and a small actor trained for minutes is distracted a little by a long block that
-# says nothing new. How much memory adds overall is then mostly the share of steps where
-# experience carries what the goal leaves out — a property of the tasks (of this world, of a
-# benchmark), not only of the actor.
+# distract, and a small actor trained for minutes can be distracted by a long block that says
+# nothing new (each memory-text word's match with the goal is what lets it tell the two apart).
+# How much memory adds overall is then mostly the share of steps where experience carries what
+# the goal leaves out — a property of the tasks (of this world, of a benchmark), not only of the
+# actor.
 #
 # ## Memory of the right experience
 #

@@ -77,7 +77,7 @@ import torch
 from guimem.actor import examples_from_retrieval
 from guimem.closed_loop import (PAPER_SR, LoopStats, QueryVectors, action_scores, load_actor, markdown_table,
                                 pick_tasks, replay_tasks, replay_world_config, run_closed_loop, save_traces,
-                                success_table)
+                                stalled_share, success_table)
 from guimem.episodes import load_episodes
 from guimem.memories import load_memories
 from guimem.metrics import MatchConfig
@@ -187,7 +187,11 @@ plt.close(fig)
 # memory can only change the outcome of an actor that can finish tasks at all: when most
 # episodes run out of budget (the `ended` counts above), every success rate sits near the floor
 # and the differences are a few tasks each — the step-level score below then says more about
-# what the memory changes.
+# what the memory changes. Why a policy that is right on about half of single demonstration
+# steps rarely finishes a task: cloned from demonstrations, it has only seen the states the
+# demonstrator visited; after one wrong step it is off them (covariate shift), and nothing
+# taught it to notice that an action changed nothing. The traces show how often an episode
+# stalls: the same screen for five steps or more in a row.
 
 # %%
 base = table["none"]["mean"] if "none" in table else float("nan")
@@ -202,16 +206,22 @@ ours = sorted((n for n in memories), key=lambda n: -table[n]["mean"])
 paper = sorted((n for n in memories), key=lambda n: -PAPER_SR[n])
 print("ordering here: ", " > ".join(MEMORY_LABELS.get(n, n) for n in ours))
 print("paper ordering:", " > ".join(MEMORY_LABELS.get(n, n) for n in paper))
+stalled = stalled_share(traces, min_steps=5)
+print("episodes stalled on one screen for >= 5 steps: "
+      + ", ".join(f"{MEMORY_LABELS.get(n, n)} {stalled[n]:.0%}" for n in memories))
 self_ended = {n: 100.0 * (ended[n]["done"] + ended[n]["impossible"]) / len(replays) for n in memories}
 best = ours[0]
 gap = table[best]["mean"] - base
 reading = ("the actor rarely completes a task, so these gaps are a handful of episodes and say little about the "
            "ordering" if table[best]["mean"] < 10 else "read each gap against the spread above")
-print(f"\nIn short: {MEMORY_LABELS.get(best, best)} is best here at {table[best]['mean']:.1f}% ({gap:+.1f} points "
-      f"over no memory, about {gap / 100 * len(replays):.0f} of {len(replays)} episodes); the paper's best is "
-      f"Subgoal-Graph ({PAPER_SR['smg'] - PAPER_SR['none']:+.2f}). The actor ended its episodes itself (done or "
-      "impossible) in " + ", ".join(f"{MEMORY_LABELS.get(n, n)} {self_ended[n]:.0f}%" for n in memories)
-      + f" of them; {reading}.")
+if table[best]["mean"] > 0:
+    lead = (f"{MEMORY_LABELS.get(best, best)} is best here at {table[best]['mean']:.1f}% ({gap:+.1f} points over no "
+            f"memory, about {gap / 100 * len(replays):.0f} of {len(replays)} episodes)")
+else:
+    lead = f"the actor completed none of the {len(replays)} episodes per memory, with any memory or none"
+print(f"\nIn short: {lead}; the paper's best is Subgoal-Graph ({PAPER_SR['smg'] - PAPER_SR['none']:+.2f} points "
+      "over no memory). The actor ended its episodes itself (done or impossible) in "
+      + ", ".join(f"{MEMORY_LABELS.get(n, n)} {self_ended[n]:.0f}%" for n in memories) + f" of them; {reading}.")
 
 # %% [markdown]
 # ## Step-level action score by memory modality
@@ -244,7 +254,7 @@ plt.close(fig)
 # %%
 metrics = {
     "tasks": len(test_episodes), "seeds": n_seeds, "modality": modality, "episodes": len(traces),
-    "max_steps": max_steps, "ended": ended,
+    "max_steps": max_steps, "ended": ended, "stalled_share": {n: round(stalled[n], 4) for n in memories},
     "success_rate": {n: {"mean": round(table[n]["mean"], 4), "std": round(table[n]["std"], 4),
                          "per_seed": [round(v, 4) for v in table[n]["per_seed"]]} for n in memories},
     "mean_steps": {n: round(sum(len(t.steps) for t in traces if t.memory == n)

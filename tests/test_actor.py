@@ -447,7 +447,7 @@ def test_closed_loop_notebook(actor_stage):
     params.yaml's closed_loop section as dvc passes it (on fewer steps and tasks)."""
     from nbsmoke import run_notebook
 
-    from guimem.closed_loop import load_traces
+    from guimem.closed_loop import load_traces, stalled_share
 
     tmp, _ = actor_stage
     stage = yaml.safe_load((Path(__file__).parents[1] / "params.yaml").read_text())["closed_loop"]
@@ -461,6 +461,7 @@ def test_closed_loop_notebook(actor_stage):
     assert set(m["action_score_aitw"]) == set(stage["action_score_modalities"])
     traces = load_traces(tmp / "data" / "closed_loop" / "traces.jsonl")
     assert len(traces) == m["episodes"] and all(1 <= len(t.steps) <= 4 for t in traces)
+    assert m["stalled_share"] == {n: round(v, 4) for n, v in stalled_share(traces, min_steps=5).items()}
     assert "| Subgoal-Graph |" in (tmp / "data" / "closed_loop" / "smg_table.md").read_text()
     for what in ("smg_table", "action_scores"):
         assert (tmp / "figures" / f"closed_loop_{what}.png").stat().st_size > 5_000

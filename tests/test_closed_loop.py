@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import pytest
 
 from guimem.closed_loop import (Replay, TraceStep, Trace, replay_tasks, load_traces, markdown_table, MemoryReader, run_closed_loop,
+                                longest_stall, stalled_share,
                                 save_traces, success_table)
 from guimem.data import Action, DataError
 from guimem.demonstrator import run_episode
@@ -120,6 +121,18 @@ def test_success_table_mean_and_spread():
     assert table["none"] == {"per_seed": [0.0], "mean": 0.0, "std": 0.0, "episodes": 1}
     md = markdown_table(table, {"smg": 45.30}, ["none", "smg"], {"smg": "Subgoal-Graph"})
     assert "| Subgoal-Graph | 75.0 ± 35.4 | 2 | 45.30 |" in md
+
+
+def test_stalls_count_consecutive_steps_on_one_screen():
+    def trace(memory, keys):
+        steps = tuple(TraceStep(k, Action("tap", (0.5, 0.5)), ()) for k in keys)
+        return Trace("e", memory, "text", 1, 0, "g", steps, "budget", False)
+    assert longest_stall(trace("smg", [])) == 0
+    assert longest_stall(trace("smg", ["a", "b", "c"])) == 1
+    assert longest_stall(trace("smg", ["a", "b", "b", "b", "a", "a"])) == 3  # a screen seen again later is no stall
+    traces = [trace("smg", ["a"] + ["b"] * 5), trace("smg", ["a", "b", "b", "b", "b", "c"]), trace("none", ["x"] * 7)]
+    assert stalled_share(traces, min_steps=5) == {"smg": 0.5, "none": 1.0}
+    assert stalled_share(traces, min_steps=4) == {"smg": 1.0, "none": 1.0}
 
 
 def test_traces_round_trip_and_bad_lines_name_file_and_line(tmp_path):

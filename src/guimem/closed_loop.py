@@ -387,6 +387,28 @@ def success_table(traces: Iterable[Trace]) -> dict[str, dict[str, Any]]:
     return table
 
 
+def longest_stall(trace: Trace) -> int:
+    """The most consecutive steps at which the actor saw the same screen: its actions in between
+    changed nothing visible (1 when every action changed the screen; 0 for an empty trace)."""
+    best = run = 0
+    previous = None
+    for step in trace.steps:
+        run = run + 1 if step.screen_key == previous else 1
+        previous = step.screen_key
+        best = max(best, run)
+    return best
+
+
+def stalled_share(traces: Iterable[Trace], min_steps: int = 5) -> dict[str, float]:
+    """Per memory: the share of episodes in which the actor saw one screen for at least
+    ``min_steps`` steps in a row — it kept acting without changing anything, a state the
+    demonstrations never show it how to leave."""
+    by: dict[str, list[bool]] = {}
+    for t in traces:
+        by.setdefault(t.memory, []).append(longest_stall(t) >= min_steps)
+    return {name: float(np.mean(flags)) for name, flags in by.items()}
+
+
 def save_traces(path: str | os.PathLike, traces: Sequence[Trace]) -> None:
     """Write traces as JSON lines, atomically."""
     path = Path(path)
