@@ -367,7 +367,7 @@ for kind in MEMORIES:
 # quotes the element to touch that the goal does not name (right). Same steps within each pair.
 
 # %%
-fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.6), sharey=True)
+fig, (a, b) = plt.subplots(1, 2, figsize=(13, 4), sharey=True)
 x = np.arange(len(MEMORIES))
 for j, (label, key, m) in enumerate((("right experience, none", "right", "none"),
                                      ("right experience, text", "right", "memory"),
@@ -376,14 +376,15 @@ for j, (label, key, m) in enumerate((("right experience, none", "right", "none")
     a.bar(x + (j - 1.5) * 0.2, [shown_right[k][f"text/{key}"][m] for k in MEMORIES], 0.2,
           color=MODALITY_COLORS["none" if m == "none" else "text"], alpha=1.0 if key == "right" else 0.45,
           hatch="" if key == "right" else "//", label=label)
-a.set_xticks(x, [MEMORY_LABELS[k] for k in MEMORIES])
+a.set_xticks(x, [MEMORY_LABELS[k] for k in MEMORIES], fontsize=8)
 a.set(ylabel="held-out step accuracy", ylim=(0, 1), title="Right vs wrong experience retrieved (hit_shown)")
 a.legend(fontsize=7, loc="upper left", ncols=2)
 for j, m in enumerate(MODALITIES):
     b.bar(x + (j - 1.5) * 0.2, [informative[k][m] for k in MEMORIES], 0.2, color=MODALITY_COLORS[m],
           label=f"memory as {m}")
-b.set_xticks(x, [f"{MEMORY_LABELS[k]}\n({informative[k]['share_of_steps']:.0%} of steps)" for k in MEMORIES])
-b.set(title="Where the memory names the target and the goal does not")
+b.set_xticks(x, [f"{MEMORY_LABELS[k]}\n({informative[k]['share_of_steps']:.0%} of steps)" for k in MEMORIES],
+             fontsize=8)
+b.set(title="Memory names the element to touch, the goal does not")
 b.legend(fontsize=7, loc="upper left", ncols=2)
 save_figure(fig, figure_path(figures_dir, "actor", "memory_effect"))
 
