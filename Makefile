@@ -19,7 +19,7 @@ PIP := $(VENV)/bin/python -m pip --disable-pip-version-check
 PYTEST_ARGS ?=
 LAB_ARGS ?=
 
-# Stage commands (`python -m guimem.notebook_runner ...`) must find the venv's python; nothing
+# Stage commands (`python -m guimem.pipeline.runner ...`) must find the venv's python; nothing
 # may be fetched from a model hub at run time.
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export HF_HUB_OFFLINE := 1

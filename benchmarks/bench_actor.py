@@ -9,7 +9,7 @@ elements, a ~120-word memory block, a 180x360 memory image):
   (model only, and end to end through ``act``); it must stay within 10%;
 * training: behaviour-cloning examples per CPU second (forward + backward + AdamW step) per
   modality, and the mean over a uniform modality draw, which sizes the ``actor`` stage;
-* closed loop: episodes per second of :func:`guimem.closed_loop.run_closed_loop` playing
+* closed loop: episodes per second of :func:`guimem.eval.closed_loop.run_closed_loop` playing
   ``LOOP_EPISODES`` world tasks (20-step budget, no memory) in lock-step, with and without
   reusing the answer to an input already seen (``memo``), measured side by side.
 
@@ -28,14 +28,17 @@ from pathlib import Path
 import torch
 from PIL import Image, ImageDraw
 
-from guimem.actor import (
-    ActorConfig, ActorExample, GuiActor, MiniActor, build_vocabulary, collate, featurise, stack_targets,
-    targets_for,
-)
-from guimem.closed_loop import Replay, run_closed_loop
-from guimem.data import Action, UIElement
-from guimem.policy import MODALITIES, PolicyInput
-from guimem.world import TEMPLATES, World, WorldConfig, sample_task
+from guimem.actors.mini.config import ActorConfig
+from guimem.actors.mini.features import collate, stack_targets, targets_for
+from guimem.actors.mini.model import GuiActor
+from guimem.actors.mini.policy import MiniActor
+from guimem.actors.mini.train import ActorExample, build_vocabulary
+from guimem.core.data import Action, UIElement
+from guimem.core.policy import MODALITIES, PolicyInput
+from guimem.eval.closed_loop import Replay, run_closed_loop
+from guimem.phone.config import WorldConfig
+from guimem.phone.tasks import TEMPLATES, sample_task
+from guimem.phone.world import World
 
 BATCH = 32  # prompts per batched call
 REPEATS = 3  # timed runs per measurement (the fastest is kept)

@@ -19,8 +19,9 @@ from pathlib import Path
 import torch
 from PIL import Image
 
-from guimem.hf_actor import HFVLMActor, tiny_random_qwen2_vl
-from guimem.policy import PolicyInput
+from guimem.actors.hf.policy import HFVLMActor
+from guimem.actors.hf.tiny import tiny_random_qwen2_vl
+from guimem.core.policy import PolicyInput
 
 N_INPUTS = 8  # inputs per timed run (one batch of 8)
 REPEATS = 3  # timed runs per measurement (the fastest is kept)

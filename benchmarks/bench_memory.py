@@ -38,11 +38,11 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from guimem.data import Subgoal  # noqa: E402
-from guimem.demonstrator import generate_dataset  # noqa: E402
-from guimem.embedding import EfficientNetLite0Embedder, open_image  # noqa: E402
-from guimem.memory_graph import GraphConfig, MemoryGraph, normalize_rows  # noqa: E402
-from guimem.world import WorldConfig  # noqa: E402
+from guimem.core.data import Subgoal  # noqa: E402
+from guimem.models.embedding import EfficientNetLite0Embedder, open_image  # noqa: E402
+from guimem.phone.config import WorldConfig  # noqa: E402
+from guimem.phone.demonstrator import generate_dataset  # noqa: E402
+from guimem.smg.graph import GraphConfig, MemoryGraph, normalize_rows  # noqa: E402
 
 N_SCREENS = 64  # distinct world screens embedded per setting
 NODE_COUNTS = (1_000, 10_000, 100_000)

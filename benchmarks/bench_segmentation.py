@@ -23,10 +23,12 @@ from pathlib import Path
 
 import torch
 
-from guimem.demonstrator import demonstrate, plan_tasks
-from guimem.llm import load_llm
-from guimem.segmentation import LLMSegmenter, RuleSegmenter, sample_evenly
-from guimem.world import WorldConfig
+from guimem.models.llm import load_llm
+from guimem.phone.config import WorldConfig
+from guimem.phone.demonstrator import demonstrate, plan_tasks
+from guimem.smg.llm_segmenter import LLMSegmenter
+from guimem.smg.scores import sample_evenly
+from guimem.smg.segmenters import RuleSegmenter
 
 N_RULE = 120  # episodes for the rule segmenter timing
 N_LLM = 8  # episodes per LLM mode (the stage's default sample)

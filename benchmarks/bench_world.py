@@ -20,10 +20,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from guimem.demonstrator import generate_dataset, plan_tasks, run_episode
-from guimem.episodes import png_bytes
-from guimem.render import render_layout
-from guimem.world import World, WorldConfig
+from guimem.core.store import png_bytes
+from guimem.phone.config import WorldConfig
+from guimem.phone.demonstrator import generate_dataset, plan_tasks, run_episode
+from guimem.phone.render import render_layout
+from guimem.phone.world import World
 
 N_EPISODES = 60  # demonstrations whose screens are timed
 OUT = Path(__file__).parent / "results" / "world.json"

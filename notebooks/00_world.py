@@ -64,13 +64,16 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 
-from guimem.notebook_runner import enter_repo_root
-from guimem.plotting import figure_path, save_figure
-from guimem import render
-from guimem.data import Action
-from guimem.demonstrator import generate_dataset, run_episode
-from guimem.episodes import load_episodes, load_screenshot
-from guimem.world import SUBGOAL_TYPES, TEMPLATES, Task, World, WorldConfig, screen_types, subgoal_reuse
+from guimem.core.data import Action
+from guimem.core.store import load_episodes, load_screenshot
+from guimem.phone import render
+from guimem.phone.config import WorldConfig
+from guimem.phone.demonstrator import generate_dataset, run_episode
+from guimem.phone.subgoals import SUBGOAL_TYPES
+from guimem.phone.tasks import TEMPLATES, make_task, subgoal_reuse
+from guimem.phone.world import World, screen_types
+from guimem.pipeline.runner import enter_repo_root
+from guimem.viz.plotting import figure_path, save_figure
 
 enter_repo_root()
 config = WorldConfig(
@@ -91,7 +94,7 @@ config = WorldConfig(
 
 # %%
 world = World(config)
-world.reset(Task("notes.display", (("option", "Dark mode"), ("state", "on"))), seed=seed)
+world.reset(make_task("notes.display", (("option", "Dark mode"), ("state", "on"))), seed=seed)
 obs, done, info = world.step(Action("open_app", text="Notes"))
 print(obs.screen, "—", len(obs.elements), "elements")
 for e in obs.elements[:6]:
@@ -141,7 +144,7 @@ print(f"\n{len(TEMPLATES)} templates, {reuse['types_used']} subgoal types; "
 
 # %%
 demo_world = World(WorldConfig(**{**config.to_dict(), "dialog_prob": 1.0}))
-episode = run_episode(demo_world, Task("messages.sticker", (("name", "Bob"), ("sticker", "heart"))), seed=seed + 3,
+episode = run_episode(demo_world, make_task("messages.sticker", (("name", "Bob"), ("sticker", "heart"))), seed=seed + 3,
                       episode_id="demo", images=None)
 print(episode.goal, "->", "success" if episode.success else "failure")
 for i, step in enumerate(episode.steps):

@@ -60,12 +60,23 @@ from pathlib import Path
 
 import torch
 
-from guimem import segmentation as seg
-from guimem.embedding import cached_text_embedder
-from guimem.episodes import load_episodes
-from guimem.judge import LLMJudge, RuleJudge
-from guimem.notebook_runner import enter_repo_root
-from guimem.plotting import figure_path, save_figure
+from guimem.core.store import load_episodes, save_subgoals
+from guimem.models.embedding import cached_text_embedder
+from guimem.pipeline.runner import enter_repo_root
+from guimem.smg.judge import LLMJudge, RuleJudge
+from guimem.smg.llm_segmenter import LLMSegmenter, LLMStats
+from guimem.smg.scores import (
+    draw_boundaries,
+    draw_judge_confusion,
+    every_step_spans,
+    judge_confusion,
+    sample_evenly,
+    score_segmentation,
+)
+from guimem.smg.screens import read_episode, trajectory_text
+from guimem.smg.segment import group_by_episode, make_segmenter, segment_episodes
+from guimem.smg.segmenters import GroundTruthSegmenter, rule_spans
+from guimem.viz.plotting import figure_path, save_figure
 
 enter_repo_root()
 torch.set_num_threads(1)  # the machine is shared; greedy decoding gives the same answer either way
@@ -94,8 +105,8 @@ print({split: len(eps) for split, eps in episodes.items()}, "episodes")
 
 # %%
 example = next(e for e in episodes["test"] if len(e.steps) >= 6)
-reading = seg.read_episode(example)
-lines = seg.trajectory_text(example).splitlines()
+reading = read_episode(example)
+lines = trajectory_text(example).splitlines()
 print("\n".join(lines[:2]))
 for line, kind in zip(lines[2:], reading.kinds):
     print(f"{kind:>9}  {line}")
@@ -115,19 +126,19 @@ print(lines[-1])
 judge_impl = RuleJudge(evidence=judge_evidence)
 llm = None
 if judge == "llm" or segmenter == "llm" or llm_sample > 0:
-    from guimem.llm import load_llm
+    from guimem.models.llm import load_llm
 
     llm = load_llm(cache_dir=Path(llm_cache_dir))
 if judge == "llm":
     judge_impl = LLMJudge(llm, rules=judge_impl)
-chosen = seg.make_segmenter(segmenter, judge=judge_impl, llm=llm, llm_mode=llm_mode)
-subgoals = {split: seg.segment_episodes(eps, chosen) for split, eps in episodes.items()}
+chosen = make_segmenter(segmenter, judge=judge_impl, llm=llm, llm_mode=llm_mode)
+subgoals = {split: segment_episodes(eps, chosen) for split, eps in episodes.items()}
 for split, sgs in subgoals.items():
-    seg.save_subgoals(Path(out_dir) / f"{split}.jsonl", sgs)
+    save_subgoals(Path(out_dir) / f"{split}.jsonl", sgs)
     print(f"{split}: {len(sgs)} subgoals, {len(sgs) / len(episodes[split]):.2f} per episode")
 
 # %%
-for sg in seg.group_by_episode(subgoals["test"])[example.id]:
+for sg in group_by_episode(subgoals["test"])[example.id]:
     print(f"[{sg.first_step}-{sg.last_step}] {sg.text!r}  ({sg.behaviour}; {sg.success})\n        {sg.effect}")
 
 # %% [markdown]
@@ -141,11 +152,11 @@ for sg in seg.group_by_episode(subgoals["test"])[example.id]:
 # (recall 1, low precision).
 
 # %%
-truth = {split: {e.id: seg.GroundTruthSegmenter().spans(e) for e in eps} for split, eps in episodes.items()}
+truth = {split: {e.id: GroundTruthSegmenter().spans(e) for e in eps} for split, eps in episodes.items()}
 texts = cached_text_embedder(text_embedder, embed_cache_dir)
 scores = {split: {
-    segmenter: seg.score_segmentation(seg.group_by_episode(subgoals[split]), truth[split], texts, boundary_tolerance),
-    "every_step": seg.score_segmentation({e.id: seg.every_step_spans(e) for e in episodes[split]}, truth[split],
+    segmenter: score_segmentation(group_by_episode(subgoals[split]), truth[split], texts, boundary_tolerance),
+    "every_step": score_segmentation({e.id: every_step_spans(e) for e in episodes[split]}, truth[split],
                                          tolerance=boundary_tolerance),
 } for split in episodes}
 print(json.dumps(scores, indent=1))
@@ -163,16 +174,16 @@ print(json.dumps(scores, indent=1))
 # `benchmarks/bench_segmentation.py` (timings would make this notebook's outputs differ run to run).
 
 # %%
-sample = seg.sample_evenly(episodes["test"], llm_sample)
-llm_scores, llm_counts, llm_spans = {}, seg.LLMStats().summary(), {}
+sample = sample_evenly(episodes["test"], llm_sample)
+llm_scores, llm_counts, llm_spans = {}, LLMStats().summary(), {}
 if sample:
-    llm_seg = seg.LLMSegmenter(llm, judge_impl, mode=llm_mode, tokens_per_line=llm_tokens_per_line)
+    llm_seg = LLMSegmenter(llm, judge_impl, mode=llm_mode, tokens_per_line=llm_tokens_per_line)
     llm_spans = {e.id: llm_seg.spans(e) for e in sample}
     sample_truth = {e.id: truth["test"][e.id] for e in sample}
     llm_scores = {
-        "llm": seg.score_segmentation(llm_spans, sample_truth, texts, boundary_tolerance),
-        "rule": seg.score_segmentation({e.id: seg.rule_spans(e) for e in sample}, sample_truth, texts, boundary_tolerance),
-        "every_step": seg.score_segmentation({e.id: seg.every_step_spans(e) for e in sample}, sample_truth,
+        "llm": score_segmentation(llm_spans, sample_truth, texts, boundary_tolerance),
+        "rule": score_segmentation({e.id: rule_spans(e) for e in sample}, sample_truth, texts, boundary_tolerance),
+        "every_step": score_segmentation({e.id: every_step_spans(e) for e in sample}, sample_truth,
                                              tolerance=boundary_tolerance),
     }
     llm_counts = llm_seg.stats.summary()
@@ -182,11 +193,11 @@ if sample:
     print(json.dumps({"counts": llm_counts, "scores": llm_scores}, indent=1))
 
 # %%
-shown = {"truth": truth["test"][example.id], "rule": seg.rule_spans(example)}
+shown = {"truth": truth["test"][example.id], "rule": rule_spans(example)}
 if sample:
     example = sample[0]
-    shown = {"truth": truth["test"][example.id], "rule": seg.rule_spans(example), "SmolLM2": llm_spans[example.id]}
-fig = seg.draw_boundaries(example, shown)
+    shown = {"truth": truth["test"][example.id], "rule": rule_spans(example), "SmolLM2": llm_spans[example.id]}
+fig = draw_boundaries(example, shown)
 boundaries_png = save_figure(fig, figure_path(figures_dir, "segmentation", "boundaries"))
 
 # %% [markdown]
@@ -200,10 +211,10 @@ boundaries_png = save_figure(fig, figure_path(figures_dir, "segmentation", "boun
 # %%
 # Each judge gives an episode's last subgoal the episode's verdict.
 verdicts = {split: [s.success for s in sgs if s.successor is None] for split, sgs in subgoals.items()}
-judge_scores = {split: seg.judge_confusion(verdicts[split], [e.success for e in episodes[split]]) for split in episodes}
+judge_scores = {split: judge_confusion(verdicts[split], [e.success for e in episodes[split]]) for split in episodes}
 for split, js in judge_scores.items():
     print(split, json.dumps(js.to_dict()))
-fig = seg.draw_judge_confusion(judge_scores)
+fig = draw_judge_confusion(judge_scores)
 confusion_png = save_figure(fig, figure_path(figures_dir, "segmentation", "judge_confusion"))
 
 # %%

@@ -69,13 +69,12 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import torch
 
-from guimem.embedding import cached_image_embedder, cached_text_embedder, embed_screenshots, fit_projection
-from guimem.episodes import load_episodes
-from guimem.memories import MEMORIES, RenderStyle, build_memory
-from guimem.memory_graph import build_graph, draw_graph, node_purity
-from guimem.notebook_runner import enter_repo_root
-from guimem.plotting import MEMORY_COLORS, MEMORY_LABELS, figure_path, save_figure
-from guimem.segmentation import load_subgoals
+from guimem.core.store import load_episodes, load_subgoals
+from guimem.models.embedding import cached_image_embedder, cached_text_embedder, embed_screenshots, fit_projection
+from guimem.pipeline.runner import enter_repo_root
+from guimem.smg.graph import build_graph, draw_graph, node_purity
+from guimem.smg.memories import MEMORIES, RenderStyle, build_memory
+from guimem.viz.plotting import MEMORY_COLORS, MEMORY_LABELS, figure_path, save_figure
 
 enter_repo_root()
 torch.set_num_threads(1)  # EfficientNet's float sums depend on the thread count: one thread, everywhere
@@ -110,7 +109,7 @@ print(f"screen embedder: {images.name} ({images.dim}-d); intent embedder: {texts
 # %% [markdown]
 # ## The four memories
 # Each is built from the same episodes and subgoals and saved as plain files. The graph
-# memories share one engine (`guimem.memory_graph`); only the unit on an edge differs: a
+# memories share one engine (`guimem.smg.graph`); only the unit on an edge differs: a
 # subgoal, a single step, or a whole trajectory. SMG and Action-Graph answer a screen with
 # the out-edges of its nearest node; Task-Graph scores every stored trajectory by how much
 # its first screen and its goal resemble the current ones (a mid-task screen resembles no

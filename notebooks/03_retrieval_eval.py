@@ -58,12 +58,11 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from guimem.episodes import load_episodes
-from guimem.memories import MEMORIES, build_memory, load_memory, memory_embedders
-from guimem.notebook_runner import enter_repo_root
-from guimem.plotting import MEMORY_COLORS, MEMORY_LABELS, figure_path, save_figure
-from guimem.retrieval import by_true_type, embed_queries, evaluate_memory, step_queries, summarize, write_results
-from guimem.segmentation import load_subgoals
+from guimem.core.store import load_episodes, load_subgoals
+from guimem.pipeline.runner import enter_repo_root
+from guimem.smg.memories import MEMORIES, build_memory, load_memory, memory_embedders
+from guimem.smg.retrieval import by_true_type, embed_queries, evaluate_memory, step_queries, summarize, write_results
+from guimem.viz.plotting import MEMORY_COLORS, MEMORY_LABELS, figure_path, save_figure
 
 enter_repo_root()
 torch.set_num_threads(1)  # EfficientNet's float sums depend on the thread count: one thread, everywhere

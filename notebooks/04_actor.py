@@ -86,19 +86,25 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from guimem.actor import (
-    STRICT_MATCH, TrainConfig, build_kfold_examples, examples_from_retrieval, majority_action,
-    memory_names_target, step_hits, train_actor,
+from guimem.actors.mini.config import STRICT_MATCH
+from guimem.actors.mini.train import (
+    TrainConfig,
+    build_kfold_examples,
+    examples_from_retrieval,
+    majority_action,
+    memory_names_target,
+    step_hits,
+    train_actor,
 )
-from guimem.embedding import embed_screenshots
-from guimem.episodes import load_episodes
-from guimem.memories import MEMORIES, build_memory, load_memories, memory_embedders
-from guimem.metrics import paired_sign_test, step_accuracy
-from guimem.notebook_runner import enter_repo_root
-from guimem.plotting import MEMORY_LABELS, MODALITY_COLORS, figure_path, save_figure
-from guimem.policy import MODALITIES
-from guimem.retrieval import read_results
-from guimem.segmentation import group_by_episode, load_subgoals
+from guimem.core.policy import MODALITIES
+from guimem.core.store import load_episodes, load_subgoals
+from guimem.eval.metrics import paired_sign_test, step_accuracy
+from guimem.models.embedding import embed_screenshots
+from guimem.pipeline.runner import enter_repo_root
+from guimem.smg.memories import MEMORIES, build_memory, load_memories, memory_embedders
+from guimem.smg.retrieval import read_results
+from guimem.smg.segment import group_by_episode
+from guimem.viz.plotting import MEMORY_LABELS, MODALITY_COLORS, figure_path, save_figure
 
 enter_repo_root()
 torch.set_num_threads(torch_threads)

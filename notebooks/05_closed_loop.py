@@ -57,7 +57,7 @@ memories_dir = "data/graph_build"  # memories from 02_graph_build
 retrieval_dir = "data/retrieval_eval"  # per-step retrievals from 03_retrieval_eval (the step-level action score reuses them)
 actor_model = "mini"  # "mini": the frozen miniature actor in actor_dir; else a Hugging Face VLM id or local folder (read from disk only)
 actor_dir = "data/actor/model"  # the frozen actor from 04_actor (used when actor_model is "mini")
-hf_coords = "relative_1000"  # a Hugging Face actor's coordinate convention (guimem.hf_actor.COORD_CONVENTIONS)
+hf_coords = "relative_1000"  # a Hugging Face actor's coordinate convention (guimem.actors.hf.parsing.COORD_CONVENTIONS)
 hf_answer_format = "json"  # the answer format its system prompt asks for: json or uitars (click(...)-style)
 image_embedder = "efficientnet_lite0"  # must be the embedder the memories were built with
 text_embedder = "minilm"  # must be the intent embedder the memories were built with
@@ -74,16 +74,28 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import torch
 
-from guimem.actor import examples_from_retrieval
-from guimem.closed_loop import (PAPER_SR, LoopStats, QueryVectors, action_scores, load_actor, markdown_table,
-                                pick_tasks, replay_tasks, replay_world_config, run_closed_loop, save_traces,
-                                stalled_share, success_table)
-from guimem.episodes import load_episodes
-from guimem.memories import load_memories
-from guimem.metrics import MatchConfig
-from guimem.notebook_runner import enter_repo_root
-from guimem.plotting import MEMORY_LABELS, figure_path, save_figure, table_figure
-from guimem.world import World
+from guimem.actors.loading import load_actor
+from guimem.actors.mini.train import examples_from_retrieval
+from guimem.core.store import load_episodes
+from guimem.eval.closed_loop import (
+    PAPER_SR,
+    LoopStats,
+    QueryVectors,
+    action_scores,
+    markdown_table,
+    pick_tasks,
+    replay_tasks,
+    replay_world_config,
+    run_closed_loop,
+    save_traces,
+    stalled_share,
+    success_table,
+)
+from guimem.eval.metrics import MatchConfig
+from guimem.phone.world import World
+from guimem.pipeline.runner import enter_repo_root
+from guimem.smg.memories import load_memories
+from guimem.viz.plotting import MEMORY_LABELS, figure_path, save_figure, table_figure
 
 enter_repo_root()
 torch.manual_seed(seed)
@@ -226,7 +238,7 @@ print(f"\nIn short: {lead}; the paper's best is Subgoal-Graph ({PAPER_SR['smg'] 
 # %% [markdown]
 # ## Step-level action score by memory modality
 #
-# Single held-out demonstration steps, scored with the AITW rules (`guimem.metrics`): the
+# Single held-out demonstration steps, scored with the AITW rules (`guimem.eval.metrics`): the
 # same retrieved experience shown as nothing, as text, as an image, or both. This is the
 # quantity SwitchMem routes on: which rendering of the same experience leads the frozen actor
 # to the better action. The experience is what `03_retrieval_eval` retrieved for each step

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from guimem.data import Action, Episode, Observation, Step, SubgoalLabel, UIElement
+from guimem.core.data import Action, Episode, Observation, Step, SubgoalLabel, UIElement
 
 
 def el(id: str, role: str, text: str = "", desc: str = "", bounds=(0.0, 0.0, 1.0, 1.0), clickable: bool = False) -> UIElement:

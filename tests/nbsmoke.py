@@ -7,7 +7,7 @@
         metrics = run_notebook("00_world", tmp_path, n_train=12, n_test=6)
         assert metrics["episodes"] == 18
 
-The notebook runs through :func:`guimem.notebook_runner.run_notebook` (the same path as a
+The notebook runs through :func:`guimem.pipeline.runner.run_notebook` (the same path as a
 DVC stage) with ``tmp_path`` as its working directory, so every relative default path it
 writes (``data/...``, ``figures/...``) lands in ``tmp_path`` and the repository is never
 touched; a later stage's notebook run in the same ``tmp_path`` finds the earlier one's
@@ -25,7 +25,8 @@ from typing import Any
 import nbformat
 from papermill.translators import papermill_translators
 
-from guimem.notebook_runner import KERNEL_NAME, run_notebook as _run
+from guimem.pipeline.runner import KERNEL_NAME
+from guimem.pipeline.runner import run_notebook as _run
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 
@@ -71,11 +72,11 @@ def run_notebook(name: str, tmp_path: Path, metrics_param: str | None = None, **
 def tiny_segmented_world(tmp_path: Path, n_train: int, n_test: int) -> Path:
     """A tiny world and its rule segmentation at the default paths under ``tmp_path``, as the
     ``world`` and ``segmentation`` stages would leave them (the start of every later smoke run)."""
-    from guimem.demonstrator import generate_dataset
-    from guimem.episodes import load_episodes
-    from guimem.judge import RuleJudge
-    from guimem.segmentation import make_segmenter, save_subgoals, segment_episodes
-    from guimem.world import WorldConfig
+    from guimem.core.store import load_episodes, save_subgoals
+    from guimem.phone.config import WorldConfig
+    from guimem.phone.demonstrator import generate_dataset
+    from guimem.smg.judge import RuleJudge
+    from guimem.smg.segment import make_segmenter, segment_episodes
 
     root = Path(tmp_path)
     generate_dataset(WorldConfig(n_train=n_train, n_test=n_test), root / "data" / "world", seed=0, progress=False)

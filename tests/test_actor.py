@@ -15,17 +15,50 @@ import torch
 import yaml
 from PIL import Image, ImageDraw
 
-from guimem.actor import (
-    ACT, ACT_CONTEXT_SLOTS, DIRECTIONS, IGNORE, MEMORY_MATCH, N_MATCH, N_ROLE_SPECIAL, SEG_ACT, SEG_GOAL, SEG_HISTORY, SEG_MEMORY_IMAGE, SEG_MEMORY_TEXT, SEG_SCREEN,
-    ActorConfig, ActorExample, GuiActor, MiniActor, TrainConfig, assign_folds, build_kfold_examples,
-    act_context_ids, build_vocabulary, collate, decision_facts, decode, element_patches, featurise, match_ids, modality_batches,
-    memory_match_ids, patch_of, role_ids, swipe_direction, targets_for, train_actor, type_class_weights,
+from guimem.actors.mini.config import (
+    ACT_CONTEXT_SLOTS,
+    DIRECTIONS,
+    IGNORE,
+    N_ROLE_SPECIAL,
+    SEG_ACT,
+    SEG_GOAL,
+    SEG_HISTORY,
+    SEG_MEMORY_IMAGE,
+    SEG_MEMORY_TEXT,
+    SEG_SCREEN,
+    ActorConfig,
 )
-from guimem.data import ACTION_TYPES
-from guimem.data import Action, DataError, Episode, Observation, Step, UIElement
-from guimem.episodes import load_episodes, save_episodes
-from guimem.policy import MODALITIES, PolicyInput
-from guimem.tokenizer import Vocabulary, find_span, span_text, tokenize
+from guimem.actors.mini.features import (
+    MEMORY_MATCH,
+    N_MATCH,
+    act_context_ids,
+    collate,
+    decode,
+    element_patches,
+    featurise,
+    match_ids,
+    memory_match_ids,
+    patch_of,
+    role_ids,
+    swipe_direction,
+    targets_for,
+)
+from guimem.actors.mini.model import GuiActor, decision_facts
+from guimem.actors.mini.policy import MiniActor
+from guimem.actors.mini.train import (
+    ActorExample,
+    TrainConfig,
+    assign_folds,
+    build_kfold_examples,
+    build_vocabulary,
+    modality_batches,
+    train_actor,
+    type_class_weights,
+)
+from guimem.core.data import ACTION_TYPES, Action, DataError, Episode, Observation, Step, UIElement
+from guimem.core.policy import MODALITIES, PolicyInput
+from guimem.core.store import load_episodes, save_episodes
+from guimem.models.tokenizer import ACT, Vocabulary, find_span, span_text, tokenize
 
 torch.set_num_threads(1)
 TINY = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64, dropout=0.0,
@@ -445,9 +478,8 @@ def test_actor_notebook_metrics(actor_stage):
 def test_closed_loop_notebook(actor_stage):
     """05_closed_loop on the tiny world and the actor 04_actor just trained there, with
     params.yaml's closed_loop section as dvc passes it (on fewer steps and tasks)."""
+    from guimem.eval.closed_loop import load_traces, stalled_share
     from nbsmoke import run_notebook
-
-    from guimem.closed_loop import load_traces, stalled_share
 
     tmp, _ = actor_stage
     stage = yaml.safe_load((Path(__file__).parents[1] / "params.yaml").read_text())["closed_loop"]

@@ -3,19 +3,31 @@
 from __future__ import annotations
 
 import json
+import random
 from dataclasses import dataclass
 
 import pytest
 
-from guimem.closed_loop import (Replay, TraceStep, Trace, replay_tasks, load_traces, markdown_table, MemoryReader, run_closed_loop,
-                                longest_stall, stalled_share,
-                                save_traces, success_table)
-from guimem.data import Action, DataError
-from guimem.demonstrator import run_episode
-from guimem.policy import PolicyInput, PolicyOutput
-from guimem.world import TEMPLATES, Task, World, WorldConfig, sample_task
-
-import random
+from guimem.core.data import Action, DataError
+from guimem.core.policy import PolicyInput, PolicyOutput
+from guimem.eval.closed_loop import (
+    MemoryReader,
+    Replay,
+    Trace,
+    TraceStep,
+    load_traces,
+    longest_stall,
+    markdown_table,
+    replay_tasks,
+    run_closed_loop,
+    save_traces,
+    stalled_share,
+    success_table,
+)
+from guimem.phone.config import WorldConfig
+from guimem.phone.demonstrator import run_episode
+from guimem.phone.tasks import TEMPLATES, sample_task
+from guimem.phone.world import World
 
 
 class ReplayPolicy:
@@ -153,7 +165,7 @@ def test_traces_round_trip_and_bad_lines_name_file_and_line(tmp_path):
 
 def test_replay_tasks_keep_the_demonstration_seed_first_then_vary_it(demos):
     _, runs = demos
-    from guimem.data import Episode
+    from guimem.core.data import Episode
     episodes = [ep for _, _, ep in runs]
     replays = replay_tasks(episodes, 3)
     assert len(replays) == 3 * len(episodes)
@@ -172,7 +184,14 @@ from collections import OrderedDict
 
 import numpy as np
 
-from guimem.closed_loop import LoopStats, MemoryReader, QueryVectors, action_scores, pick_tasks, replay_world_config
+from guimem.eval.closed_loop import (
+    LoopStats,
+    MemoryReader,
+    QueryVectors,
+    action_scores,
+    pick_tasks,
+    replay_world_config,
+)
 
 
 class FixedPolicy:
@@ -241,7 +260,7 @@ class EmbeddedMemory(FakeMemory):
 
 
 def _replays(runs, n_seeds=2):
-    from guimem.closed_loop import replay_tasks
+    from guimem.eval.closed_loop import replay_tasks
     return replay_tasks([ep for _, _, ep in runs], n_seeds)
 
 
@@ -329,7 +348,7 @@ def test_pick_tasks_is_a_seeded_sample_in_store_order():
 
 
 def test_replay_world_config_reads_the_store_manifest(tmp_path):
-    from guimem.episodes import FORMAT, VERSION
+    from guimem.core.store import FORMAT, VERSION
     base = {"format": FORMAT, "version": VERSION, "episodes": 0, "steps": 0, "screens": 0}
     (tmp_path / "manifest.json").write_text(json.dumps({**base, "meta": {"world": {"dialog_prob": 0.7, "max_steps": 30}}}))
     config = replay_world_config(tmp_path, 12)
@@ -343,10 +362,14 @@ def test_replay_world_config_reads_the_store_manifest(tmp_path):
 def test_action_scores_equal_evaluate_actor_per_modality():
     import torch
     from PIL import Image
-    from guimem.actor import ActorConfig, ActorExample, GuiActor, MiniActor, build_vocabulary, evaluate_actor
-    from guimem.data import UIElement
-    from guimem.metrics import MatchConfig
-    from guimem.policy import PolicyInput
+
+    from guimem.actors.mini.config import ActorConfig
+    from guimem.actors.mini.model import GuiActor
+    from guimem.actors.mini.policy import MiniActor
+    from guimem.actors.mini.train import ActorExample, build_vocabulary, evaluate_actor
+    from guimem.core.data import UIElement
+    from guimem.core.policy import PolicyInput
+    from guimem.eval.metrics import MatchConfig
 
     torch.set_num_threads(1)
     els = (UIElement("b0", "button", "Display", bounds=(0.0, 0.0, 0.5, 0.25), clickable=True),)
@@ -373,7 +396,7 @@ def test_action_scores_equal_evaluate_actor_per_modality():
 
 # ---------------------------------------------------------------- actors chosen by params, scored through act
 def test_load_actor_refuses_a_blank_choice(tmp_path):
-    from guimem.closed_loop import load_actor
+    from guimem.actors.loading import load_actor
 
     for bad in ("", "  ", None, 3):
         with pytest.raises(DataError, match="actor_model"):
@@ -381,7 +404,7 @@ def test_load_actor_refuses_a_blank_choice(tmp_path):
 
 
 def test_load_actor_reads_a_hugging_face_folder_from_disk_only(tmp_path):
-    from guimem.closed_loop import load_actor
+    from guimem.actors.loading import load_actor
 
     with pytest.raises(OSError):  # an id that is neither on disk nor in the offline cache: no download
         load_actor(str(tmp_path / "no-such-model"), tmp_path)
@@ -393,9 +416,9 @@ def test_action_scores_of_a_policy_without_featurise():
 
     from PIL import Image
 
-    from guimem.closed_loop import action_scores
-    from guimem.data import UIElement
-    from guimem.metrics import MatchConfig
+    from guimem.core.data import UIElement
+    from guimem.eval.closed_loop import action_scores
+    from guimem.eval.metrics import MatchConfig
 
     class Fixed:
         batch_size = 2

@@ -6,9 +6,17 @@ import dataclasses
 
 import pytest
 
-from guimem.demonstrator import (dataset_stats, demonstrate, plan_tasks, run_episode, split_combos,
-                                 unseen_types_covered)
-from guimem.world import TEMPLATES, Task, World, WorldConfig
+from guimem.phone.config import WorldConfig
+from guimem.phone.demonstrator import (
+    dataset_stats,
+    demonstrate,
+    plan_tasks,
+    run_episode,
+    split_combos,
+    unseen_types_covered,
+)
+from guimem.phone.tasks import TEMPLATES, make_task
+from guimem.phone.world import World
 
 NOISE_FREE = WorldConfig(p_wrong_tap=0.0, p_give_up=0.0, p_wrong_state=0.0, dialog_prob=0.5)
 
@@ -19,7 +27,7 @@ def test_every_template_is_solved_without_noise(tid):
     world = World(NOISE_FREE)
     combos = TEMPLATES[tid].combos()
     for k, combo in enumerate([combos[0], combos[len(combos) // 2], combos[-1]]):
-        ep = run_episode(world, Task(tid, combo), seed=100 + k, episode_id="e", images=None, mode="clean", strict=True)
+        ep = run_episode(world, make_task(tid, combo), seed=100 + k, episode_id="e", images=None, mode="clean", strict=True)
         assert ep.success, (tid, combo, [s.action.describe() for s in ep.steps])
         assert ep.steps[-1].action.type == "done" and ep.provenance["ended"] == "done"
 
@@ -41,7 +49,7 @@ def test_noise_modes_fail_as_designed():
     cfg = WorldConfig(p_wrong_tap=0.0)
     world = World(cfg)
     tid = "notes.display"
-    t = Task(tid, TEMPLATES[tid].combos()[0])
+    t = make_task(tid, TEMPLATES[tid].combos()[0])
     wrong = run_episode(world, t, 3, "w", None, mode="wrong_state")
     assert wrong.steps[-1].action.type == "done" and wrong.success is False
     quit_ = run_episode(world, t, 3, "q", None, mode="give_up_impossible")
@@ -55,8 +63,8 @@ def test_wrong_taps_are_undone_and_labelled_with_their_subgoal():
     cfg = WorldConfig(p_wrong_tap=0.5, p_give_up=0.0, p_wrong_state=0.0, dialog_prob=0.0)
     world = World(cfg)
     tid = "clock.display"
-    ep = run_episode(world, Task(tid, TEMPLATES[tid].combos()[1]), 8, "x", None, mode="clean")
-    clean = run_episode(World(dataclasses.replace(cfg, p_wrong_tap=0.0)), Task(tid, TEMPLATES[tid].combos()[1]), 8, "y", None,
+    ep = run_episode(world, make_task(tid, TEMPLATES[tid].combos()[1]), 8, "x", None, mode="clean")
+    clean = run_episode(World(dataclasses.replace(cfg, p_wrong_tap=0.0)), make_task(tid, TEMPLATES[tid].combos()[1]), 8, "y", None,
                         mode="clean")
     assert ep.success and len(ep.steps) > len(clean.steps)
     assert any(s.action.type == "back" for s in ep.steps)

@@ -1,10 +1,16 @@
-"""guimem.describe: hit-testing, regions and action phrases."""
+"""guimem.core.describe: hit-testing, regions and action phrases."""
 
 import pytest
 
-from guimem.data import Action, UIElement
-from guimem.describe import (describe_action, describe_actions, element_label, region_words,
-                             swipe_direction, target_element)
+from guimem.core.data import Action, UIElement
+from guimem.core.describe import (
+    describe_action,
+    describe_actions,
+    element_label,
+    region_words,
+    swipe_direction,
+    target_element,
+)
 
 LIST = UIElement("list", "list", bounds=(0.0, 0.2, 1.0, 0.9))
 ROW = UIElement("row1", "list_item", text="Milk", bounds=(0.0, 0.2, 1.0, 0.3), clickable=True)

@@ -7,9 +7,10 @@ from collections import namedtuple
 import pytest
 from PIL import Image
 
-from guimem.data import Action, DataError
-from guimem.device import DeviceEnv, parse_hierarchy, role_of
-from guimem.world import Env, Task, TEMPLATES
+from guimem.core.data import Action, DataError
+from guimem.core.env import Env
+from guimem.phone.tasks import TEMPLATES, make_task
+from guimem.real.device import DeviceEnv, parse_hierarchy, role_of
 
 WindowSize = namedtuple("WindowSize", "width height")  # what adbutils returns
 
@@ -65,7 +66,7 @@ def env(**kw) -> tuple[DeviceEnv, FakeDevice]:
     return DeviceEnv(dev, packages={"Settings": "com.android.settings"}, settle_s=0.0, sleep=lambda s: None, **kw), dev
 
 
-TASK = Task("settings.network", TEMPLATES["settings.network"].combos()[0])
+TASK = make_task("settings.network", TEMPLATES["settings.network"].combos()[0])
 
 
 def test_reset_goes_home_and_observes():

@@ -5,10 +5,18 @@ import pytest
 import torch
 from PIL import Image, ImageDraw
 
-from guimem.data import DataError
-from guimem.embedding import (CachedImageEmbedder, CachedTextEmbedder, EmbeddingCache, HashingTextEmbedder,
-                              PixelEmbedder, cached_image_embedder, embed_screenshots, make_image_embedder,
-                              make_text_embedder)
+from guimem.core.data import DataError
+from guimem.models.embedding import (
+    CachedImageEmbedder,
+    CachedTextEmbedder,
+    EmbeddingCache,
+    HashingTextEmbedder,
+    PixelEmbedder,
+    cached_image_embedder,
+    embed_screenshots,
+    make_image_embedder,
+    make_text_embedder,
+)
 
 
 def screen(seed: int, size=(90, 180)) -> Image.Image:
@@ -59,7 +67,7 @@ def test_hashing_text_embedder():
 
 
 def test_cache_namespace_carries_the_numerics_version():
-    from guimem.embedding import EfficientNetLite0Embedder, cache_namespace
+    from guimem.models.embedding import EfficientNetLite0Embedder, cache_namespace
 
     assert cache_namespace(EfficientNetLite0Embedder()) == "efficientnet_lite0@v2"
     assert cache_namespace(PixelEmbedder()) == "pixels" and cache_namespace(HashingTextEmbedder()) == "hashing"
@@ -169,7 +177,7 @@ def test_minilm_text_embedder():
 
 # ----------------------------------------------------------------------------- projection
 def test_projection_fit_apply_save_load(tmp_path):
-    from guimem.embedding import ProjectedImageEmbedder, fit_projection
+    from guimem.models.embedding import ProjectedImageEmbedder, fit_projection
 
     inner = CachedImageEmbedder(PixelEmbedder(8, 16), EmbeddingCache(tmp_path / "cache"))
     images = [screen(i) for i in range(12)]
@@ -197,7 +205,7 @@ def test_projection_fit_apply_save_load(tmp_path):
 
 @pytest.mark.slow
 def test_worker_processes_give_the_same_vectors(tmp_path):
-    from guimem.embedding import CHUNK
+    from guimem.models.embedding import CHUNK
 
     torch.set_num_threads(1)
     paths = []

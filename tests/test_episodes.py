@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from guimem.data import DataError
-from guimem.demonstrator import demonstrate, plan_tasks
-from guimem.episodes import load_episodes, load_screenshot, read_manifest, save_episodes
-from guimem.world import WorldConfig
+from guimem.core.data import DataError
+from guimem.core.store import load_episodes, load_screenshot, read_manifest, save_episodes
+from guimem.phone.config import WorldConfig
+from guimem.phone.demonstrator import demonstrate, plan_tasks
 
 CORPUS = Path(__file__).parent / "data" / "bad_inputs"
 CFG = WorldConfig(n_train=6, n_test=0, dialog_prob=0.5)

@@ -15,21 +15,19 @@ import pytest
 import torch
 from PIL import Image
 
-from guimem.data import Action, DataError
-from guimem.hf_actor import (
+from guimem.actors.hf.parsing import (
     FALLBACK_ACTION,
     ActionParseError,
-    TINY_CHAT_TEMPLATE,
-    HFVLMActor,
-    byte_tokenizer,
     coords_to_unit,
     directional_swipe,
     format_action,
     parse_answer,
-    system_prompt,
-    tiny_random_qwen2_vl,
 )
-from guimem.policy import MODALITIES, PolicyInput
+from guimem.actors.hf.policy import HFVLMActor
+from guimem.actors.hf.prompts import system_prompt
+from guimem.actors.hf.tiny import TINY_CHAT_TEMPLATE, byte_tokenizer, tiny_random_qwen2_vl
+from guimem.core.data import Action, DataError
+from guimem.core.policy import MODALITIES, PolicyInput
 
 torch.set_num_threads(1)
 

@@ -6,13 +6,19 @@ from dataclasses import dataclass, field, replace
 
 import pytest
 
-from guimem.judge import (
-    LLMJudge, RuleJudge, acted_words, goal_keywords, judge_prompt, parse_yes_no, quoted_phrases, switch_goal,
+import handmade_episodes as hm
+from guimem.smg.judge import (
+    LLMJudge,
+    RuleJudge,
+    acted_words,
+    goal_keywords,
+    judge_prompt,
+    parse_yes_no,
+    quoted_phrases,
+    switch_goal,
     typing_mismatch,
 )
-from guimem.segmentation import RuleSegmenter, rule_spans
-
-import handmade_episodes as hm
+from guimem.smg.segmenters import RuleSegmenter, rule_spans
 
 
 def spans_of(ep):
@@ -96,7 +102,7 @@ def test_acted_words_come_from_touches_typing_and_screens_reached():
 # ----------------------------------------------------------------------------- the LLM judge
 @dataclass
 class ScriptedLLM:
-    """A stand-in for :class:`guimem.llm.LocalLLM` whose answer probabilities come from a list."""
+    """A stand-in for :class:`guimem.models.llm.LocalLLM` whose answer probabilities come from a list."""
 
     logps: list[tuple[float, float]]  # (log p of each yes spelling, log p of each no spelling), per call
     prompts: list = field(default_factory=list)

@@ -6,13 +6,12 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from guimem.data import DataError
-from guimem.llm import SMOLLM2_GGUF, LLMUnavailable, load_llm, locate_gguf
-from guimem.segmentation import (
-    LLMSegmenter, Span, answer_complete, boundaries, check_spans, parse_llm_answer, rule_spans, segmentation_prompt,
-)
-
 import handmade_episodes as hm
+from guimem.core.data import DataError
+from guimem.models.llm import SMOLLM2_GGUF, LLMUnavailable, load_llm, locate_gguf
+from guimem.smg.llm_segmenter import LLMSegmenter, answer_complete, parse_llm_answer, segmentation_prompt
+from guimem.smg.scores import boundaries
+from guimem.smg.segmenters import Span, check_spans, rule_spans
 
 
 # ----------------------------------------------------------------------------- parsing
@@ -84,7 +83,7 @@ def test_answer_complete_once_the_last_step_is_covered():
 # ----------------------------------------------------------------------------- the segmenter, with canned answers
 @dataclass
 class CannedLLM:
-    """A stand-in for :class:`guimem.llm.LocalLLM` answering from a list, recording each call."""
+    """A stand-in for :class:`guimem.models.llm.LocalLLM` answering from a list, recording each call."""
 
     answers: list[str]
     calls: list = field(default_factory=list)
@@ -102,7 +101,7 @@ class CannedLLM:
 
 @dataclass
 class CannedContinuation:
-    """A stand-in for :class:`guimem.llm.Continuation`: the model's pieces come from the canned list."""
+    """A stand-in for :class:`guimem.models.llm.Continuation`: the model's pieces come from the canned list."""
 
     llm: CannedLLM
     messages: list

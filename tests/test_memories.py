@@ -6,10 +6,28 @@ import numpy as np
 import pytest
 from PIL import Image, ImageDraw
 
-from guimem.data import Action, DataError, Episode, Observation, Step, Subgoal, SubgoalLabel, UIElement
-from guimem.embedding import CachedImageEmbedder, CachedTextEmbedder, EmbeddingCache, HashingTextEmbedder, PixelEmbedder
-from guimem.memories import (FlatMemory, GraphMemory, RenderStyle, Retrieved, build_memory, count_tokens, grid_shape,
-                             load_memory, make_memory, render_text, step_units, task_unit)
+from guimem.core.data import Action, DataError, Episode, Observation, Step, Subgoal, SubgoalLabel, UIElement
+from guimem.models.embedding import (
+    CachedImageEmbedder,
+    CachedTextEmbedder,
+    EmbeddingCache,
+    HashingTextEmbedder,
+    PixelEmbedder,
+)
+from guimem.smg.memories import (
+    FlatMemory,
+    GraphMemory,
+    RenderStyle,
+    Retrieved,
+    build_memory,
+    count_tokens,
+    grid_shape,
+    load_memory,
+    make_memory,
+    render_text,
+    step_units,
+    task_unit,
+)
 
 SETTINGS = UIElement("settings", "icon", text="Settings", bounds=(0.1, 0.3, 0.4, 0.4), clickable=True)
 SEARCH = UIElement("search", "field", text="Search", bounds=(0.1, 0.05, 0.9, 0.12), clickable=True)
@@ -243,8 +261,8 @@ def test_load_refuses_other_embedders(store):
 
 
 def test_load_memories_applies_the_saved_projection(store):
-    from guimem.embedding import fit_projection
-    from guimem.memories import load_memories
+    from guimem.models.embedding import fit_projection
+    from guimem.smg.memories import load_memories
 
     root, eps, subs = store
     img, txt = embedders(root)

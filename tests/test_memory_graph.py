@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from guimem import memory_graph as mg
-from guimem.data import DataError, Subgoal
-from guimem.embedding import HashingTextEmbedder, PixelEmbedder
-from guimem.memory_graph import GraphConfig, MemoryGraph, NodeIndex, build_graph
+from guimem.core.data import DataError, Subgoal
+from guimem.models.embedding import HashingTextEmbedder, PixelEmbedder
+from guimem.smg import graph as mg
+from guimem.smg.graph import GraphConfig, MemoryGraph, NodeIndex, build_graph
 
 D = 16
 

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from guimem.episodes import load_episodes
+from guimem.core.store import load_episodes
 
 TINY = dict(image_embedder="pixels", text_embedder="hashing", pca_dim=8, tau_sweep=[0.9, 0.97],
             theta_sweep=[0.8, 1.0])
@@ -94,6 +94,7 @@ def test_params_yaml_matches_the_notebook_defaults(repo_root, stage, notebook):
     import ast
 
     import yaml
+
     from nbsmoke import notebook_parameters
 
     section = yaml.safe_load((repo_root / "params.yaml").read_text())[stage]

@@ -8,20 +8,20 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from nbsmoke import metrics_parameter, notebook_parameters
-from guimem.notebook_runner import (
+from guimem.pipeline.runner import (
     NotebookError,
     enter_repo_root,
     main,
+    params_from_yaml,
     parse_parameters,
     parse_value,
-    params_from_yaml,
     repo_root,
     run_notebook,
     scrub_notebook,
     scrub_progress,
     scrub_text,
 )
+from nbsmoke import metrics_parameter, notebook_parameters
 
 BAR_0 = "\r  0%|          | 0/3 [00:00<?, ?it/s]"
 BAR_1 = "\rtrain:  33%|███▎      | 1/3 [00:00<00:00,  9.87it/s, loss=0.31]"
@@ -106,10 +106,10 @@ def test_scrub_progress_leaves_plain_text_alone_and_overwrites_like_a_terminal()
 
 
 def test_scrub_text_normalises_addresses_cell_files_and_root(tmp_path):
-    text = (f"<guimem.world.World object at 0x7f3a2b1c9d50> and {tmp_path}/src/x.py:3 in {tmp_path}\n"
+    text = (f"<guimem.phone.world.World object at 0x7f3a2b1c9d50> and {tmp_path}/src/x.py:3 in {tmp_path}\n"
             "/tmp/ipykernel_81234/1491801196.py:5: UserWarning: careful")
     assert scrub_text(text, tmp_path) == (
-        "<guimem.world.World object at 0x...> and src/x.py:3 in .\nipykernel/1491801196.py:5: UserWarning: careful")
+        "<guimem.phone.world.World object at 0x...> and src/x.py:3 in .\nipykernel/1491801196.py:5: UserWarning: careful")
     assert scrub_text("0x1f is hex", tmp_path) == "0x1f is hex"
 
 

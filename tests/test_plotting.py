@@ -6,9 +6,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from guimem import plotting
-from guimem.plotting import MEMORY_COLORS, MEMORY_KINDS, MEMORY_LABELS, MODALITY_COLORS, figure_path, save_figure
-from guimem.policy import MODALITIES
+from guimem.core.policy import MODALITIES
+from guimem.viz import plotting
+from guimem.viz.plotting import MEMORY_COLORS, MEMORY_KINDS, MEMORY_LABELS, MODALITY_COLORS, figure_path, save_figure
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 

@@ -4,10 +4,19 @@ import json
 
 import pytest
 
-from guimem.embedding import embed_screenshots
-from guimem.memories import RenderStyle, build_memory
-from guimem.retrieval import (by_true_type, embed_queries, evaluate_memory, image_name, item_types, read_results,
-                              step_queries, summarize, write_results)
+from guimem.models.embedding import embed_screenshots
+from guimem.smg.memories import RenderStyle, build_memory
+from guimem.smg.retrieval import (
+    by_true_type,
+    embed_queries,
+    evaluate_memory,
+    image_name,
+    item_types,
+    read_results,
+    step_queries,
+    summarize,
+    write_results,
+)
 from test_memories import TAP_DISPLAY, TAP_SETTINGS, embedders, episode, store  # noqa: F401 (fixture)
 
 

@@ -8,16 +8,31 @@ from dataclasses import replace
 
 import pytest
 
-from guimem.data import Action, DataError, Subgoal
-from guimem.embedding import HashingTextEmbedder
-from guimem.segmentation import (
-    NO_CHANGE, BoundaryScores, Context, GroundTruthSegmenter, RuleSegmenter, Span, behaviour_of, blind,
-    boundaries, boundary_scores, build_subgoals, corpus_boundary_scores, intent_agreement, judge_confusion,
-    load_subgoals, make_segmenter, match_boundaries, read_episode, rule_spans, save_subgoals, screen_contexts,
-    segment_episodes, spans_from_starts, step_intents, trajectory_text,
-)
-
 import handmade_episodes as hm
+from guimem.core.data import Action, DataError, Subgoal
+from guimem.core.store import load_subgoals, save_subgoals
+from guimem.models.embedding import HashingTextEmbedder
+from guimem.smg.annotate import NO_CHANGE, behaviour_of
+from guimem.smg.scores import (
+    BoundaryScores,
+    boundaries,
+    boundary_scores,
+    corpus_boundary_scores,
+    intent_agreement,
+    judge_confusion,
+    match_boundaries,
+    step_intents,
+)
+from guimem.smg.screens import Context, blind, read_episode, screen_contexts, trajectory_text
+from guimem.smg.segment import make_segmenter, segment_episodes
+from guimem.smg.segmenters import (
+    GroundTruthSegmenter,
+    RuleSegmenter,
+    Span,
+    build_subgoals,
+    rule_spans,
+    spans_from_starts,
+)
 
 
 # ----------------------------------------------------------------------------- reading screens
@@ -314,8 +329,8 @@ def test_load_skips_blank_lines(tmp_path):
 @pytest.fixture(scope="module")
 def segmentation_run(tmp_path_factory, repo_root):
     """01_segmentation on a tiny world, with SmolLM2 on one test episode ("it runs")."""
-    from guimem.demonstrator import generate_dataset
-    from guimem.world import WorldConfig
+    from guimem.phone.config import WorldConfig
+    from guimem.phone.demonstrator import generate_dataset
     from nbsmoke import run_notebook
 
     tmp = tmp_path_factory.mktemp("segmentation_nb")
@@ -359,6 +374,7 @@ def test_params_yaml_section_matches_the_notebook_defaults(repo_root):
     import ast
 
     import yaml
+
     from nbsmoke import notebook_parameters
 
     section = yaml.safe_load((repo_root / "params.yaml").read_text())["segmentation"]

@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import pytest
 
-from guimem import apps as A
-from guimem.data import Action, DataError
-from guimem.episodes import png_bytes
-from guimem.world import (SUBGOAL_TYPES, TEMPLATES, Env, Task, World, WorldConfig, screen_types, subgoal_reuse)
+from guimem.core.data import Action, DataError
+from guimem.core.env import Env
+from guimem.core.store import png_bytes
+from guimem.phone import apps as A
+from guimem.phone.config import WorldConfig
+from guimem.phone.subgoals import SUBGOAL_TYPES
+from guimem.phone.tasks import TEMPLATES, make_task, subgoal_reuse, task_from_dict
+from guimem.phone.toolkit import H, W
+from guimem.phone.world import Task, World, screen_types
 
 
 def task(tid: str, **params: str) -> Task:
-    return Task(tid, tuple(sorted(params.items())) if params else TEMPLATES[tid].combos()[0])
+    return make_task(tid, tuple(sorted(params.items())) if params else TEMPLATES[tid].combos()[0])
 
 
 def centre(world: World, wid: str) -> tuple[float, float]:
@@ -19,7 +24,7 @@ def centre(world: World, wid: str) -> tuple[float, float]:
     w = world.layout.find(wid)
     assert w is not None, f"{wid} not on {world.layout.screen}: {[x.id for x in world.layout.active()]}"
     x0, y0, x1, y1 = w.box
-    return ((x0 + x1) / 2 / A.W, (y0 + y1) / 2 / A.H)
+    return ((x0 + x1) / 2 / W, (y0 + y1) / 2 / H)
 
 
 def tap(world: World, wid: str, long: bool = False):
@@ -103,7 +108,7 @@ def test_dialog_blocks_what_is_under_it():
     assert w.layout.screen == "notes/confirm_delete" and w.layout.modal
     fab = w.layout.widgets[-1]
     assert fab.id == "icon:add"  # the list's FAB is still drawn under the dialog ...
-    obs, _, info = w.step(Action("tap", point=((fab.box[0] + fab.box[2]) / 2 / A.W, (fab.box[1] + fab.box[3]) / 2 / A.H)))
+    obs, _, info = w.step(Action("tap", point=((fab.box[0] + fab.box[2]) / 2 / W, (fab.box[1] + fab.box[3]) / 2 / H)))
     assert info["effect"] == "nothing there" and w.layout.screen == "notes/confirm_delete"  # ... but unreachable
     assert {e.role for e in obs.elements} <= {"dialog", "text", "button"}  # the tree shows the dialog only
     tap(w, "btn:delete")
@@ -371,11 +376,11 @@ def test_config_from_params_rejects_bad_keys():
 
 def test_task_round_trip_and_errors():
     t = task("messages.send", name="Alice", text="on my way")
-    assert Task.from_dict(t.to_dict()) == t and t.goal == "Send 'on my way' to Alice"
+    assert task_from_dict(t.to_dict()) == t and t.goal == "Send 'on my way' to Alice"
     with pytest.raises(DataError, match="task.template"):
-        Task.from_dict({"template": "nope"})
+        task_from_dict({"template": "nope"})
     with pytest.raises(DataError, match="task.params"):
-        Task.from_dict({"template": "messages.send", "params": {"name": 3}})
+        task_from_dict({"template": "messages.send", "params": {"name": 3}})
 
 
 def test_params_yaml_world_section_maps_one_to_one(repo_root):
@@ -411,7 +416,7 @@ def test_world_notebook_runs(world_notebook):
 @pytest.mark.slow
 def test_world_notebook_metrics(world_notebook):
     tmp, metrics = world_notebook
-    from guimem.episodes import load_episodes
+    from guimem.core.store import load_episodes
 
     train = load_episodes(tmp / "data" / "world" / "train")
     assert metrics["train_episodes"] == len(train) == 10 and metrics["test_episodes"] == 4
@@ -436,7 +441,7 @@ def test_random_actions_never_crash_the_world():
     """A closed-loop actor may do anything; the world must take it (and keep its invariants)."""
     import random
 
-    from guimem.data import ACTION_TYPES
+    from guimem.core.data import ACTION_TYPES
 
     rng = random.Random(0)
     w = World(WorldConfig(max_steps=40, dialog_prob=0.5))

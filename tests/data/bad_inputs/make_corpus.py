@@ -14,8 +14,8 @@ from typing import Any, Callable
 
 from PIL import Image
 
-from guimem.data import Action, Episode, Observation, Step, SubgoalLabel, UIElement
-from guimem.episodes import load_episodes, save_episodes
+from guimem.core.data import Action, Episode, Observation, Step, SubgoalLabel, UIElement
+from guimem.core.store import load_episodes, save_episodes
 
 HERE = Path(__file__).parent
 EP1, EP2 = "episodes/ep-0001.json", "episodes/ep-0002.json"

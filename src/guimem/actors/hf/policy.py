@@ -1,0 +1,232 @@
+"""The actor interface over any Hugging Face vision-language model.
+
+:class:`HFVLMActor` implements :class:`guimem.core.policy.Policy` with ``AutoProcessor`` and
+``AutoModelForImageTextToText`` (decoder-only VLMs: Qwen2/2.5/3-VL, UI-TARS, ...). For each
+:class:`~guimem.core.policy.PolicyInput` it
+
+1. builds a chat with the model's chat template: a system turn describing the action space
+   and the answer format, and a user turn with the goal, the retrieved memory (as a text
+   block, as an image, or both), the earlier actions and the current screenshot;
+2. optionally returns the hidden state of every layer at the *final prompt token* (the
+   last token of the prompt, after the generation prompt, e.g. the newline after
+   ``<|im_start|>assistant``), taken from the prefill pass of generation itself, so it costs
+   no extra forward pass;
+3. decodes greedily and parses the answer into a :class:`~guimem.core.data.Action`.
+
+Hidden states follow the ``transformers`` convention, checked for Qwen2-VL in the tests:
+``hidden_states`` is ``[n_layers + 1, d_model]`` per input; index 0 is the embedding
+output (the input of the first decoder layer), index ``i`` the output of decoder layer
+``i``, and the last index the last layer's output after the final norm (what the LM head
+reads).
+
+Two answer formats are understood, whichever the prompt asked for:
+
+- JSON, e.g. ``{"action": "tap", "point": [x, y]}``, with code fences or prose around it,
+  also single-quoted Python dicts and Qwen2.5-VL's ``mobile_use`` tool calls
+  (``{"name": "mobile_use", "arguments": {"action": "click", "coordinate": [x, y]}}``);
+- UI-TARS / Qwen-VL calls, e.g. ``click(start_box='(x,y)')``, ``long_press(...)``,
+  ``type(content='...')``, ``scroll(start_box='(x,y)', direction='down')``,
+  ``drag(start_box=..., end_box=...)``, ``press_back()``, ``press_home()``,
+  ``open_app(app_name='...')``, ``finished()``, optionally after ``Thought: ...``.
+
+Coordinates in answers follow a *convention* (:data:`COORD_CONVENTIONS`), a parameter:
+``relative_1000`` (UI-TARS and Qwen2-VL: integers on a 0-1000 grid), ``absolute_resized``
+(Qwen2.5-VL, UI-TARS-1.5: pixels of the image as resized by the processor),
+``absolute_original`` (pixels of the screenshot as given) or ``normalized`` (0-1). A point
+may be written ``[x, y]``, ``(x,y)``, ``<point>x y</point>``, or as a box ``(x1,y1,x2,y2)``
+(its centre is taken). Everything is converted to the data model's normalized [0, 1].
+
+Scrolls and swipes: an Action ``swipe`` records the finger's motion from ``point`` to
+``end``. ``scroll(direction=d)`` asks to bring into view the content lying in direction
+``d``, so the finger moves the opposite way (scroll ``down``: finger swipes up); a
+``swipe`` given only a direction moves the finger that way. Either spans ``swipe_length``
+of the screen, its start moved inwards if needed so that the whole motion stays on screen.
+
+An answer that cannot be parsed never becomes a plausible action silently: the output
+carries :data:`FALLBACK_ACTION` (``impossible``) and ``info["parse_error"]`` says why.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+from PIL import Image
+
+from guimem.actors.hf.parsing import (
+    ANSWER_FORMATS,
+    COORD_CONVENTIONS,
+    DEFAULT_SWIPE_LENGTH,
+    FALLBACK_ACTION,
+    AnswerFormat,
+    CoordConvention,
+    Frame,
+    parse_answer,
+)
+from guimem.actors.hf.prompts import build_messages, system_prompt
+from guimem.core.data import DataError
+from guimem.core.policy import PolicyInput, PolicyOutput
+
+
+class HFVLMActor:
+    """:class:`guimem.core.policy.Policy` over a Hugging Face VLM (greedy decoding, parsed answers)."""
+
+    def __init__(self, model_id_or_path: str, *, coords: CoordConvention = "relative_1000",
+                 answer_format: AnswerFormat = "json", max_new_tokens: int = 64, batch_size: int = 1,
+                 swipe_length: float = DEFAULT_SWIPE_LENGTH, system: str | None = None,
+                 device: str | None = None, dtype: str | torch.dtype = "auto"):
+        """Load ``model_id_or_path`` (a local folder or a cached hub id; never downloads).
+
+        Args:
+            coords: the coordinate convention the model answers in (:data:`COORD_CONVENTIONS`).
+            answer_format: the format the system prompt asks for (both are parsed).
+            max_new_tokens: the generation budget per answer.
+            batch_size: inputs per forward pass (left-padded).
+            swipe_length: finger travel of a direction-only scroll, fraction of the screen.
+            system: a system prompt replacing :func:`system_prompt`'s.
+            device: ``cuda`` if available when None.
+            dtype: passed to ``from_pretrained`` (``"auto"``: the checkpoint's).
+        """
+        from transformers import AutoModelForImageTextToText, AutoProcessor
+
+        device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        processor = AutoProcessor.from_pretrained(model_id_or_path, local_files_only=True)
+        model = AutoModelForImageTextToText.from_pretrained(model_id_or_path, local_files_only=True, dtype=dtype)
+        self._setup(model.to(device).eval(), processor, coords, answer_format, max_new_tokens, batch_size,
+                    swipe_length, system, name=str(model_id_or_path))
+
+    @classmethod
+    def from_model(cls, model: Any, processor: Any, *, coords: CoordConvention = "relative_1000",
+                   answer_format: AnswerFormat = "json", max_new_tokens: int = 64, batch_size: int = 1,
+                   swipe_length: float = DEFAULT_SWIPE_LENGTH, system: str | None = None) -> "HFVLMActor":
+        """An actor over an already-built model and processor (on the model's device)."""
+        actor = cls.__new__(cls)
+        actor._setup(model.eval(), processor, coords, answer_format, max_new_tokens, batch_size,
+                     swipe_length, system, name=type(model).__name__)
+        return actor
+
+    def _setup(self, model: Any, processor: Any, coords: str, answer_format: str, max_new_tokens: int,
+               batch_size: int, swipe_length: float, system: str | None, name: str) -> None:
+        if coords not in COORD_CONVENTIONS:
+            raise DataError("coords", f"expected one of {COORD_CONVENTIONS}, got {coords!r}")
+        if answer_format not in ANSWER_FORMATS:
+            raise DataError("answer_format", f"expected one of {ANSWER_FORMATS}, got {answer_format!r}")
+        for field, value in (("max_new_tokens", max_new_tokens), ("batch_size", batch_size)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise DataError(field, f"expected a positive int, got {value!r}")
+        if not 0 < swipe_length <= 0.5:
+            raise DataError("swipe_length", f"expected a fraction in (0, 0.5], got {swipe_length!r}")
+        if getattr(processor, "chat_template", None) is None and getattr(processor.tokenizer, "chat_template", None) is None:
+            raise DataError("chat_template", f"the processor of {name} has no chat template")
+        self.model, self.processor, self.name = model, processor, name
+        self.coords, self.answer_format = coords, answer_format
+        self.max_new_tokens, self.batch_size, self.swipe_length = max_new_tokens, batch_size, swipe_length
+        self.system = system if system is not None else system_prompt(answer_format, coords)
+        tokenizer = processor.tokenizer
+        if tokenizer.pad_token_id is None:  # batched generation needs a pad token
+            tokenizer.pad_token = tokenizer.eos_token
+        self._resized: dict[tuple[int, int], Frame] = {}  # original (W, H) -> processor-resized (W, H)
+
+    # ------------------------------------------------------------------ shape of the model
+    @property
+    def n_layers(self) -> int:
+        """Decoder layers of the language model (hidden states have ``n_layers + 1`` rows)."""
+        return int(self.model.config.get_text_config().num_hidden_layers)
+
+    @property
+    def d_model(self) -> int:
+        """Width of the language model's hidden states."""
+        return int(self.model.config.get_text_config().hidden_size)
+
+    @property
+    def device(self) -> torch.device:
+        """Where the model's weights are (inputs are sent there)."""
+        return next(self.model.parameters()).device
+
+    # ------------------------------------------------------------------ prompt
+    def frame(self, screenshot: Image.Image) -> Frame:
+        """``(width, height)`` of the frame answers about ``screenshot`` are written in."""
+        if self.coords == "relative_1000":
+            return (1000.0, 1000.0)
+        if self.coords == "normalized":
+            return (1.0, 1.0)
+        if self.coords == "absolute_original":
+            return (float(screenshot.width), float(screenshot.height))
+        return self.resized_size(screenshot)
+
+    def resized_size(self, image: Image.Image) -> Frame:
+        """``(width, height)`` the processor resizes ``image`` to (cached per input size)."""
+        key = image.size
+        if key not in self._resized:
+            image_processor = self.processor.image_processor
+            out = image_processor(images=[image.convert("RGB")], return_tensors="pt")
+            if "image_grid_thw" in out:  # Qwen-VL family: a grid of patch_size patches
+                _, grid_h, grid_w = (int(v) for v in out["image_grid_thw"][0])
+                patch = int(image_processor.patch_size)
+                self._resized[key] = (float(grid_w * patch), float(grid_h * patch))
+            else:  # fixed-size processors: pixel_values [n, C, H, W]
+                height, width = out["pixel_values"].shape[-2:]
+                self._resized[key] = (float(width), float(height))
+        return self._resized[key]
+
+    def prompt(self, inp: PolicyInput) -> tuple[str, list[Image.Image], Frame]:
+        """The chat-templated prompt text of one input, its images and its coordinate frame."""
+        frame = self.frame(inp.screenshot)
+        messages, images = build_messages(inp, self.system, self.answer_format, frame,
+                                          show_frame=self.coords.startswith("absolute"))
+        template = self.processor.chat_template or self.processor.tokenizer.chat_template
+        text = self.processor.apply_chat_template(messages, chat_template=template, tokenize=False,
+                                                  add_generation_prompt=True)
+        return text, images, frame
+
+    def encode(self, inputs: Sequence[PolicyInput]) -> tuple[Any, list[Frame]]:
+        """Processor outputs of a batch (left-padded: the last column is every final prompt token)."""
+        texts, images, frames = zip(*(self.prompt(i) for i in inputs))
+        enc = self.processor(text=list(texts), images=list(images), padding=True, padding_side="left",
+                             return_tensors="pt")
+        return enc.to(self.device, dtype=self.model.dtype), list(frames)  # images cast to the model dtype
+
+    # ------------------------------------------------------------------ acting
+    def act(self, inputs: Sequence[PolicyInput], output_hidden_states: bool = False) -> list[PolicyOutput]:
+        """Answer a batch; with ``output_hidden_states`` fill ``[n_layers + 1, d_model]`` per input."""
+        outputs: list[PolicyOutput] = []
+        for start in range(0, len(inputs), self.batch_size):
+            outputs.extend(self._act_batch(inputs[start:start + self.batch_size], output_hidden_states))
+        return outputs
+
+    def _generation_config(self, output_hidden_states: bool) -> Any:
+        """The model's generation config, made greedy, returning a dict (and hidden states if asked)."""
+        config = copy.deepcopy(self.model.generation_config)
+        config.do_sample, config.num_beams, config.max_new_tokens = False, 1, self.max_new_tokens
+        config.temperature = config.top_p = config.top_k = None  # greedy: no sampling knobs
+        config.pad_token_id = self.processor.tokenizer.pad_token_id
+        config.return_dict_in_generate, config.output_hidden_states = True, output_hidden_states
+        return config
+
+    @torch.inference_mode()
+    def _act_batch(self, inputs: Sequence[PolicyInput], output_hidden_states: bool) -> list[PolicyOutput]:
+        enc, frames = self.encode(inputs)
+        prompt_len = enc["input_ids"].shape[1]
+        gen = self.model.generate(**enc, generation_config=self._generation_config(output_hidden_states))
+        answers = self.processor.tokenizer.batch_decode(gen.sequences[:, prompt_len:], skip_special_tokens=True)
+        hidden = None
+        if output_hidden_states:
+            # gen.hidden_states[0]: the prefill pass, a tuple of n_layers + 1 tensors [batch, prompt_len, d_model]
+            hidden = torch.stack(gen.hidden_states[0], dim=1)[:, :, -1].float().cpu().numpy()  # [batch, n_layers+1, d_model]
+        n_prompt = enc["attention_mask"].sum(dim=1).tolist()
+        return [self.to_output(a, f, None if hidden is None else hidden[i], int(n))
+                for i, (a, f, n) in enumerate(zip(answers, frames, n_prompt))]
+
+    def to_output(self, answer: str, frame: Frame, hidden_states: np.ndarray | None = None,
+                  prompt_tokens: int | None = None) -> PolicyOutput:
+        """A decoded answer as a PolicyOutput; unparseable: FALLBACK_ACTION and ``info["parse_error"]``."""
+        info: dict[str, Any] = {"frame": list(frame), "coords": self.coords}
+        if prompt_tokens is not None:
+            info["prompt_tokens"] = prompt_tokens
+        try:
+            action = parse_answer(answer, frame, self.swipe_length)
+        except DataError as err:  # ActionParseError, or an Action refusing what was parsed
+            action, info["parse_error"] = FALLBACK_ACTION, str(err)
+        return PolicyOutput(action=action, hidden_states=hidden_states, raw=answer, info=info)

@@ -1,0 +1,72 @@
+"""A tiny randomly initialised Qwen2-VL built from a config, and a byte-level tokenizer for it:
+the Hugging Face actor's code paths tested and benchmarked without downloading a checkpoint.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+_TINY_SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>",
+                        "<|image_pad|>", "<|video_pad|>")
+TINY_CHAT_TEMPLATE = (  # Qwen-style: <|im_start|>role\n...<|im_end|>, images as vision pads
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n"
+    "{% if m['content'] is string %}{{ m['content'] }}{% else %}{% for c in m['content'] %}"
+    "{% if c['type'] == 'image' %}<|vision_start|><|image_pad|><|vision_end|>"
+    "{% elif c['type'] == 'text' %}{{ c['text'] }}{% endif %}{% endfor %}{% endif %}<|im_end|>\n"
+    "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+def byte_tokenizer(chat_template: str = TINY_CHAT_TEMPLATE) -> Any:
+    """A byte-level BPE tokenizer without merges (one token per byte) with Qwen's special tokens."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {c: i for i, c in enumerate(sorted(pre_tokenizers.ByteLevel.alphabet()))}
+    tokenizer = Tokenizer(models.BPE(vocab=vocab, merges=[]))
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    tokenizer.add_special_tokens(list(_TINY_SPECIAL_TOKENS))
+    return PreTrainedTokenizerFast(tokenizer_object=tokenizer, eos_token="<|im_end|>", pad_token="<|endoftext|>",
+                                   chat_template=chat_template)
+
+
+def tiny_random_qwen2_vl(n_layers: int = 2, d_model: int = 32, seed: int = 0,
+                         max_image_tokens: int = 16) -> tuple[Any, Any]:
+    """A randomly initialised Qwen2-VL and its processor, built offline (tests, benchmarks, smoke runs).
+
+    The text model has ``n_layers`` decoder layers of width ``d_model``; the vision tower one
+    block; images are resized to at most ``max_image_tokens`` merged 28 x 28 patches. The
+    processor is Qwen2-VL's without its video processor (which needs torchvision).
+    """
+    from transformers import AutoModelForImageTextToText, Qwen2VLConfig, Qwen2VLProcessor
+    from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import Qwen2VLImageProcessorPil
+
+    class ImageOnlyQwen2VLProcessor(Qwen2VLProcessor):
+        """Qwen2-VL's processor for images only."""
+
+        def __init__(self, image_processor=None, tokenizer=None, chat_template=None, **kwargs):
+            super().__init__(image_processor, tokenizer, None, chat_template=chat_template, **kwargs)
+
+    tokenizer = byte_tokenizer()
+    ids = {t: tokenizer.convert_tokens_to_ids(t) for t in _TINY_SPECIAL_TOKENS}
+    image_processor = Qwen2VLImageProcessorPil(min_pixels=28 * 28 * 4, max_pixels=28 * 28 * max_image_tokens)
+    processor = ImageOnlyQwen2VLProcessor(image_processor=image_processor, tokenizer=tokenizer,
+                                          chat_template=TINY_CHAT_TEMPLATE)
+    heads = max(2, d_model // 8)  # head_dim 8
+    half_rotary = d_model // heads // 2  # M-RoPE splits each head's rotary half over (t, h, w)
+    config = Qwen2VLConfig(
+        text_config=dict(vocab_size=len(tokenizer), hidden_size=d_model, intermediate_size=2 * d_model,
+                         num_hidden_layers=n_layers, num_attention_heads=heads, num_key_value_heads=heads // 2,
+                         bos_token_id=None, eos_token_id=ids["<|im_end|>"], pad_token_id=ids["<|endoftext|>"],
+                         rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
+                                          "mrope_section": [half_rotary - 2 * (half_rotary // 4),
+                                                            half_rotary // 4, half_rotary // 4]}),
+        vision_config=dict(depth=1, embed_dim=32, hidden_size=d_model, num_heads=2, patch_size=14,
+                           spatial_merge_size=2, temporal_patch_size=2),
+        image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
+        vision_start_token_id=ids["<|vision_start|>"], vision_end_token_id=ids["<|vision_end|>"])
+    torch.manual_seed(seed)
+    return AutoModelForImageTextToText.from_config(config).eval(), processor

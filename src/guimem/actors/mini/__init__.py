@@ -1,0 +1,1 @@
+"""The miniature multimodal actor: config, model, features, the frozen policy, training."""

@@ -1,0 +1,115 @@
+"""The miniature actor's configuration and the constants its model, features and training share.
+
+:class:`ActorConfig` (a ``transformers`` ``PretrainedConfig``, saved as ``config.json``) fixes the
+prompt layout (screen and memory-image sizes, patch size, token budgets), the model's size and
+the vocabularies learned from the training data (apps, widget roles). The architecture is
+described in :mod:`guimem.actors.mini.model`.
+"""
+
+from __future__ import annotations
+
+from transformers import PretrainedConfig
+
+from guimem.core.data import ACTION_TYPES, DataError
+from guimem.eval.metrics import MatchConfig
+
+DIRECTIONS: tuple[str, ...] = ("up", "down", "left", "right")
+"""Swipe directions: the way the finger moves (``up`` = lift point above touch point)."""
+DIRECTION_VECTORS = {"up": (0.0, -1.0), "down": (0.0, 1.0), "left": (-1.0, 0.0), "right": (1.0, 0.0)}
+
+# Segment ids; 0 is padding (its embedding row is fixed at zero and never attended to).
+SEG_PAD, SEG_SCREEN, SEG_GOAL, SEG_HISTORY, SEG_MEMORY_TEXT, SEG_MEMORY_IMAGE, SEG_ACT = range(7)
+SEGMENTS: tuple[str, ...] = ("pad", "screen", "goal", "history", "memory_text", "memory_image", "act")
+
+N_ROLE_SPECIAL = 2  # role ids: 0 = no widget under the patch centre, 1 = a role not seen in training
+ACT_CONTEXT_SLOTS = 2  # the [ACT] token's context: the types of the last and the second-to-last action
+
+STRICT_MATCH = MatchConfig(variant="aitw", text_rule="token_f1", match_app_name=True)
+"""Step matching used to score the actor: AITW touch rules, typed text by token F1, app names compared."""
+
+# Exact-match codes of a screen patch's label against the goal and the memory text shown.
+N_MATCH = 3  # per text: none, some or all of a label's words occur in it
+MEMORY_MATCH = 1 + N_MATCH ** 2  # memory-text codes: MEMORY_MATCH (word not in the goal), MEMORY_MATCH + 1 (in it)
+N_MATCH_CODES = MEMORY_MATCH + 2
+
+IGNORE = -100  # label value for "this head has no target on this example"
+VOCAB_FILE = "vocab.json"
+
+
+def history_tokens() -> list[str]:
+    """The special tokens that spell an action history: types, 3x3 cells, directions, none."""
+    kinds = [f"[H:{t}]" for t in ACTION_TYPES]
+    cells = [f"[H:at_{r}_{c}]" for r in range(3) for c in range(3)]
+    return kinds + cells + [f"[H:{d}]" for d in DIRECTIONS] + ["[H:-]"]
+
+
+# ============================================================================ config
+class ActorConfig(PretrainedConfig):
+    """Hyper-parameters of :class:`GuiActor` (saved as ``config.json`` beside the weights)."""
+
+    model_type = "guimem_actor"
+
+    vocab_size: int = 256  # word ids: named tokens + hash buckets (set from the Vocabulary)
+    hidden_size: int = 64  # d_model
+    num_hidden_layers: int = 6  # transformer blocks (hidden states: num_hidden_layers + 1)
+    num_attention_heads: int = 2  # 32-wide heads: word matches stand out at initialisation
+    intermediate_size: int = 128  # MLP width
+    dropout: float = 0.0  # on embeddings and residual branches (few epochs: no need)
+    attention_dropout: float = 0.0  # on attention weights (non-zero forces the slow unfused CPU kernel)
+    layer_norm_eps: float = 1e-5
+    initializer_range: float = 0.02
+    screen_height: int = 96  # screenshot resized to this many pixels high ...
+    screen_width: int = 48  # ... and this wide (phone aspect ratio 2:1)
+    memory_image_height: int = 96  # memory image resized to this size (same as the screen
+    memory_image_width: int = 48  #   by default so position codes line up)
+    patch_size: int = 8  # square patch side in pixels (screen 96x48 -> 12 x 6 = 72 patches)
+    max_words_per_patch: int = 6  # label words kept per screen patch (word channel)
+    max_label_patches: int = 12  # a label is written on every patch its element covers, up to this many
+    max_goal_tokens: int = 32  # goal truncated to this many tokens
+    max_history: int = 4  # last actions shown (2 tokens each)
+    max_memory_tokens: int = 64  # memory text truncated to this many tokens (about 1.5 items)
+    max_span_tokens: int = 8  # longest text span the type head may decode
+    swipe_length: float = 0.3  # swipe distance (normalized screen units) from the pointed point
+    app_names: list[str] | None = None  # classes of the open_app head, in order
+    offset_loss_weight: float = 1.0  # weight of the L1 in-patch offset loss
+    type_loss_weight: float = 1.0  # weight of the action-type cross-entropy
+    type_class_weights: list[float] | None = None  # per-class weights of that cross-entropy (None: all 1)
+    mimetic_init: float = 1.0  # query = key projection starts near this x identity (0: plain random init)
+    word_init_scale: float = 3.0  # word embeddings start this many times larger than the other embeddings
+    exact_match: bool = True  # screen patches flag whether their label's words occur in the goal / memory text
+    widget_roles: list[str] | None = None  # UI-tree roles a screen patch can carry (set from the training screens)
+    role_channel: bool = True  # each screen patch adds the embedding of the role of the widget under its centre
+    act_context: bool = True  # the [ACT] token adds embeddings of the last two action types (or "none yet")
+    wide_type_head: bool = True  # action-type logits also read the role and last-type facts linearly (needs both above)
+
+    def __post_init__(self, **kwargs):
+        if self.app_names is None:
+            self.app_names = []
+        if self.widget_roles is None:
+            self.widget_roles = []
+        super().__post_init__(**kwargs)
+
+    @property
+    def screen_grid(self) -> tuple[int, int]:
+        """(rows, columns) of screen patches."""
+        return self.screen_height // self.patch_size, self.screen_width // self.patch_size
+
+    @property
+    def memory_grid(self) -> tuple[int, int]:
+        """(rows, columns) of memory-image patches."""
+        return self.memory_image_height // self.patch_size, self.memory_image_width // self.patch_size
+
+    @property
+    def n_screen_patches(self) -> int:
+        rows, cols = self.screen_grid
+        return rows * cols
+
+    def check(self) -> None:
+        """Raise :class:`DataError` naming the first inconsistent field."""
+        for name in ("screen_height", "screen_width", "memory_image_height", "memory_image_width"):
+            if getattr(self, name) % self.patch_size:
+                raise DataError(name, f"must be a multiple of patch_size={self.patch_size}, got {getattr(self, name)}")
+        if self.hidden_size % self.num_attention_heads:
+            raise DataError("num_attention_heads", f"must divide hidden_size={self.hidden_size}")
+        if self.num_hidden_layers < 1:
+            raise DataError("num_hidden_layers", "must be >= 1")

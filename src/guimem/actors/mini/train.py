@@ -1,0 +1,424 @@
+"""Training the miniature actor by behaviour cloning, and scoring it on held-out steps.
+
+Examples pair a demonstration step with the experience a memory retrieves for it (memories
+rebuilt in k folds, so a step never sees its own episode); :func:`train_actor` trains on them
+with the memory modality redrawn every epoch; :func:`step_hits` and :func:`evaluate_actor`
+score the frozen actor under each modality.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
+
+import numpy as np
+import torch
+from PIL import Image
+from tqdm.auto import tqdm
+
+from guimem.actors.mini.config import IGNORE, STRICT_MATCH, ActorConfig, history_tokens
+from guimem.actors.mini.features import (
+    Features,
+    ImagePatcher,
+    Targets,
+    collate,
+    featurise,
+    patch_of,
+    role_key,
+    stack_targets,
+    targets_for,
+)
+from guimem.actors.mini.model import GuiActor
+from guimem.actors.mini.policy import MiniActor
+from guimem.core.data import ACTION_TYPES, Action, DataError, Episode
+from guimem.core.describe import target_element
+from guimem.core.policy import MODALITIES, Modality, PolicyInput
+from guimem.core.store import load_screenshot
+from guimem.eval.metrics import MatchConfig, action_class, action_match, step_accuracy
+from guimem.models.tokenizer import Vocabulary
+from guimem.smg.retrieval import read_results
+
+
+@dataclass(frozen=True)
+class ActorExample:
+    """One behaviour-cloning example: what the actor saw and what the demonstrator did."""
+
+    input: PolicyInput  # memory_text / memory_image: the retrieved experience (either may be None)
+    target: Action
+    episode_id: str = ""
+    step: int = -1
+    memory_kind: str | None = None  # which memory produced the experience (None: no memory)
+
+
+class ExperienceMemory(Protocol):
+    """What example building needs of a memory (:class:`guimem.smg.memories.Memory` satisfies it)."""
+
+    def retrieve(self, screenshot: Any, goal: str) -> Any: ...
+
+    def render_text(self, retrieved: Any) -> str: ...
+
+    def render_image(self, retrieved: Any) -> Image.Image: ...
+
+
+MemoryFactory = Callable[[str, Sequence[Episode]], ExperienceMemory]
+"""``factory(kind, episodes)``: a memory of ``kind`` built from exactly ``episodes``."""
+
+
+def assign_folds(episode_ids: Sequence[str], k: int, seed: int) -> dict[str, int]:
+    """Each episode id to one of ``k`` folds of (nearly) equal size, shuffled by ``seed``."""
+    if k < 2:
+        raise DataError("k_folds", f"needs at least 2 folds so every memory excludes its episode, got {k}")
+    ids = sorted(set(episode_ids))
+    order = np.random.default_rng(seed).permutation(len(ids))
+    return {ids[j]: rank % k for rank, j in enumerate(order)}
+
+
+def episode_steps(episode: Episode, store_root: str | Path, max_history: int) -> list[tuple[PolicyInput, Action]]:
+    """Every step of ``episode`` as a memory-less input (screen, tree, goal, recent history) and its action."""
+    out = []
+    for i, step in enumerate(episode.steps):
+        history = tuple(s.action for s in episode.steps[max(0, i - max_history):i]) if max_history else ()
+        screenshot = load_screenshot(store_root, step.screenshot)
+        out.append((PolicyInput(screenshot, step.elements, episode.goal, history), step.action))
+    return out
+
+
+def _with_memory(inp: PolicyInput, memory: ExperienceMemory, query: Any, renders: dict) -> PolicyInput:
+    """``inp`` with the memory's retrieval for ``query`` rendered as text and as image (renders memoised)."""
+    retrieved = memory.retrieve(query, inp.goal)
+    key = (id(memory), tuple(getattr(retrieved, "ids", ())) or id(retrieved))
+    if key not in renders:
+        renders[key] = (memory.render_text(retrieved), memory.render_image(retrieved))
+    text, image = renders[key]
+    return PolicyInput(inp.screenshot, inp.elements, inp.goal, inp.history, text, image)
+
+
+def build_examples(episodes: Sequence[Episode], store_root: str | Path, memories: Mapping[str, ExperienceMemory],
+                   kinds_per_step: int | None = None, seed: int = 0, max_history: int = 4,
+                   query_vectors: Mapping[str, np.ndarray] | None = None, progress: bool = True) -> list[ActorExample]:
+    """Examples of ``episodes`` with experience retrieved from ``memories`` (built without them).
+
+    Each step gets ``kinds_per_step`` memory kinds drawn at random (all of them when None), one
+    example per kind; ``query_vectors`` (screenshot path -> embedding) spare re-embedding screens.
+    """
+    kinds = sorted(memories)
+    n_kinds = len(kinds) if kinds_per_step is None else min(kinds_per_step, len(kinds))
+    rng = np.random.default_rng(seed)
+    renders: dict = {}
+    out: list[ActorExample] = []
+    for episode in tqdm(episodes, desc="examples", unit="episode", disable=not progress):
+        for i, (inp, action) in enumerate(episode_steps(episode, store_root, max_history)):
+            shot = episode.steps[i].screenshot
+            query = query_vectors[shot] if query_vectors is not None and shot in query_vectors else inp.screenshot
+            chosen = kinds if n_kinds == len(kinds) else sorted(rng.choice(kinds, n_kinds, replace=False).tolist())
+            for kind in chosen:
+                out.append(ActorExample(_with_memory(inp, memories[kind], query, renders), action, episode.id, i, kind))
+    return out
+
+
+def build_kfold_examples(episodes: Sequence[Episode], store_root: str | Path, factory: MemoryFactory,
+                         kinds: Sequence[str], k_folds: int, seed: int, kinds_per_step: int | None = 1,
+                         max_history: int = 4, query_vectors: Mapping[str, np.ndarray] | None = None,
+                         progress: bool = True) -> list[ActorExample]:
+    """Training examples whose memory never holds their own episode (no leakage).
+
+    The episodes are split into ``k_folds`` folds; the steps of fold ``f`` read memories of every
+    kind built by ``factory`` from the other folds only. Returned in the order of ``episodes``.
+    """
+    folds = assign_folds([e.id for e in episodes], k_folds, seed)
+    by_id: dict[str, list[ActorExample]] = {}
+    for f in range(k_folds):
+        inside = [e for e in episodes if folds[e.id] == f]
+        outside = [e for e in episodes if folds[e.id] != f]
+        memories = {kind: factory(kind, outside) for kind in kinds}
+        for ex in build_examples(inside, store_root, memories, kinds_per_step, seed + 1 + f, max_history,
+                                 query_vectors, progress):
+            by_id.setdefault(ex.episode_id, []).append(ex)
+    return [ex for e in episodes for ex in by_id.get(e.id, [])]
+
+
+def examples_from_retrieval(episodes: Sequence[Episode], store_root: str | Path, retrieval_dir: str | Path,
+                            kinds: Sequence[str], max_history: int = 4) -> list[ActorExample]:
+    """Held-out examples with the memory the ``retrieval_eval`` stage retrieved for every step.
+
+    Reads ``<retrieval_dir>/<kind>/steps.jsonl`` (text block and image path per step); one
+    example per step and kind, in episode, step and ``kinds`` order.
+    """
+    records: dict[tuple[str, str, int], tuple[str, str]] = {}
+    for kind in kinds:
+        folder = Path(retrieval_dir) / kind
+        for r in read_results(folder / "steps.jsonl"):
+            records[(kind, r["episode_id"], int(r["step"]))] = (r["text"], str(folder / r["image"]))
+    images: dict[str, Image.Image] = {}
+    out = []
+    for episode in episodes:
+        for i, (inp, action) in enumerate(episode_steps(episode, store_root, max_history)):
+            for kind in kinds:
+                key = (kind, episode.id, i)
+                if key not in records:
+                    raise DataError("steps.jsonl", f"no retrieved memory for {episode.id} step {i}",
+                                    str(Path(retrieval_dir) / kind))
+                text, image_path = records[key]
+                if image_path not in images:
+                    with Image.open(image_path) as im:
+                        images[image_path] = im.convert("RGB")
+                out.append(ActorExample(PolicyInput(inp.screenshot, inp.elements, inp.goal, inp.history, text,
+                                                    images[image_path]), action, episode.id, i, kind))
+    return out
+
+
+def memory_names_target(example: ActorExample) -> bool:
+    """Whether the memory text quotes the label of the element the demonstrator touched while the
+    goal does not: a step where (textual) experience carries what the goal leaves out."""
+    target = target_element(example.target, example.input.elements)
+    if target is None or not target.text or example.input.memory_text is None:
+        return False
+    label = target.text.lower()
+    return f'"{label}"' in example.input.memory_text.lower() and label not in example.input.goal.lower()
+
+
+def majority_action(actions: Sequence[Action], grid: tuple[int, int]) -> Action:
+    """The most frequent action of a training set: its commonest type, at that type's commonest
+    patch centre for touches (ties: first seen) — the baseline a policy must beat."""
+    if not actions:
+        raise DataError("actions", "no actions to take a majority of")
+    kind = max(ACTION_TYPES, key=lambda t: sum(a.type == t for a in actions))
+    if kind not in ("tap", "long_press", "swipe"):
+        same = [a for a in actions if a.type == kind]
+        return Action(kind, text=max(same, key=lambda a: sum(b.text == a.text for b in same)).text
+                      if kind in ("type", "open_app") else None)
+    patches = [patch_of(a.point, grid)[0] for a in actions if a.type == kind]
+    best = max(dict.fromkeys(patches), key=patches.count)
+    r, c = divmod(best, grid[1])
+    point = ((c + 0.5) / grid[1], (r + 0.5) / grid[0])
+    if kind == "swipe":
+        return Action("swipe", point=point, end=(point[0], max(0.0, point[1] - 0.3)))
+    return Action(kind, point=point)
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Behaviour-cloning hyper-parameters (the model's own live in ``model``)."""
+
+    epochs: int = 8  # passes over the examples
+    batch_size: int = 16
+    lr: float = 2e-3  # AdamW peak learning rate (linear warm-up, cosine decay)
+    weight_decay: float = 0.01
+    warmup_steps: int = 50  # optimizer steps of linear warm-up
+    grad_clip: float = 1.0  # max global gradient norm
+    modality_weights: tuple[float, float, float, float] = (1.0, 1.0, 1.0, 1.0)  # none/text/image/both draw odds
+    min_count: int = 2  # words seen fewer times share hash buckets
+    n_hash_buckets: int = 64
+    goal_dropout: float = 0.0  # chance per example and epoch that the goal is hidden (the memory must tell)
+    type_balance: float = 0.0  # action-type loss weights (count / mean count) ** -type_balance (0: unweighted)
+    wide_lr_scale: float = 30.0  # the wide type head's learning rate, in multiples of ``lr``
+    max_eval_examples: int = 512  # held-out examples scored after each epoch
+    model: Mapping[str, Any] = field(default_factory=dict)  # ActorConfig overrides
+
+    def __post_init__(self) -> None:
+        if self.epochs < 1 or self.batch_size < 1:
+            raise DataError("epochs" if self.epochs < 1 else "batch_size", "must be >= 1")
+        if len(self.modality_weights) != 4 or min(self.modality_weights) < 0 or sum(self.modality_weights) <= 0:
+            raise DataError("modality_weights",
+                            f"need 4 non-negative odds (none, text, image, both), got {self.modality_weights}")
+
+
+@dataclass
+class TrainHistory:
+    """Per-epoch training record."""
+
+    train_loss: list[float] = field(default_factory=list)  # mean loss over the epoch's batches
+    eval_step_accuracy: list[float] = field(default_factory=list)  # held-out, modality as drawn
+    eval_type_accuracy: list[float] = field(default_factory=list)
+    seconds: list[float] = field(default_factory=list)  # wall time of the epoch (training only)
+    examples_per_second: list[float] = field(default_factory=list)
+    loss_terms: list[dict[str, float]] = field(default_factory=list)  # epoch means of each loss term
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: list(v) for k, v in self.__dict__.items()}
+
+
+def corpus_texts(examples: Iterable[ActorExample]) -> Iterable[str]:
+    """Every text the vocabulary is built from: goals, memory texts, UI labels."""
+    for ex in examples:
+        yield ex.input.goal
+        if ex.input.memory_text:
+            yield ex.input.memory_text
+        for el in ex.input.elements:
+            if el.text:
+                yield el.text
+
+
+def build_vocabulary(examples: Sequence[ActorExample], min_count: int = 2, n_hash_buckets: int = 64) -> Vocabulary:
+    """The word vocabulary of a training set, with the special and history tokens."""
+    return Vocabulary.build(corpus_texts(examples), extra_tokens=history_tokens(), min_count=min_count,
+                            n_hash_buckets=n_hash_buckets)
+
+
+def draw_modalities(examples: Sequence[ActorExample], feats: Sequence[Features], weights: Sequence[float],
+                    rng: np.random.Generator) -> list[Modality]:
+    """A modality per example, drawn by ``weights`` among those its memory allows."""
+    out: list[Modality] = []
+    for f in feats:
+        w = np.array([wt if f.has(m) else 0.0 for m, wt in zip(MODALITIES, weights)])
+        out.append(MODALITIES[int(rng.choice(4, p=w / w.sum()))] if w.sum() > 0 else "none")
+    return out
+
+
+def without_goal(f: Features, t: Targets) -> tuple[Features, Targets]:
+    """The prompt with its goal hidden (no goal tokens) and the labels that still apply (no span)."""
+    hidden = replace(f, goal_ids=f.goal_ids[:0], goal="", goal_tokens=())
+    return hidden, replace(t, span_start=IGNORE, span_end=IGNORE)
+
+
+def modality_batches(modalities: Sequence[Modality], batch_size: int, rng: np.random.Generator) -> list[np.ndarray]:
+    """Shuffled batches of example indices, each of one modality (prompts of alike length pad little)."""
+    order = rng.permutation(len(modalities))
+    batches = []
+    for m in MODALITIES:
+        group = order[[modalities[i] == m for i in order]] if len(order) else order
+        batches += [group[lo:lo + batch_size] for lo in range(0, len(group), batch_size)]
+    return [batches[i] for i in rng.permutation(len(batches))]
+
+
+def train_actor(examples: Sequence[ActorExample], config: TrainConfig, seed: int,
+                eval_examples: Sequence[ActorExample] = (), match: MatchConfig = STRICT_MATCH,
+                progress: bool = True) -> tuple[MiniActor, TrainHistory]:
+    """Behaviour cloning: fit a fresh :class:`GuiActor` to ``examples``; deterministic for ``seed``.
+
+    Each epoch redraws every example's memory modality (``config.modality_weights`` over the
+    modalities its memory allows). Held-out steps are scored after every epoch with ``match``.
+    """
+    if not examples:
+        raise DataError("examples", "no training examples")
+    torch.manual_seed(seed)
+    rng = np.random.default_rng(seed)
+    vocab = build_vocabulary(examples, config.min_count, config.n_hash_buckets)
+    apps = sorted({ex.target.text for ex in examples if ex.target.type == "open_app" and ex.target.text})
+    roles = sorted({role_key(el) for ex in examples for el in ex.input.elements})
+    model_cfg = ActorConfig(**{**dict(config.model), "vocab_size": len(vocab), "app_names": apps,
+                               "widget_roles": roles,
+                               "type_class_weights": type_class_weights(examples, config.type_balance)})
+    model = GuiActor(model_cfg)
+    patcher = ImagePatcher()
+    feats = [featurise(ex.input, vocab, model_cfg, patcher)
+             for ex in tqdm(examples, desc="featurise", disable=not progress)]
+    targets = [targets_for(ex.target, f, model_cfg) for ex, f in zip(examples, feats)]
+    held = list(eval_examples)[:config.max_eval_examples]
+    held_feats = [featurise(ex.input, vocab, model_cfg, patcher) for ex in held]
+    held_modalities = draw_modalities(held, held_feats, config.modality_weights, np.random.default_rng(seed + 1))
+
+    steps_per_epoch = math.ceil(len(examples) / config.batch_size) + len(MODALITIES) - 1  # at most (modality batches)
+    total = config.epochs * steps_per_epoch
+    # Adam moves a weight by about lr per step, so in a few hundred steps a weight from zero stays
+    # near 1: too small for the wide head's logits to express decisions the facts make clear.
+    wide = [p for n, p in model.named_parameters() if n.startswith("wide_type_head.")]
+    deep = [p for n, p in model.named_parameters() if not n.startswith("wide_type_head.")]
+    groups = [{"params": deep}] + ([{"params": wide, "lr": config.lr * config.wide_lr_scale}] if wide else [])
+    opt = torch.optim.AdamW(groups, lr=config.lr, weight_decay=config.weight_decay)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, _warmup_cosine(config.warmup_steps, total))
+    history = TrainHistory()
+    bar = tqdm(total=config.epochs * len(examples), desc="train actor", unit="ex", disable=not progress)
+    for epoch in range(config.epochs):
+        model.train()
+        modalities = draw_modalities(examples, feats, config.modality_weights, rng)
+        hide = rng.random(len(examples)) < config.goal_dropout  # [n] examples shown without their goal
+        t0, losses, terms = time.perf_counter(), [], []
+        for idx in modality_batches(modalities, config.batch_size, rng):
+            shown = [without_goal(feats[i], targets[i]) if hide[i] else (feats[i], targets[i]) for i in idx]
+            batch = collate([f for f, _ in shown], [modalities[i] for i in idx], model_cfg, vocab)
+            out = model(**batch, **stack_targets([t for _, t in shown], model_cfg.n_screen_patches))
+            opt.zero_grad(set_to_none=True)
+            out.loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+            opt.step()
+            sched.step()
+            losses.append(float(out.loss.detach()))
+            terms.append({k: float(v) for k, v in out.losses.items()})
+            bar.update(len(idx))
+            bar.set_postfix(epoch=epoch + 1, loss=f"{losses[-1]:.3f}")
+        seconds = time.perf_counter() - t0
+        history.train_loss.append(float(np.mean(losses)))
+        history.seconds.append(seconds)
+        history.examples_per_second.append(len(examples) / seconds)
+        names = sorted({k for t in terms for k in t})
+        history.loss_terms.append({k: float(np.mean([t[k] for t in terms if k in t])) for k in names})
+        if held:
+            actor = MiniActor(model, vocab)
+            scores = score_features(actor, held_feats, held_modalities, [ex.target for ex in held], match)
+            history.eval_step_accuracy.append(scores["step_accuracy"])
+            history.eval_type_accuracy.append(scores["type_accuracy"])
+    bar.close()
+    return MiniActor(model.eval(), vocab), history
+
+
+def type_class_weights(examples: Sequence[ActorExample], balance: float) -> list[float] | None:
+    """Per action type, ``(count / mean count) ** -balance`` over the types seen in ``examples``
+    (0.5: inverse square root of frequency); unseen types get weight 1. ``None`` when ``balance`` is 0."""
+    if balance == 0:
+        return None
+    counts = np.bincount([ACTION_TYPES.index(ex.target.type) for ex in examples], minlength=len(ACTION_TYPES))
+    mean = counts[counts > 0].mean()
+    return [float((c / mean) ** -balance) if c else 1.0 for c in counts]
+
+
+def _warmup_cosine(warmup: int, total: int) -> Callable[[int], float]:
+    """Learning-rate multiplier: linear warm-up to 1, then cosine decay to 0.1."""
+    def factor(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / warmup
+        progress = (step - warmup) / max(1, total - warmup)
+        return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(progress, 1.0)))
+    return factor
+
+
+def score_features(actor: MiniActor, feats: Sequence[Features], modalities: Sequence[Modality],
+                   gold: Sequence[Action], match: MatchConfig = STRICT_MATCH) -> dict[str, Any]:
+    """:func:`guimem.eval.metrics.step_accuracy` of ``actor`` on featurised prompts (UI boxes from each prompt)."""
+    preds: list[Action] = []
+    for lo in range(0, len(feats), actor.batch_size):
+        hi = lo + actor.batch_size
+        preds += [o.action for o in actor.act_features(feats[lo:hi], modalities[lo:hi])]
+    if not preds:
+        return {"n_steps": 0, "step_accuracy": float("nan"), "type_accuracy": float("nan")}
+    return step_accuracy(preds, list(gold), [f.elements for f in feats], match)
+
+
+def step_hits(actor: MiniActor, examples: Sequence[ActorExample], modality: Modality | Sequence[Modality],
+              match: MatchConfig = STRICT_MATCH) -> Any:
+    """Per example (``[n]`` bool each): does the actor's action match the demonstrated one, and
+    does its type (the class ``match`` compares)? Every example must carry the memory ``modality`` asks for.
+
+    ``modality`` may be a sequence of modalities: then each example is featurised once, and a dict
+    maps every modality to its ``(step hits, type hits)`` pair.
+    """
+    modalities = [modality] if isinstance(modality, str) else list(modality)
+    feats = [actor.featurise(ex.input) for ex in examples]
+    out = {}
+    for m in modalities:
+        steps, types = [], []
+        for lo in range(0, len(feats), actor.batch_size):
+            hi = lo + actor.batch_size
+            for o, ex in zip(actor.act_features(feats[lo:hi], [m] * len(feats[lo:hi])), examples[lo:hi]):
+                steps.append(action_match(o.action, ex.target, ex.input.elements, match))
+                types.append(action_class(o.action, match) == action_class(ex.target, match))
+        out[m] = (np.array(steps, dtype=bool), np.array(types, dtype=bool))
+    return out[modality] if isinstance(modality, str) else out
+
+
+def evaluate_actor(actor: MiniActor, examples: Sequence[ActorExample], modality: Modality,
+                   match: MatchConfig = STRICT_MATCH) -> dict[str, Any]:
+    """Held-out step and type accuracy with every example shown memory as ``modality``.
+
+    Examples whose memory lacks that modality are skipped (``n_steps`` counts those scored).
+    """
+    feats, gold = [], []
+    for ex in examples:
+        f = actor.featurise(ex.input)
+        if f.has(modality):
+            feats.append(f)
+            gold.append(ex.target)
+    return score_features(actor, feats, [modality] * len(feats), gold, match)

@@ -1,0 +1,434 @@
+"""Closed-loop evaluation: a frozen actor plays tasks in an environment with a memory.
+
+Episodes run in lock-step so that the actor sees one batch per tick: every tick, each
+unfinished episode retrieves its memory for the current screen, the actor answers all of
+them at once, and each environment takes its action. An episode ends when the actor says
+``done`` or ``impossible`` or the environment's step budget runs out; success is the
+environment's own check on its final state (for the built-in world: its hidden state).
+
+Every step is traced (action, retrieved memory item ids, screen key) so that later
+analyses (SwitchMem's routing statistics) can replay what the actor saw.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from guimem.core.data import Action, DataError
+from guimem.core.env import Env, WorldObservation
+from guimem.core.policy import Modality, Policy, PolicyInput
+from guimem.core.store import read_manifest
+from guimem.eval.metrics import MatchConfig, step_accuracy
+from guimem.phone.config import WorldConfig
+from guimem.phone.tasks import task_from_dict
+from guimem.phone.world import Task
+
+PAPER_SR: dict[str, float] = {"none": 34.19, "flat": 30.77, "action_graph": 38.46, "task_graph": 36.75, "smg": 45.30}
+"""The SMG paper's success rates (%), SPA-Bench subset, Qwen3-VL-8B actor."""
+
+_SEED_STRIDE = 7919  # replay seed i of an episode = its own seed + i * stride (i = 0: the demonstration's own)
+
+
+class Memory(Protocol):
+    """What the closed loop needs of a memory (see :mod:`guimem.smg.memories`)."""
+
+    def retrieve(self, screenshot, goal: str, k: int = 1): ...
+
+    def render_text(self, retrieved) -> str: ...
+
+    def render_image(self, retrieved): ...
+
+
+@dataclass(frozen=True)
+class Replay:
+    """One closed-loop episode to play: a held-out task in a world seeded by ``seed``."""
+
+    episode: str  # id of the held-out episode whose task is replayed
+    task: Task
+    seed: int  # world seed (content, theme, shuffles, popups)
+    run: int = 0  # seed index: success rates are averaged per run, spread taken over runs
+
+
+@dataclass(frozen=True)
+class TraceStep:
+    """One tick of one episode: what was retrieved and what the actor did."""
+
+    screen_key: str  # content key of the screen the actor saw
+    action: Action
+    retrieved: tuple[str, ...]  # ids of the memory items shown (empty without memory)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"screen_key": self.screen_key, "action": self.action.to_dict(), "retrieved": list(self.retrieved)}
+
+
+@dataclass(frozen=True)
+class Trace:
+    """One closed-loop episode."""
+
+    episode: str  # id of the held-out episode whose task and seed were replayed
+    memory: str  # memory name ("none" for no memory)
+    modality: str  # how the memory was shown
+    seed: int  # world seed
+    run: int  # seed index (0, 1, 2, ...)
+    goal: str
+    steps: tuple[TraceStep, ...]
+    ended: str  # done, impossible or budget
+    success: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {f: getattr(self, f) for f in ("episode", "memory", "modality", "seed", "run", "goal", "ended", "success")}
+        d["steps"] = [s.to_dict() for s in self.steps]  # (dataclasses.asdict would deep-copy every step first)
+        return d
+
+
+@dataclass
+class _Running:
+    """Book-keeping of one episode while it runs."""
+
+    episode: str
+    env: Env | None  # None once the episode has ended
+    goal: str
+    obs: WorldObservation
+    history: list[Action] = field(default_factory=list)
+    steps: list[TraceStep] = field(default_factory=list)
+    ended: str | None = None
+    success: bool = False
+
+
+def pick_tasks(episodes: Sequence[Any], max_tasks: int, seed: int) -> list[Any]:
+    """``max_tasks`` of ``episodes`` drawn at random by ``seed`` (all when 0 or more than there are),
+    in their original order. A store may be ordered by template (unseen ones first), so a prefix
+    would not be a fair sample."""
+    if max_tasks <= 0 or max_tasks >= len(episodes):
+        return list(episodes)
+    keep = np.sort(np.random.default_rng(seed).choice(len(episodes), max_tasks, replace=False))
+    return [episodes[i] for i in keep]
+
+
+def replay_tasks(episodes: Sequence[Any], n_seeds: int) -> list[Replay]:
+    """A :class:`Replay` of every held-out episode for each seed index ``0 .. n_seeds - 1``.
+
+    Seed index 0 replays the demonstration's own world seed (same content, theme, shuffles and
+    popup schedule); the others give the same task in a differently shuffled, themed and
+    interrupted phone. Ordered by seed index, then by episode.
+    """
+    out = []
+    for i in range(n_seeds):
+        for ep in episodes:
+            prov = ep.provenance
+            if "task" not in prov or "seed" not in prov:
+                raise DataError("provenance.task", f"episode {ep.id!r} records no task and seed to replay")
+            out.append(Replay(ep.id, task_from_dict(prov["task"]), (int(prov["seed"]) + i * _SEED_STRIDE) % 2**31, i))
+    return out
+
+
+class QueryVectors:
+    """Retrieval embeddings of live screens, memoised by the screen's content key.
+
+    A screen's key identifies its pixels (:attr:`WorldObservation.key`), so each distinct screen
+    is embedded once per notebook, however many episodes, seeds and memories show it; the new
+    screens of a tick are embedded in one call (the embedder's own micro-batches and content-hash
+    cache apply). Every memory that shares the embedder can share one instance.
+    """
+
+    def __init__(self, embedder: Any):
+        self.embedder = embedder
+        self.vectors: dict[str, np.ndarray] = {}  # screen key -> [dim] embedding
+
+    def add(self, screens: Iterable[WorldObservation]) -> int:
+        """Embed the screens not seen yet (one call); returns how many were new."""
+        todo: dict[str, Any] = {}
+        for obs in screens:
+            if obs.key not in self.vectors and obs.key not in todo:
+                todo[obs.key] = obs.image
+        if todo:
+            self.vectors.update(zip(todo, self.embedder.embed(list(todo.values()))))
+        return len(todo)
+
+    def __getitem__(self, key: str) -> np.ndarray:
+        return self.vectors[key]
+
+
+class MemoryReader:
+    """What ``memory`` shows the actor for a (goal, screen): the retrieved ids and their rendering.
+
+    Retrieval depends only on the screen's pixels and the goal, so it is memoised by
+    ``(goal, screen key)``; a rendering depends only on the retrieved items, so it is memoised
+    by their ids, and only the modality shown is rendered (text runs draw no images). With
+    ``vectors`` the query screen goes to ``memory.retrieve`` as its embedding (computed by
+    :meth:`prepare` in one batch per tick) instead of as an image.
+    """
+
+    def __init__(self, memory: Memory | None, modality: Modality, k: int | None = 1,
+                 vectors: QueryVectors | None = None):
+        self.memory, self.modality, self.k, self.vectors = memory, modality, k, vectors
+        self.active = memory is not None and modality != "none"
+        self._reads: dict[tuple[str, str], tuple[str | None, Any, tuple[str, ...]]] = {}
+        self._renders: dict[tuple[str, ...], tuple[str | None, Any]] = {}
+        self.retrievals = self.renders = 0
+
+    def prepare(self, items: Iterable[tuple[WorldObservation, str]]) -> None:
+        """Embed, in one call, the screens of ``(observation, goal)`` pairs not read yet."""
+        if self.active and self.vectors is not None:
+            self.vectors.add(obs for obs, goal in items if (goal, obs.key) not in self._reads)
+
+    def read(self, obs: WorldObservation, goal: str) -> tuple[str | None, Any, tuple[str, ...]]:
+        """``(memory text or None, memory image or None, retrieved ids)`` for this screen and goal."""
+        if not self.active:
+            return None, None, ()
+        key = (goal, obs.key)
+        hit = self._reads.get(key)
+        if hit is None:
+            query = self.vectors[obs.key] if self.vectors is not None else obs.image
+            retrieved = self.memory.retrieve(query, goal, self.k)
+            self.retrievals += 1
+            ids = tuple(item.id for item in retrieved.items)
+            shown = self._renders.get(ids)
+            if shown is None:
+                shown = (self.memory.render_text(retrieved) if self.modality in ("text", "both") else None,
+                         self.memory.render_image(retrieved) if self.modality in ("image", "both") else None)
+                self._renders[ids] = shown
+                self.renders += 1
+            hit = self._reads[key] = (*shown, ids)
+        return hit
+
+
+@dataclass
+class LoopStats:
+    """Work counts of :func:`run_closed_loop` (deterministic; no timings)."""
+
+    steps: int = 0  # environment steps taken
+    actor_inputs: int = 0  # distinct inputs the actor answered (the rest were answered before)
+    retrievals: int = 0  # distinct (goal, screen) retrievals
+    renders: int = 0  # distinct renderings of retrieved items
+    embedded: int = 0  # screens newly embedded for retrieval
+
+    def add(self, other: "LoopStats") -> None:
+        for f in self.__dataclass_fields__:
+            setattr(self, f, getattr(self, f) + getattr(other, f))
+
+
+def input_key(obs: WorldObservation, goal: str, history: Sequence[Action], history_len: int) -> tuple:
+    """Everything the actor reads at one step, as a hashable key: goal, screen (pixels and UI
+    tree) and the visible history; the memory shown follows from goal and screen."""
+    return (goal, obs.key, obs.elements, tuple(history[-history_len:]) if history_len else ())
+
+
+def run_closed_loop(make_env: Callable[[], Env], tasks: Sequence[Replay], policy: Policy,
+                    memory: Memory | None, memory_name: str, modality: Modality = "text", k: int | None = 1,
+                    history_len: int = 4, batch_size: int = 32, max_ticks: int = 1000,
+                    progress: bool = True, vectors: QueryVectors | None = None, memo: bool = True,
+                    stats: LoopStats | None = None) -> list[Trace]:
+    """Play every replay with ``policy`` reading ``memory``; return the traces.
+
+    Episodes run ``batch_size`` at a time in lock-step (0: all at once); results are in the order
+    of ``tasks``. ``max_ticks`` is a safety net above the environments' own step budgets.
+
+    ``policy`` must be deterministic (a frozen actor with argmax decoding): with ``memo`` an
+    input it has answered before (same goal, screen, UI tree and visible history, hence the same
+    memory) gets the same action without asking again, within this call. Stuck episodes (the
+    same tap on the same screen until the budget) then cost environment steps only. ``vectors``
+    (a :class:`QueryVectors` over the memory's image embedder, shareable across memories) makes
+    retrieval embed each distinct screen once, in one batch per tick; by default one is made when
+    the memory has an ``image_embedder``. ``stats`` accumulates work counts.
+    """
+    if vectors is None and memory is not None and modality != "none" and hasattr(memory, "image_embedder"):
+        vectors = QueryVectors(memory.image_embedder)
+    reader = MemoryReader(memory, modality, k, vectors)
+    answers: dict[tuple, Action] = {}  # input key -> the policy's action
+    counts = LoopStats()
+    n_vectors = len(vectors.vectors) if vectors is not None else 0
+    traces: list[Trace] = []
+    bar = tqdm(total=len(tasks), desc=f"closed loop [{memory_name}/{modality}]", disable=not progress)
+    batch_size = batch_size if batch_size > 0 else max(1, len(tasks))
+    for start in range(0, len(tasks), batch_size):
+        batch = tasks[start:start + batch_size]
+        running = []
+        for replay in batch:
+            env = make_env()
+            running.append(_Running(replay.episode, env, replay.task.goal, env.reset(replay.task, replay.seed)))
+        for _ in range(max_ticks):
+            active = [r for r in running if r.ended is None]
+            if not active:
+                break
+            keys = [input_key(r.obs, r.goal, r.history, history_len) if memo else i for i, r in enumerate(active)]
+            reader.prepare((r.obs, r.goal) for r in active)
+            reads = [reader.read(r.obs, r.goal) for r in active]
+            new: dict[Any, PolicyInput] = {}
+            for key, r, (text, image, _) in zip(keys, active, reads):
+                if key not in answers and key not in new:
+                    new[key] = PolicyInput(r.obs.image, r.obs.elements, r.goal,
+                                           tuple(r.history[-history_len:]) if history_len else (), text, image)
+            if new:
+                outputs = policy.act(list(new.values()))
+                answers.update(zip(new, (out.action for out in outputs)))
+                counts.actor_inputs += len(new)
+            for key, r, (_, _, ids) in zip(keys, active, reads):
+                action = answers[key]
+                r.steps.append(TraceStep(r.obs.key, action, ids))
+                r.history.append(action)
+                r.obs, done, info = r.env.step(action)
+                counts.steps += 1
+                if done:
+                    r.ended, r.success = info["ended"], bool(info["success"])
+                    r.env = None  # its rendered screens can go
+            if not memo:
+                answers.clear()
+        else:
+            raise RuntimeError(f"closed loop exceeded max_ticks={max_ticks}; does the environment have a budget?")
+        traces += [Trace(r.episode, memory_name, modality, replay.seed, replay.run, r.goal, tuple(r.steps), r.ended,
+                         r.success) for r, replay in zip(running, batch)]
+        bar.update(len(running))
+    bar.close()
+    counts.retrievals, counts.renders = reader.retrievals, reader.renders
+    counts.embedded = (len(vectors.vectors) - n_vectors) if vectors is not None else 0
+    if stats is not None:
+        stats.add(counts)
+    return traces
+
+
+def replay_world_config(store_root: str | os.PathLike, max_steps: int | None = None) -> WorldConfig:
+    """The world the episodes of a store were recorded in (its manifest's ``meta.world``), with
+    the closed loop's own step budget ``max_steps`` when given: seed 0 of a replay then shows the
+    actor exactly the demonstration's phone (theme, shuffles, popup schedule)."""
+    path = Path(store_root) / "manifest.json"
+    meta = read_manifest(store_root).get("meta") or {}
+    if not isinstance(meta.get("world"), Mapping):
+        raise DataError("meta.world", "the store records no world config to replay its tasks in", str(path))
+    config = WorldConfig.from_dict(meta["world"], str(path))
+    return dataclasses.replace(config, max_steps=max_steps) if max_steps is not None else config
+
+
+def action_scores(actor: Any, examples: Sequence[Any], modalities: Sequence[Modality],
+                  match: MatchConfig) -> dict[str, dict[str, Any]]:
+    """Step and type accuracy of ``actor`` on ``examples`` with the memory shown as each of ``modalities``.
+
+    Like :func:`guimem.actors.mini.train.evaluate_actor` per modality (examples lacking a modality's memory
+    are skipped). The miniature actor featurises every example once and chooses the modality at
+    collate time; any other :class:`~guimem.core.policy.Policy` (a Hugging Face VLM) is asked through
+    ``act`` with each input reduced to the modality's memory.
+    """
+    if not hasattr(actor, "featurise"):
+        return _policy_action_scores(actor, examples, modalities, match)
+    from guimem.actors.mini.train import score_features
+
+    feats = [actor.featurise(ex.input) for ex in examples]
+    out = {}
+    for m in modalities:
+        keep = [i for i, f in enumerate(feats) if f.has(m)]
+        out[m] = score_features(actor, [feats[i] for i in keep], [m] * len(keep), [examples[i].target for i in keep],
+                                match)
+    return out
+
+
+def _shows(inp: PolicyInput, modality: Modality) -> bool:
+    """Whether ``inp`` carries the memory ``modality`` asks for."""
+    has_text, has_image = inp.memory_text is not None, inp.memory_image is not None
+    return {"none": True, "text": has_text, "image": has_image, "both": has_text and has_image}[modality]
+
+
+def _policy_action_scores(policy: Policy, examples: Sequence[Any], modalities: Sequence[Modality],
+                          match: MatchConfig) -> dict[str, dict[str, Any]]:
+    """:func:`action_scores` for a policy that only offers ``act`` (one call per batch of inputs)."""
+    batch = max(1, int(getattr(policy, "batch_size", 1)))
+    out = {}
+    for m in modalities:
+        keep = [ex for ex in examples if _shows(ex.input, m)]
+        inputs = [ex.input.with_modality(m) for ex in keep]
+        preds = [o.action for lo in range(0, len(inputs), batch) for o in policy.act(inputs[lo:lo + batch])]
+        out[m] = (step_accuracy(preds, [ex.target for ex in keep], [ex.input.elements for ex in keep], match)
+                  if keep else {"n_steps": 0, "step_accuracy": float("nan"), "type_accuracy": float("nan")})
+    return out
+
+
+def success_table(traces: Iterable[Trace]) -> dict[str, dict[str, Any]]:
+    """Per memory: success rate (%) per run (seed index), its mean and sample standard deviation over runs."""
+    by: dict[str, dict[int, list[bool]]] = {}
+    for t in traces:
+        by.setdefault(t.memory, {}).setdefault(t.run, []).append(t.success)
+    table = {}
+    for name, seeds in by.items():
+        rates = [100.0 * float(np.mean(v)) for _, v in sorted(seeds.items())]
+        table[name] = {"per_seed": rates, "mean": float(np.mean(rates)),
+                       "std": float(np.std(rates, ddof=1)) if len(rates) > 1 else 0.0,
+                       "episodes": sum(len(v) for v in seeds.values())}
+    return table
+
+
+def longest_stall(trace: Trace) -> int:
+    """The most consecutive steps at which the actor saw the same screen: its actions in between
+    changed nothing visible (1 when every action changed the screen; 0 for an empty trace)."""
+    best = run = 0
+    previous = None
+    for step in trace.steps:
+        run = run + 1 if step.screen_key == previous else 1
+        previous = step.screen_key
+        best = max(best, run)
+    return best
+
+
+def stalled_share(traces: Iterable[Trace], min_steps: int = 5) -> dict[str, float]:
+    """Per memory: the share of episodes in which the actor saw one screen for at least
+    ``min_steps`` steps in a row — it kept acting without changing anything, a state the
+    demonstrations never show it how to leave."""
+    by: dict[str, list[bool]] = {}
+    for t in traces:
+        by.setdefault(t.memory, []).append(longest_stall(t) >= min_steps)
+    return {name: float(np.mean(flags)) for name, flags in by.items()}
+
+
+def save_traces(path: str | os.PathLike, traces: Sequence[Trace]) -> None:
+    """Write traces as JSON lines, atomically."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            for t in traces:
+                f.write(json.dumps(t.to_dict(), sort_keys=True) + "\n")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def load_traces(path: str | os.PathLike) -> list[Trace]:
+    """Read traces written by :func:`save_traces`; errors name the file, line and field."""
+    traces = []
+    for n, line in enumerate(Path(path).read_text().splitlines(), 1):
+        try:
+            d = json.loads(line)
+            steps = tuple(TraceStep(s["screen_key"], Action.from_dict(s["action"]), tuple(s["retrieved"]))
+                          for s in d["steps"])
+            traces.append(Trace(d["episode"], d["memory"], d["modality"], int(d["seed"]), int(d["run"]), d["goal"], steps,
+                                d["ended"], bool(d["success"])))
+        except json.JSONDecodeError as err:
+            raise DataError(f"line {n}", f"malformed JSON: {err.msg}", str(path)) from None
+        except KeyError as err:
+            raise DataError(f"line {n}.{err.args[0]}", "missing", str(path)) from None
+        except DataError as err:
+            raise err.at(str(path), f"line {n}") from None
+    return traces
+
+
+def markdown_table(table: Mapping[str, Mapping[str, Any]], paper: Mapping[str, float], order: Sequence[str],
+                   labels: Mapping[str, str]) -> str:
+    """The SMG table as markdown: SR mean ± std over seeds here, beside the paper's SR."""
+    lines = ["| memory | SR here (%) | seeds | paper SR (%) |", "| --- | ---: | ---: | ---: |"]
+    for name in order:
+        row = table.get(name)
+        here = f"{row['mean']:.1f} ± {row['std']:.1f}" if row else "—"
+        n = len(row["per_seed"]) if row else 0
+        ref = paper.get(name, math.nan)
+        lines.append(f"| {labels.get(name, name)} | {here} | {n} | {'—' if math.isnan(ref) else f'{ref:.2f}'} |")
+    return "\n".join(lines) + "\n"

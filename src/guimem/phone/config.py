@@ -1,0 +1,79 @@
+"""The synthetic phone's configuration: image size, step budget, interruptions, shuffles, themes,
+and the demonstrator's noise (``params.yaml``'s ``world`` section).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from guimem.core.data import DataError
+from guimem.phone.tasks import TEMPLATES
+
+
+@dataclass(frozen=True)
+class WorldConfig:
+    """Every knob of the world and its demonstrator; fields map 1:1 to ``params.yaml: world:``."""
+
+    n_train: int = 400  # training episodes
+    n_test: int = 120  # test episodes
+    image_width: int = 180  # screenshot width in pixels; height is twice that
+    max_steps: int = 30  # step budget per episode
+    dialog_prob: float = 0.3  # chance that an episode is interrupted by a popup
+    shuffle: bool = True  # per-episode layout shuffles (list, menu, tab and toolbar order)
+    themes: bool = True  # per-episode accent colours (False: always blue)
+    p_launcher_tap: float = 0.5  # the demonstrator opens apps from the launcher grid (else open_app)
+    p_wrong_tap: float = 0.05  # per-step chance of a wrong tap, undone with back
+    p_give_up: float = 0.08  # per-episode chance of giving up midway
+    p_give_up_impossible: float = 0.5  # share of give-ups ending with `impossible` (others wander to the budget)
+    p_wrong_state: float = 0.1  # per-episode chance of finishing in a wrong state, then `done`
+    success_min: float = 0.6  # the demonstrator's success rate must land in [success_min, success_max]
+    success_max: float = 0.92
+    test_param_share: float = 0.25  # share of each template's parameter combinations kept for the test split
+    unseen_templates: tuple[str, ...] = ("settings.search_toggle", "notes.rename", "messages.mute", "shop.wishlist",
+                                         "clock.label_alarm")  # templates only in the test split
+    test_unseen_share: float = 0.3  # share of test episodes drawn from the unseen templates
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "unseen_templates", tuple(self.unseen_templates))
+        for name in ("dialog_prob", "p_launcher_tap", "p_wrong_tap", "p_give_up", "p_give_up_impossible",
+                     "p_wrong_state", "success_min", "success_max", "test_param_share", "test_unseen_share"):
+            v = getattr(self, name)
+            if not 0.0 <= v <= 1.0:
+                raise DataError(f"world.{name}", f"must be a probability in [0, 1], got {v!r}")
+        for name in ("n_train", "n_test", "max_steps", "image_width"):
+            if getattr(self, name) < (2 if name == "image_width" else 0):
+                raise DataError(f"world.{name}", f"must be a positive integer, got {getattr(self, name)!r}")
+        if self.image_width % 2:
+            raise DataError("world.image_width", f"must be even, got {self.image_width}")
+        unknown = [t for t in self.unseen_templates if t not in TEMPLATES]
+        if unknown:
+            raise DataError("world.unseen_templates", f"unknown templates {unknown}")
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any], path: str | None = None) -> "WorldConfig":
+        """Build from the ``world:`` section of params.yaml; unknown or mistyped keys raise DataError."""
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        kwargs = {}
+        for key, value in d.items():
+            if key not in fields:
+                raise DataError(f"world.{key}", f"unknown key; expected one of {sorted(fields)}", path)
+            default = fields[key].default
+            kind = type(default)
+            if kind is float and isinstance(value, int) and not isinstance(value, bool):
+                value = float(value)
+            if kind is tuple and isinstance(value, list):
+                value = tuple(value)
+            if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+                raise DataError(f"world.{key}", f"expected {kind.__name__}, got {type(value).__name__} {value!r:.60}", path)
+            kwargs[key] = value
+        try:
+            return cls(**kwargs)
+        except DataError as err:
+            raise DataError(err.field, err.message, path) from None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["unseen_templates"] = list(self.unseen_templates)
+        return d

@@ -1,0 +1,435 @@
+"""Run a notebook as a pipeline stage: papermill, then scrub what changes from run to run.
+
+Every DVC stage calls this module::
+
+    python -m guimem.pipeline.runner notebooks/00_world.ipynb reports/00_world.ipynb \\
+        -p seed 0 -p episodes 400
+
+Values are typed like papermill's ``-p`` (see :func:`parse_value`). Lists and maps, which DVC
+cannot interpolate into a command, come from the YAML file itself: ``-f params.yaml:world``
+passes every key of that section (``-p`` overrides).
+
+The executed notebook is a stage output, so it must be byte-identical when the stage is
+run again with the same parameters. :func:`scrub_notebook` therefore removes or
+normalises everything that varies between runs while keeping what a reader needs:
+
+- papermill's start/end times and durations (notebook and cell metadata) and the kernel's
+  per-cell execution timestamps (execution counts are kept: they are deterministic);
+- tqdm progress bars in stream outputs (their rates and times vary); other text, such as
+  warnings, is kept;
+- object memory addresses (``<Foo object at 0x7f3a...>`` becomes ``at 0x...``);
+- absolute paths under the repository root (written relative to it), so that two clones
+  in different folders give the same bytes;
+- randomly generated cell ids (the injected parameters cell, notebooks without ids) and
+  interactive-widget state.
+
+The kernel runs with the repository root as its working directory, so the notebook's
+relative paths (``data/...``, ``figures/...``) resolve as they do for DVC (in JupyterLab,
+where a kernel starts in ``notebooks/``, :func:`enter_repo_root` does the same), and with
+``PYTHONHASHSEED=0`` so that set and dict-of-str iteration orders are reproducible.
+A failing cell makes :func:`run_notebook` raise :class:`NotebookError` (the CLI prints its
+message and exits 1) and nothing is written: the output path is left untouched.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Any, Iterator, Mapping, Sequence
+
+import nbformat
+import yaml
+
+KERNEL_NAME = "python3"
+KERNEL_ENV: dict[str, str] = {"PYTHONHASHSEED": "0", "HF_HUB_OFFLINE": "1"}  # set unless already set
+# The kernel's own log says only that its loopback socket is unencrypted; user warnings still show.
+KERNEL_ARGS: tuple[str, ...] = ("--IPKernelApp.log_level=ERROR",)
+ROOT_MARKER = "dvc.yaml"  # the repository root is the nearest folder holding this file
+
+_RUN_TIMES = ("start_time", "end_time", "duration")
+_WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+# A tqdm bar from the start of its segment up to its time block, e.g.
+# "epoch:  40%|####      | 4/10 [00:01<00:02,  3.10it/s, loss=0.3]" or "12it [00:00, 99.0it/s]".
+_TQDM_BAR = re.compile(r"^.*?\[(?:\d+:)?\d+:\d\d(?:<(?:(?:\d+:)?\d+:\d\d|\?))?, [^\]]*\]")
+_ADDRESS = re.compile(r"(\bat )0x[0-9a-fA-F]+\b")
+# Where ipykernel compiles each cell: "/tmp/ipykernel_8123/1491801196.py" (the kernel's pid varies).
+_CELL_FILE = re.compile(r"[^\s\"'(]*ipykernel_\d+([/\\]\d+\.py)")
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_CURSOR = re.compile(r"\x1b\[\d*[A-D]")  # cursor moves: tqdm's nested bars step up and down with them
+_CELL_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+_WORDS: dict[str, Any] = {"True": True, "true": True, "False": False, "false": False,
+                          "None": None, "null": None, "~": None}
+
+
+class NotebookError(RuntimeError):
+    """A notebook could not be run: names the notebook, the cell and the error."""
+
+
+# ----------------------------------------------------------------------------- parameters
+def parse_value(text: str) -> Any:
+    """Type one ``-p`` value: bool, None, int, float, a YAML ``[list]``/``{map}``, else the string.
+
+    Scalars follow papermill's ``-p`` (``True``/``False``/``None``, ints, floats such as
+    ``1e-05``) and also accept YAML's lower-case ``true``/``false``/``null``, which is how
+    DVC renders booleans. Words YAML 1.1 would turn into booleans (``yes``, ``no``, ``on``)
+    stay strings, so that a label such as ``no`` survives.
+    """
+    if text in _WORDS:
+        return _WORDS[text]
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    if text.lstrip().startswith(("[", "{")):
+        try:
+            return yaml.safe_load(text)
+        except yaml.YAMLError as err:
+            raise ValueError(f"parameter value {text!r} looks like a YAML list or map but does not parse: {err}") from err
+    return text
+
+
+def parse_parameters(pairs: Sequence[Sequence[str]]) -> dict[str, Any]:
+    """``[(name, value), ...]`` from the command line to a typed dict; a repeated name is an error."""
+    params: dict[str, Any] = {}
+    for name, value in pairs:
+        if not name.isidentifier():
+            raise ValueError(f"parameter name {name!r} is not a Python identifier")
+        if name in params:
+            raise ValueError(f"parameter {name!r} given twice")
+        params[name] = parse_value(value)
+    return params
+
+
+def params_from_yaml(spec: str) -> dict[str, Any]:
+    """``FILE:KEY`` to the mapping at the dotted ``KEY`` of the YAML ``FILE`` (``FILE`` alone: all of it).
+
+    For stages whose parameters include lists or maps, which DVC cannot interpolate into a
+    command: ``--params-from params.yaml:world`` passes every key of the ``world`` section.
+    """
+    path, _, key = spec.partition(":")
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as err:
+        raise ValueError(f"{path}: cannot read parameters: {err}") from err
+    for part in key.split(".") if key else []:
+        if not isinstance(data, dict) or part not in data:
+            raise ValueError(f"{path}: no key '{key}' (missing '{part}')")
+        data = data[part]
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: '{key or '(top level)'}' must be a mapping of parameters, got {type(data).__name__}")
+    for name in data:
+        if not isinstance(name, str) or not name.isidentifier():
+            raise ValueError(f"{path}: '{key}': parameter name {name!r} is not a Python identifier")
+    return dict(data)
+
+
+# ----------------------------------------------------------------------------- paths
+def repo_root(start: str | os.PathLike[str] | None = None) -> Path:
+    """The nearest folder at or above ``start`` (default: the working directory) holding ``dvc.yaml``."""
+    here = Path(start if start is not None else os.getcwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / ROOT_MARKER).is_file():
+            return folder
+    raise FileNotFoundError(f"{here}: no {ROOT_MARKER} here or in any parent folder (not inside the repository?)")
+
+
+def enter_repo_root() -> Path:
+    """From ``<repo>/notebooks`` (where JupyterLab starts a kernel) move to ``<repo>``; return the cwd.
+
+    Call it in a notebook's first code cell so that its relative default paths resolve as
+    they do under DVC. Anywhere else it changes nothing: under the runner the kernel already
+    starts at the root, and a test's ``tmp_path`` stays where it is.
+    """
+    here = Path.cwd()
+    if here.name == "notebooks" and not (here / ROOT_MARKER).is_file() and (here.parent / ROOT_MARKER).is_file():
+        os.chdir(here.parent)
+    return Path.cwd()
+
+
+def _relative(path: str, root: Path) -> str:
+    """``path`` relative to ``root`` when it lies under it, else unchanged."""
+    try:
+        return Path(path).resolve().relative_to(root).as_posix()
+    except ValueError:
+        return path
+
+
+# ----------------------------------------------------------------------------- scrubbing
+def scrub_progress(text: str) -> str:
+    """Remove tqdm progress bars from stream text; keep everything else, warnings included.
+
+    A line holding carriage returns is what a terminal overwrites: its bar segments are
+    dropped and any other text on it kept; without a bar only its last segment is shown.
+    Cursor moves (how nested bars redraw) are dropped, and a line holding nothing else with them.
+    """
+    out: list[str] = []
+    for line in text.replace("\r\n", "\n").split("\n"):
+        moved = _CURSOR.sub("", line)
+        if moved != line and not moved.strip():
+            continue
+        line = moved
+        segments = line.split("\r")
+        if len(segments) == 1 and not _TQDM_BAR.search(line):
+            out.append(line)
+            continue
+        cleaned = [_TQDM_BAR.sub("", s) for s in segments]
+        kept = [c for c in cleaned if c.strip()]
+        if cleaned == segments:  # carriage returns but no bar: the terminal shows the last text
+            kept = kept[-1:]
+        out.extend(kept)
+    return "\n".join(out)
+
+
+def scrub_text(text: str, root: Path | None = None) -> str:
+    """Normalise memory addresses and kernel cell files; write paths under ``root`` relative to it."""
+    text = _CELL_FILE.sub(r"ipykernel\1", _ADDRESS.sub(r"\g<1>0x...", text))
+    if root is not None and len(root.parts) > 1:
+        for prefix in {str(root), str(root.resolve())}:
+            text = text.replace(prefix + os.sep, "").replace(prefix, ".")
+    return text
+
+
+def _merge_streams(outputs: list[dict]) -> list[dict]:
+    """Each run of consecutive stream outputs as one stdout then one stderr output.
+
+    The kernel flushes stdout and stderr on separate timers, so how their chunks interleave
+    varies from run to run; a fixed order keeps the notebook reproducible (and a progress
+    bar that spans several messages is scrubbed whole).
+    """
+    merged: list[dict] = []
+    run: dict[str, str] = {}
+    for out in [*outputs, None]:
+        if out is not None and out.get("output_type") == "stream":
+            run[out["name"]] = run.get(out["name"], "") + out["text"]
+            continue
+        for name in sorted(run, key=lambda n: (n != "stdout", n != "stderr", n)):
+            merged.append(nbformat.v4.new_output("stream", name=name, text=run[name]))
+        run = {}
+        if out is not None:
+            merged.append(out)
+    return merged
+
+
+def _scrub_output(out: dict, root: Path | None) -> dict | None:
+    """One cell output scrubbed, or None when nothing worth keeping is left."""
+    kind = out.get("output_type")
+    if kind == "stream":
+        out["text"] = scrub_text(scrub_progress(out["text"]), root)
+        return out if out["text"].strip() else None
+    if kind == "error":
+        out["evalue"] = scrub_text(out.get("evalue", ""), root)
+        out["traceback"] = [scrub_text(line, root) for line in out.get("traceback", [])]
+        return out
+    if kind in ("display_data", "execute_result"):
+        data = out.get("data", {})
+        if data.pop(_WIDGET_MIME, None) is not None:  # a live widget (e.g. tqdm.notebook): its text is a bar
+            data["text/plain"] = scrub_progress(data.get("text/plain", ""))
+            if not any(str(v).strip() for v in data.values()):
+                return None
+        for mime, value in data.items():
+            if mime.startswith("text/") and isinstance(value, str):
+                data[mime] = scrub_text(value, root)
+        out.get("metadata", {}).pop(_WIDGET_MIME, None)
+        return out
+    return out
+
+
+def _stable_cell_ids(nb: dict, input_ids: set[str]) -> None:
+    """Replace cell ids the input notebook did not have (papermill's, nbformat's) by stable ones."""
+    used = {c.get("id") for c in nb["cells"] if c.get("id") in input_ids}
+    for index, cell in enumerate(nb["cells"]):
+        if "id" not in cell or cell["id"] in input_ids:
+            continue
+        tags = cell.get("metadata", {}).get("tags", [])
+        base = "injected-parameters" if "injected-parameters" in tags else f"cell-{index}"
+        new, n = base, 1
+        while new in used or not _CELL_ID.match(new):
+            new, n = f"{base}-{n}", n + 1
+        cell["id"] = new
+        used.add(new)
+
+
+def scrub_notebook(nb: dict, root: Path | None = None, input_ids: set[str] | None = None) -> dict:
+    """Remove run-to-run noise from an executed notebook, in place; returns it."""
+    meta = nb.setdefault("metadata", {})
+    meta.pop("widgets", None)
+    pm = meta.get("papermill", {})
+    for key in _RUN_TIMES:
+        pm.pop(key, None)
+    if root is not None:
+        for key in ("input_path", "output_path"):
+            if isinstance(pm.get(key), str):
+                pm[key] = _relative(pm[key], root)
+    for cell in nb["cells"]:
+        cell_meta = cell.setdefault("metadata", {})
+        cell_meta.pop("execution", None)
+        for key in _RUN_TIMES:
+            cell_meta.get("papermill", {}).pop(key, None)
+        if cell.get("cell_type") == "code":
+            outputs = [_scrub_output(o, root) for o in _merge_streams(cell.get("outputs", []))]
+            cell["outputs"] = [o for o in outputs if o is not None]
+    _stable_cell_ids(nb, input_ids or set())
+    return nb
+
+
+# ----------------------------------------------------------------------------- running
+@contextlib.contextmanager
+def _environment(defaults: Mapping[str, str]) -> Iterator[None]:
+    """Set each variable not already set (the kernel inherits them); restore on exit."""
+    added = [k for k in defaults if k not in os.environ]
+    os.environ.update({k: defaults[k] for k in added})
+    try:
+        yield
+    finally:
+        for k in added:
+            os.environ.pop(k, None)
+
+
+def _input_cell_ids(path: Path) -> set[str]:
+    """The cell ids written in the notebook file itself (nbformat invents random ones if absent)."""
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as err:
+        raise NotebookError(f"{path}: cannot read the notebook: {err}") from err
+    return {c["id"] for c in raw.get("cells", []) if isinstance(c, dict) and isinstance(c.get("id"), str)}
+
+
+def _check_parameters(path: Path, parameters: Mapping[str, Any]) -> None:
+    """Refuse parameters the notebook's ``parameters`` cell does not define (a typo would be ignored)."""
+    from papermill.translators import papermill_translators
+
+    if not parameters:
+        return
+    nb = nbformat.read(path, as_version=4)
+    cells = [c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", [])]
+    translator = papermill_translators.find_translator(KERNEL_NAME, "python")
+    defined = {p.name for p in translator.inspect(cells[0])} if cells else set()
+    unknown = sorted(set(parameters) - defined)
+    if unknown:
+        known = ", ".join(sorted(defined)) or "none (no cell is tagged 'parameters')"
+        raise NotebookError(f"{path}: unknown parameter(s) {', '.join(unknown)}; the notebook defines: {known}")
+
+
+def _failure_message(path: Path, err: Exception) -> str:
+    """The notebook, the failing cell and its error, with the traceback in plain text."""
+    from papermill.exceptions import PapermillExecutionError
+
+    if isinstance(err, PapermillExecutionError):
+        trace = _ANSI.sub("", "\n".join(err.traceback))
+        return (f"{path}: cell {err.cell_index} (In [{err.exec_count}]) raised {err.ename}: {err.evalue}\n"
+                f"{trace}")
+    return f"{path}: execution failed: {type(err).__name__}: {err}"
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` via a temporary file in the same folder and ``os.replace``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "x", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def run_notebook(
+    input_path: str | os.PathLike[str],
+    output_path: str | os.PathLike[str],
+    parameters: Mapping[str, Any] | None = None,
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    progress: bool = False,
+    log_output: bool = False,
+) -> Path:
+    """Execute ``input_path`` with ``parameters``, scrub it, write it atomically to ``output_path``.
+
+    Args:
+        input_path: the notebook to run (left unchanged).
+        output_path: where the executed, scrubbed notebook goes (folders are created).
+        parameters: values for the notebook's ``parameters`` cell; unknown names are refused.
+        cwd: the kernel's working directory; default: the repository root above ``input_path``.
+        progress: show papermill's per-cell progress bar on stderr.
+        log_output: echo cell outputs to the log (stderr) while the notebook runs.
+
+    Returns the output path. Raises :class:`NotebookError` when the notebook cannot be read,
+    a parameter is unknown or a cell fails; nothing is written then.
+    """
+    import papermill
+    from nbclient.exceptions import CellTimeoutError, DeadKernelError
+
+    src, dst = Path(input_path), Path(output_path)
+    if not src.is_file():
+        raise NotebookError(f"{src}: no such notebook")
+    if dst.resolve() == src.resolve():
+        raise NotebookError(f"{dst}: the output would overwrite the input notebook")
+    root = Path(cwd).resolve() if cwd is not None else repo_root(src.resolve().parent)
+    params = dict(parameters or {})
+    input_ids = _input_cell_ids(src)
+    _check_parameters(src, params)
+    with _environment(KERNEL_ENV):
+        try:
+            nb = papermill.execute_notebook(
+                str(src), None, parameters=params, kernel_name=KERNEL_NAME, language="python", cwd=str(root),
+                progress_bar=progress, log_output=log_output, request_save_on_cell_execute=False,
+                extra_arguments=list(KERNEL_ARGS),
+            )
+        except (papermill.PapermillExecutionError, DeadKernelError, CellTimeoutError) as err:
+            raise NotebookError(_failure_message(src, err)) from err
+    nb.metadata.papermill["output_path"] = str(dst)
+    scrub_notebook(nb, root, input_ids)
+    _write_atomic(dst, nbformat.writes(nb) + "\n")
+    return dst
+
+
+# ----------------------------------------------------------------------------- command line
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m guimem.pipeline.runner",
+        description="Run a notebook with papermill and write a reproducible executed copy.",
+    )
+    p.add_argument("input", type=Path, help="notebook to run, e.g. notebooks/00_world.ipynb")
+    p.add_argument("output", type=Path, help="executed notebook to write, e.g. reports/00_world.ipynb")
+    p.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
+                   help="set a parameter (typed: 3 -> int, 0.5 -> float, true/True -> bool, [1, 2] -> list)")
+    p.add_argument("-f", "--params-from", action="append", default=[], metavar="FILE:KEY",
+                   help="set every parameter of a YAML mapping, e.g. params.yaml:world (-p overrides)")
+    p.add_argument("--cwd", type=Path, default=None, help="kernel working directory (default: repository root)")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="per-cell progress bar on stderr (default: when stderr is a terminal)")
+    p.add_argument("--log-output", action="store_true", help="echo cell outputs to stderr while running")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The command line: returns 0 on success, 1 when the notebook fails, 2 on bad arguments."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        params: dict[str, Any] = {}
+        for spec in args.params_from:
+            params.update(params_from_yaml(spec))
+        params.update(parse_parameters(args.parameter))
+    except ValueError as err:
+        parser.error(str(err))
+    if args.log_output:
+        import logging
+
+        logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
+    progress = sys.stderr.isatty() if args.progress is None else args.progress
+    try:
+        run_notebook(args.input, args.output, params, cwd=args.cwd, progress=progress, log_output=args.log_output)
+    except (NotebookError, FileNotFoundError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,189 @@
+"""A real Android device (or emulator) behind the world's ``reset`` / ``step`` interface.
+
+:class:`DeviceEnv` drives a device through `adbutils <https://github.com/openatx/adbutils>`_:
+screenshots via ``screencap``, the UI tree via ``uiautomator dump``, actions via ``input``.
+It implements :class:`guimem.core.env.Env`, so closed-loop code runs unchanged on a phone.
+
+A phone has no hidden state to read, so success needs a ``checker`` (a callable given the
+device and the task); without one ``info["success"]`` is None.
+
+Coordinates: actions are normalised to [0, 1]; they are scaled by the device's window size
+(``wm size``), and UI-tree bounds are divided by it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+import xml.etree.ElementTree as ET
+from typing import Any, Callable, Mapping, Protocol
+
+from PIL import Image
+
+from guimem.core.data import Action, DataError, UIElement
+from guimem.core.env import WorldObservation
+from guimem.phone.world import Task
+
+KEY_HOME, KEY_BACK, KEY_ENTER = 3, 4, 66  # Android key codes
+
+
+class AdbDeviceLike(Protocol):
+    """The part of ``adbutils.AdbDevice`` this backend uses (a fake implements it in tests)."""
+
+    def window_size(self) -> Any: ...  # (width, height)
+
+    def screenshot(self) -> Image.Image: ...
+
+    def dump_hierarchy(self) -> str: ...
+
+    def click(self, x: int, y: int) -> None: ...
+
+    def swipe(self, sx: int, sy: int, ex: int, ey: int, duration: float = 1.0) -> None: ...
+
+    def send_keys(self, text: str) -> Any: ...
+
+    def keyevent(self, key_code: int | str) -> Any: ...
+
+    def app_start(self, package_name: str, activity: str | None = None) -> Any: ...
+
+
+# class-name fragment -> role, first match wins
+_ROLES: tuple[tuple[str, str], ...] = (
+    ("EditText", "field"), ("Switch", "toggle"), ("ToggleButton", "toggle"), ("CheckBox", "toggle"),
+    ("RadioButton", "radio"), ("ImageButton", "icon"), ("Button", "button"), ("ImageView", "icon"),
+    ("TextView", "text"), ("Tab", "tab"),
+)
+
+
+def role_of(cls: str) -> str:
+    """A UI-tree role for an Android widget class name (``view`` when unknown)."""
+    short = cls.rsplit(".", 1)[-1]
+    return next((role for frag, role in _ROLES if frag in short), "view")
+
+
+def _bounds(text: str, size: tuple[int, int], field: str) -> tuple[float, float, float, float]:
+    """``'[x0,y0][x1,y1]'`` in pixels -> normalised, clipped (x0, y0, x1, y1)."""
+    try:
+        a, b = text.strip()[1:-1].split("][")
+        x0, y0 = (int(v) for v in a.split(","))
+        x1, y1 = (int(v) for v in b.split(","))
+    except ValueError:
+        raise DataError(field, f"expected '[x0,y0][x1,y1]', got {text!r:.60}") from None
+    w, h = size
+    clip = lambda v, n: round(min(1.0, max(0.0, v / n)), 4)  # noqa: E731
+    return clip(x0, w), clip(y0, h), clip(max(x0, x1), w), clip(max(y0, y1), h)
+
+
+def parse_hierarchy(xml: str, size: tuple[int, int]) -> tuple[UIElement, ...]:
+    """The flattened UI tree of a ``uiautomator dump``: visible nodes with text, a description or a click.
+
+    Raises :class:`DataError` (field ``hierarchy``) when the XML does not parse.
+    """
+    try:
+        root = ET.fromstring(xml)
+    except ET.ParseError as err:
+        raise DataError("hierarchy", f"malformed uiautomator XML: {err}") from None
+    out = []
+    for i, node in enumerate(root.iter("node")):
+        a = node.attrib
+        clickable = a.get("clickable") == "true" or a.get("long-clickable") == "true"
+        text, desc = a.get("text", ""), a.get("content-desc", "")
+        if not (clickable or text or desc) or "bounds" not in a:
+            continue
+        bounds = _bounds(a["bounds"], size, f"hierarchy.node[{i}].bounds")
+        if bounds[0] == bounds[2] or bounds[1] == bounds[3]:
+            continue  # off screen or zero-sized
+        out.append(UIElement(id=a.get("resource-id") or f"node{i}", role=role_of(a.get("class", "")), text=text,
+                             description=desc, bounds=bounds, clickable=clickable,
+                             selected=any(a.get(k) == "true" for k in ("checked", "selected", "focused"))))
+    return tuple(out)
+
+
+class DeviceEnv:
+    """An :class:`guimem.core.env.Env` over an adb device.
+
+    Args:
+        device: an ``adbutils.AdbDevice`` (``adbutils.adb.device()``) or anything with its methods.
+        packages: app name (as in ``open_app`` actions and tasks) -> Android package.
+        checker: ``checker(device, task) -> bool`` judging success at the end, or None.
+        max_steps: the step budget.
+        settle_s: seconds to wait after an action before reading the screen.
+        image_width: resize screenshots to this width (aspect kept); None keeps the device's.
+    """
+
+    def __init__(self, device: AdbDeviceLike, packages: Mapping[str, str] | None = None,
+                 checker: Callable[[AdbDeviceLike, Task], bool] | None = None, max_steps: int = 30,
+                 settle_s: float = 1.0, image_width: int | None = None, sleep: Callable[[float], None] = time.sleep):
+        self.device, self.checker = device, checker
+        self.packages = {k.lower(): v for k, v in (packages or {}).items()}
+        self.max_steps, self.settle_s, self.image_width, self._sleep = max_steps, settle_s, image_width, sleep
+        self.task: Task | None = None
+        self.t = 0
+        self.ended: str | None = None
+
+    def size(self) -> tuple[int, int]:
+        ws = self.device.window_size()
+        return int(ws[0]), int(ws[1])
+
+    def reset(self, task: Task, seed: int) -> WorldObservation:
+        """Go to the home screen. ``seed`` is unused: a phone's state is not ours to draw."""
+        self.task, self.t, self.ended = task, 0, None
+        self.device.keyevent(KEY_HOME)
+        self._sleep(self.settle_s)
+        return self.observe()
+
+    def step(self, action: Action) -> tuple[WorldObservation, bool, dict[str, Any]]:
+        """Send one action to the device; the episode ends on done/impossible or at the budget."""
+        if self.task is None or self.ended:
+            raise RuntimeError("step() after the episode ended; call reset() first")
+        self.t += 1
+        effect = self._send(action)
+        if action.type in ("done", "impossible"):
+            self.ended = action.type
+        elif self.t >= self.max_steps:
+            self.ended = "budget"
+        else:
+            self._sleep(self.settle_s)
+        obs = self.observe()
+        info: dict[str, Any] = {"effect": effect, "steps": self.t, "screen": obs.screen}
+        if self.ended:
+            info["ended"] = self.ended
+            info["success"] = None if self.checker is None else (
+                self.ended != "impossible" and bool(self.checker(self.device, self.task)))
+        return obs, self.ended is not None, info
+
+    def observe(self) -> WorldObservation:
+        """The current screenshot (RGB) and UI tree."""
+        size = self.size()
+        image = self.device.screenshot().convert("RGB")
+        if self.image_width and image.width != self.image_width:
+            image = image.resize((self.image_width, round(image.height * self.image_width / image.width)), Image.BILINEAR)
+        elements = parse_hierarchy(self.device.dump_hierarchy(), size)
+        key = hashlib.sha256(image.tobytes()).hexdigest()[:16]
+        return WorldObservation(image=image, elements=elements, screen=None, key=key)
+
+    def _send(self, action: Action) -> str:
+        kind, d = action.type, self.device
+        if kind in ("done", "impossible"):
+            return kind
+        w, h = self.size()
+        px = lambda p: (int(round(p[0] * (w - 1))), int(round(p[1] * (h - 1))))  # noqa: E731
+        if kind == "tap":
+            d.click(*px(action.point))
+        elif kind == "long_press":
+            x, y = px(action.point)
+            d.swipe(x, y, x, y, 0.8)  # a swipe that does not move is a long press
+        elif kind == "swipe":
+            d.swipe(*px(action.point), *px(action.end), 0.3)
+        elif kind == "type":
+            d.send_keys(action.text or "")
+        elif kind in ("back", "home", "enter"):
+            d.keyevent({"back": KEY_BACK, "home": KEY_HOME, "enter": KEY_ENTER}[kind])
+        elif kind == "open_app":
+            package = self.packages.get((action.text or "").strip().lower())
+            if package is None:
+                return "no such app"
+            d.app_start(package)
+        else:  # pragma: no cover - ACTION_TYPES is closed
+            raise AssertionError(kind)
+        return kind

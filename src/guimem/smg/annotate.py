@@ -1,0 +1,159 @@
+"""Annotating a subgoal: its behaviour (action pattern), effect (UI-tree diff) and intent, in words.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Sequence
+
+from guimem.core.data import Action, Episode, Observation, Step, UIElement
+from guimem.core.describe import (
+    FIELD_ROLES,
+    is_labeled,
+    region_words,
+    swipe_direction,
+)
+from guimem.smg.screens import (
+    CHOICE_ROLES,
+    HOME,
+    UNTITLED,
+    Context,
+    Reading,
+    _label,
+    _quoted,
+    blind,
+    choice_states,
+    element_name,
+    field_contents,
+    field_name,
+    looks_same,
+    read_episode,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    pass
+
+
+_VERBS = {"tap": "tap", "long_press": "long press", "swipe": "scroll", "type": "type", "back": "back",
+          "home": "home", "enter": "enter", "open_app": "open app", "done": "done", "impossible": "impossible"}
+
+
+def behaviour_of(actions: Sequence[Action]) -> str:
+    """The pattern of a run of actions, repeats folded: ``scroll x2, tap``."""
+    parts: list[tuple[str, int]] = []
+    for verb in (_VERBS[a.type] for a in actions):
+        if parts and parts[-1][0] == verb:
+            parts[-1] = (verb, parts[-1][1] + 1)
+        else:
+            parts.append((verb, 1))
+    return ", ".join(verb if n == 1 else f"{verb} x{n}" for verb, n in parts)
+
+
+def effect_of(before: Observation, after: Observation, ctx0: Context, ctx1: Context) -> str:
+    """One sentence on what changed between two screens (their contexts and UI trees)."""
+    clauses: list[str] = []
+    if ctx0.name != ctx1.name:
+        clauses.append(f"the screen changed from {_quoted(ctx0.name)} to {_quoted(ctx1.name)}")
+    if ctx0.overlay != ctx1.overlay:
+        if ctx0.overlay is not None:
+            clauses.append("the menu closed" if ctx0.overlay == "menu" else f"the '{ctx0.overlay}' window closed")
+        if ctx1.overlay is not None:
+            clauses.append("a menu opened" if ctx1.overlay == "menu" else f"the '{ctx1.overlay}' window opened")
+    if not clauses:
+        by_id = {e.id: e for e in after.elements}
+        fields0 = field_contents(before.elements)
+        for fid, text in field_contents(after.elements).items():
+            if fid in fields0 and fields0[fid] != text:
+                clauses.append(f"{field_name(by_id[fid])} now reads '{text}'" if text
+                               else f"{field_name(by_id[fid])} was cleared")
+        states0 = choice_states(before.elements)
+        for cid, state in choice_states(after.elements).items():
+            if cid in states0 and states0[cid] != state:
+                clauses.append(f"'{element_name(by_id[cid], after.elements)}' switched {state}")
+        if not clauses:
+            labels0 = {_label(e) for e in before.elements if _label(e)}
+            labels1 = {_label(e) for e in after.elements if _label(e)}
+            new, gone = len(labels1 - labels0), len(labels0 - labels1)
+            if new or gone:
+                clauses.append(f"the content of {_quoted(ctx1.name)} changed ({new} new, {gone} gone)")
+            elif not looks_same(before, after):
+                clauses.append(f"{_quoted(ctx1.name)} looks different (same UI tree)")
+    if not clauses:
+        return NO_CHANGE
+    sentence = "; ".join(clauses[:3])
+    return sentence[0].upper() + sentence[1:] + "."
+
+
+NO_CHANGE = "Nothing visible changed."
+
+
+def _touch_name(target: UIElement | None, step: Step) -> str:
+    """``'Delete'``, ``the unlabeled icon at top right`` or ``the screen at center``."""
+    if target is None:
+        return f"the screen at {region_words(step.action.point)}"
+    if is_labeled(target):
+        return f"'{_label(target)}'"
+    return f"the unlabeled {target.role} at {region_words(target.center)}"
+
+
+def _tap_intent(step: Step, target: UIElement | None, ctx0: Context, ctx1: Context, after: Observation) -> str:
+    """The intent of a tap or long press, judged by what it hit and what followed."""
+    verb = "long press" if step.action.type == "long_press" else "tap"
+    if target is not None and target.role in CHOICE_ROLES:
+        name = element_name(target, step.elements)
+        if target.role == "radio":
+            return f"choose '{name}'"
+        state = choice_states(after.elements).get(target.id)
+        return f"turn {state} '{name}'" if state in ("on", "off") else f"toggle '{name}'"
+    if ctx0.overlay is not None and ctx1.overlay != ctx0.overlay:
+        if ctx0.overlay == "menu":
+            return f"choose {_touch_name(target, step)} in the menu"
+        return f"answer the '{ctx0.overlay}' window with {_touch_name(target, step)}"
+    if ctx1.name != ctx0.name:
+        return f"open {ctx1.name}" if ctx1.name in (UNTITLED, HOME) else f"open the {ctx1.name} screen"
+    if ctx1.overlay is not None and ctx1.overlay != ctx0.overlay:
+        return "open the menu" if ctx1.overlay == "menu" else f"open the '{ctx1.overlay}' window"
+    if target is not None and target.role in FIELD_ROLES:
+        return f"focus {field_name(target)}"
+    return f"{verb} {_touch_name(target, step)}"
+
+
+def span_intent(episode: Episode, first: int, last: int, reading: Reading | None = None) -> str:
+    """The sub-intent of steps ``first..last``, from their most telling step.
+
+    Typing wins (``type 'milk' into "Search" and submit``); else the last effective step
+    (what it opened, switched or chose); else the last step of any kind.
+    """
+    ep = blind(episode)
+    r = reading or read_episode(ep)
+    obs, idx = ep.observations, range(first, last + 1)
+    typed = [i for i in idx if ep.steps[i].action.type == "type"]
+    if typed:
+        i = typed[-1]
+        fields = [r.targets[j] for j in range(first, i) if r.targets[j] is not None and r.targets[j].role in FIELD_ROLES]
+        box = fields[-1] if fields else next((e for e in ep.steps[i].elements if e.role in FIELD_ROLES), None)
+        into = f" into {field_name(box)}" if box is not None else ""
+        submit = " and submit" if any(ep.steps[j].action.type == "enter" for j in idx if j > i) else ""
+        return f"type '{ep.steps[i].action.text}'{into}{submit}"
+    effective = [i for i in idx if r.kinds[i] == "effective"]
+    i = effective[-1] if effective else last
+    step, ctx0, ctx1 = ep.steps[i], r.contexts[i], r.contexts[i + 1]
+    a = step.action
+    if a.type in ("tap", "long_press"):
+        text = _tap_intent(step, r.targets[i], ctx0, ctx1, obs[i + 1])
+        repeats = sum(1 for j in effective if r.targets[j] is not None and r.targets[j] == r.targets[i])
+        return f"{text} {repeats} times" if repeats > 1 and text.startswith(("tap", "long press")) else text
+    if a.type == "swipe":
+        return f"scroll {swipe_direction(a)} on {_quoted(ctx0.name)}"
+    if a.type == "back":
+        if ctx0.overlay is not None and ctx1.overlay is None:
+            return "close the menu" if ctx0.overlay == "menu" else f"close the '{ctx0.overlay}' window"
+        return f"go back to {_quoted(ctx1.name)}"
+    if a.type == "enter":
+        return "submit the text"
+    if a.type == "home":
+        return "go to the home screen"
+    if a.type == "open_app":
+        return f"open the {a.text} app"
+    if a.type == "done":
+        return "finish the task"
+    return "give up on the task"  # impossible

@@ -1,0 +1,689 @@
+"""One memory interface and four memories: Subgoal-Graph (the SMG) and three baselines.
+
+Every memory is built from past episodes and their subgoals (``add``), answers a query
+screen and goal with a :class:`Retrieved` (``retrieve``), and renders what it retrieved for
+the actor as a compact text block (``render_text``) or as an image of the same items
+(``render_image``):
+
+================  ==============  ===================================================
+memory            unit (item)     retrieval
+================  ==============  ===================================================
+``smg``           subgoal         top-k merged-screen nodes, all their out-edges
+``flat``          subgoal         the k subgoals whose first screen is most similar
+                                  (no merging, no graph, no dedup)
+``action_graph``  step            the SMG engine over single steps (observation,
+                                  action, outcome screen): top-k nodes, all their
+                                  out-edges
+``task_graph``    whole episode   the SMG engine over whole trajectories (first screen
+                                  -> final screen, intent = goal); the k trajectories
+                                  with the best mix of first-screen and goal similarity
+================  ==============  ===================================================
+
+The three graph memories share :class:`guimem.smg.graph.MemoryGraph` (same ``tau``,
+``theta``, same dedup rule); only the unit differs. The paper hands *all* out-edges of the
+retrieved node to a large LLM; the miniature actor reads only ``max_items`` of them, so a
+node's edges are ordered by the cosine between the current goal and the goal of the task the
+edge came from (ties: edge id) when ``rank_by="goal"`` (the default), or by edge id alone
+(``rank_by="id"``, the plain method). Flat keeps its own order (screen similarity).
+
+Success labels come from the segmentation's judge (a step inherits its subgoal's label, a
+trajectory its last subgoal's), never from the world's ground truth. Building reads
+embeddings through the content-hash cache, so memories over any subset of episodes (the
+actor's k-fold memories) are cheap. Everything is deterministic.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Mapping, Protocol, Sequence
+
+import numpy as np
+from PIL import Image, ImageDraw, ImageFont
+
+from guimem.core.data import Action, DataError, Episode, Subgoal, UIElement
+from guimem.core.describe import describe_actions, target_element
+from guimem.core.io import atomic_write_dir, readable_dir
+from guimem.models.embedding import (
+    DEFAULT_CACHE_DIR,
+    ImageEmbedder,
+    ProjectedImageEmbedder,
+    TextEmbedder,
+    cached_image_embedder,
+    cached_text_embedder,
+    embed_screenshots,
+    open_image,
+)
+from guimem.smg.graph import (
+    GraphConfig,
+    MemoryGraph,
+    NodeIndex,
+    boundary_screens,
+    episode_hash,
+    exact_scores,
+    group_by_episode,
+)
+
+MEMORIES: tuple[str, ...] = ("smg", "flat", "action_graph", "task_graph")
+KINDS = {"smg": "subgoal", "flat": "subgoal", "action_graph": "step", "task_graph": "task"}
+MEMORY_FILE, ITEMS_FILE, FLAT_VECTORS = "memory.json", "items.jsonl", "flat_vectors.npy"
+MEMORY_FORMAT_VERSION = 1
+
+
+# ============================================================================ retrieved items
+@dataclass(frozen=True)
+class MemoryItem:
+    """One retrieved experience: a subgoal, a step or a whole trajectory of a past episode."""
+
+    id: str  # "<memory>:<episode id>#<index>" (index: subgoal, step, or 0 for a trajectory)
+    kind: str  # "subgoal", "step" or "task"
+    episode_id: str
+    first_step: int  # steps first..last (inclusive) of the past episode
+    last_step: int
+    success: str  # the judge's label: yes / no / uncertain
+    goal: str  # the past task's goal
+    text: str  # the sub-intent (subgoal), the action in words (step), the goal (task)
+    effect: str  # what changed from the first to the last screen
+    anchor: str  # screenshot (relative to the store) the first action was taken on
+    outcome: str  # screenshot after the last action
+    actions: tuple[Action, ...]
+    phrases: tuple[str, ...]  # each action in words, on its own screen (guimem.core.describe)
+    targets: tuple[UIElement | None, ...]  # each action's target element on its own screen
+    score: float = 0.0  # screen cosine that retrieved it (its node's, for graph memories)
+    goal_score: float | None = None  # cosine of its goal to the query goal (when ranked by goal)
+    node: int | None = None  # the graph node it left from (graph memories)
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {k: getattr(self, k) for k in ("id", "kind", "episode_id", "first_step", "last_step", "success",
+                                           "goal", "text", "effect", "anchor", "outcome", "phrases",
+                                           "score", "goal_score", "node")}
+        d["phrases"] = list(self.phrases)
+        d["actions"] = [a.to_dict() for a in self.actions]
+        d["targets"] = [t.to_dict() if t is not None else None for t in self.targets]
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "MemoryItem":
+        return cls(id=d["id"], kind=d["kind"], episode_id=d["episode_id"], first_step=int(d["first_step"]),
+                   last_step=int(d["last_step"]), success=d["success"], goal=d["goal"], text=d["text"],
+                   effect=d["effect"], anchor=d["anchor"], outcome=d["outcome"],
+                   actions=tuple(Action.from_dict(a) for a in d["actions"]), phrases=tuple(d["phrases"]),
+                   targets=tuple(UIElement.from_dict(t) if t is not None else None for t in d["targets"]),
+                   score=float(d.get("score", 0.0)), goal_score=d.get("goal_score"), node=d.get("node"))
+
+
+@dataclass(frozen=True)
+class Retrieved:
+    """What a memory returned for one query, in order (best first)."""
+
+    memory: str
+    items: tuple[MemoryItem, ...]
+    nodes: tuple[tuple[int, float], ...] = ()  # (node, cosine) of graph memories, best first
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        return tuple(i.id for i in self.items)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"memory": self.memory, "nodes": [list(n) for n in self.nodes],
+                "items": [i.to_dict() for i in self.items]}
+
+
+@dataclass(frozen=True)
+class RenderStyle:
+    """How much of a retrieval the actor is shown, in words and in pixels (the same items)."""
+
+    max_items: int = 3  # items rendered (text and image); the rest are counted, not shown
+    max_actions: int = 4  # actions shown per item
+    show_goal: bool = True  # the past task's goal
+    show_effect: bool = True  # the effect sentence
+    image_size: tuple[int, int] = (180, 360)  # (width, height) of the memory image (phone aspect)
+
+
+class Memory(Protocol):
+    """The interface every memory implements."""
+
+    name: str
+    style: RenderStyle
+
+    def add(self, episodes: Sequence[Episode], subgoals: Sequence[Subgoal], store_root: str | Path) -> None:
+        """Ingest past episodes (and their subgoals) whose screenshots live under ``store_root``."""
+        ...
+
+    def retrieve(self, screenshot: Image.Image, goal: str, k: int | None = None) -> Retrieved:
+        """Items for the current screen and goal; ``k`` anchors (nodes or subgoals), default the memory's."""
+        ...
+
+    def render_text(self, retrieved: Retrieved) -> str:
+        """The memory block for the actor's prompt."""
+        ...
+
+    def render_image(self, retrieved: Retrieved, store_root: str | Path | None = None) -> Image.Image:
+        """The same items as an image (anchor screens with their actions marked)."""
+        ...
+
+
+# ============================================================================ units
+def _success_of_steps(subgoals: Sequence[Subgoal], n_steps: int) -> list[str]:
+    """The judge's label of the subgoal covering each step ("uncertain" where none does)."""
+    labels = ["uncertain"] * n_steps
+    for s in subgoals:
+        for i in range(s.first_step, min(s.last_step, n_steps - 1) + 1):
+            labels[i] = s.success
+    return labels
+
+
+def span_effects(episode: Episode, spans: Sequence[tuple[int, int]]) -> list[str]:
+    """The segmentation's effect sentence for each ``(first, last)`` span of ``episode``."""
+    from guimem.smg.annotate import effect_of
+    from guimem.smg.screens import screen_contexts  # the one definition of an effect
+
+    obs = episode.observations
+    ctx = screen_contexts(obs)
+    return [effect_of(obs[a], obs[b + 1], ctx[a], ctx[b + 1]) for a, b in spans]
+
+
+def step_units(episode: Episode, subgoals: Sequence[Subgoal]) -> list[Subgoal]:
+    """Each step of ``episode`` as a one-action unit (the Action-Graph's edges)."""
+    obs, n = episode.observations, len(episode.steps)
+    labels = _success_of_steps(subgoals, n)
+    phrases = describe_actions([s.action for s in episode.steps], [s.elements for s in episode.steps])
+    effects = span_effects(episode, [(i, i) for i in range(n)])
+    return [Subgoal(episode.id, i, i, i, obs[i].screenshot, obs[i + 1].screenshot, phrases[i], effects[i],
+                    episode.steps[i].action.type, labels[i], i + 1 if i + 1 < n else None, episode.goal,
+                    episode.app, (episode.steps[i].action,))
+            for i in range(n)]
+
+
+def task_unit(episode: Episode, subgoals: Sequence[Subgoal]) -> Subgoal:
+    """The whole episode as one unit (the Task-Graph's edge): first screen -> final screen, intent = goal."""
+    obs, n = episode.observations, len(episode.steps)
+    last = max(subgoals, key=lambda s: s.index).success if subgoals else "uncertain"
+    return Subgoal(episode.id, 0, 0, n - 1, obs[0].screenshot, obs[n].screenshot, episode.goal,
+                   span_effects(episode, [(0, n - 1)])[0], f"{n} steps", last, None, episode.goal,
+                   episode.app, tuple(s.action for s in episode.steps))
+
+
+def make_item(memory: str, unit: Subgoal, episode: Episode) -> MemoryItem:
+    """The renderable item of a unit: its actions in words and their targets, from the episode."""
+    steps = episode.steps[unit.first_step: unit.last_step + 1]
+    if len(steps) != unit.last_step - unit.first_step + 1:
+        raise DataError("last_step", f"unit {unit.id} runs past the {len(episode.steps)} steps of its episode")
+    actions = [s.action for s in steps]
+    screens = [s.elements for s in steps]
+    return MemoryItem(id=f"{memory}:{unit.id}", kind=KINDS[memory], episode_id=unit.episode_id,
+                      first_step=unit.first_step, last_step=unit.last_step, success=unit.success,
+                      goal=unit.goal or episode.goal, text=unit.text, effect=unit.effect,
+                      anchor=unit.from_screenshot, outcome=unit.to_screenshot, actions=tuple(actions),
+                      phrases=tuple(describe_actions(actions, screens)),
+                      targets=tuple(target_element(a, els) for a, els in zip(actions, screens)))
+
+
+def units_for(memory: str, episode: Episode, subgoals: Sequence[Subgoal]) -> list[Subgoal]:
+    """The units ``memory`` stores for one episode."""
+    if memory in ("smg", "flat"):
+        return sorted(subgoals, key=lambda s: s.index)
+    if memory == "action_graph":
+        return step_units(episode, subgoals)
+    if memory == "task_graph":
+        return [task_unit(episode, subgoals)]
+    raise DataError("memory", f"unknown memory {memory!r}; expected one of {MEMORIES}")
+
+
+def _pair(episodes: Sequence[Episode], subgoals: Sequence[Subgoal]) -> list[tuple[Episode, list[Subgoal]]]:
+    """Each episode (in the given order) with its subgoals; subgoals of unknown episodes are an error."""
+    by_episode = group_by_episode(subgoals)
+    ids = {e.id for e in episodes}
+    stray = sorted(set(by_episode) - ids)
+    if stray:
+        raise DataError("episode_id", f"subgoals of {len(stray)} episode(s) not given, e.g. {stray[0]!r}")
+    return [(e, by_episode.get(e.id, [])) for e in episodes]
+
+
+# ============================================================================ shared machinery
+class _Base:
+    """Embedders, the store, item templates, rendering and files, shared by every memory."""
+
+    name = "base"
+
+    def __init__(self, image_embedder: ImageEmbedder, text_embedder: TextEmbedder,
+                 style: RenderStyle | None = None, k: int = 1):
+        self.image_embedder, self.text_embedder = image_embedder, text_embedder
+        self.style = style or RenderStyle()
+        self.k = k
+        self.store_root: Path | None = None
+        self.items: dict[str, MemoryItem] = {}  # unit id -> item template (score 0)
+        self._text_memo: dict[str, np.ndarray] = {}
+
+    def _embed_texts(self, texts: Sequence[str]) -> np.ndarray:
+        """``[n, text_dim]`` unit vectors, memoised for this memory's lifetime."""
+        todo = sorted({t for t in texts if t not in self._text_memo})
+        if todo:
+            self._text_memo.update(zip(todo, self.text_embedder.embed(todo)))
+        if not texts:
+            return np.zeros((0, self.text_embedder.dim), dtype=np.float32)
+        return np.stack([self._text_memo[t] for t in texts])
+
+    def _set_store(self, store_root: str | Path) -> None:
+        root = Path(store_root)
+        if self.store_root is not None and root != self.store_root:
+            raise DataError("store_root", f"this memory reads screenshots from {self.store_root}, not {root}")
+        self.store_root = root
+
+    def _query_vector(self, screenshot: Image.Image | np.ndarray) -> np.ndarray:
+        """A query screen's embedding (an array is taken as an embedding already)."""
+        if isinstance(screenshot, np.ndarray):
+            return screenshot.astype(np.float32)
+        return self.image_embedder.embed([screenshot])[0]
+
+    def render_text(self, retrieved: Retrieved) -> str:
+        return render_text(retrieved, self.style)
+
+    def render_image(self, retrieved: Retrieved, store_root: str | Path | None = None) -> Image.Image:
+        root = store_root if store_root is not None else self.store_root
+        if root is None and retrieved.items:
+            raise DataError("store_root", "render_image needs the episode store the memory was built from")
+        return render_image(retrieved, root or ".", self.style)
+
+    def _meta(self) -> dict[str, Any]:
+        return {"memory": self.name, "format_version": MEMORY_FORMAT_VERSION, "k": self.k,
+                "image_embedder": self.image_embedder.name, "image_dim": self.image_embedder.dim,
+                "text_embedder": self.text_embedder.name, "text_dim": self.text_embedder.dim,
+                "store_root": str(self.store_root) if self.store_root is not None else None,
+                "style": {**self.style.__dict__, "image_size": list(self.style.image_size)}}
+
+    def _write_items(self, folder: Path) -> None:
+        with open(folder / ITEMS_FILE, "w", encoding="utf-8") as f:
+            for key, item in self.items.items():
+                f.write(json.dumps({"unit": key, **item.to_dict()}, sort_keys=True) + "\n")
+
+    def _read_items(self, folder: Path) -> None:
+        path = folder / ITEMS_FILE
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except FileNotFoundError:
+            raise DataError(ITEMS_FILE, "file missing", str(path)) from None
+        for i, line in enumerate(lines):
+            try:
+                d = json.loads(line)
+                self.items[d["unit"]] = MemoryItem.from_dict(d)
+            except (json.JSONDecodeError, KeyError, TypeError, ValueError) as err:
+                raise DataError(f"line {i + 1}", f"bad memory item: {err}", str(path)) from None
+
+
+# ============================================================================ graph memories
+class GraphMemory(_Base):
+    """The SMG engine over subgoals (``smg``), steps (``action_graph``) or trajectories (``task_graph``)."""
+
+    def __init__(self, name: str, image_embedder: ImageEmbedder, text_embedder: TextEmbedder,
+                 tau: float = 0.9, theta: float = 0.9, k: int = 1, rank_by: str = "goal",
+                 style: RenderStyle | None = None):
+        if name not in ("smg", "action_graph", "task_graph"):
+            raise DataError("memory", f"{name!r} is not a graph memory")
+        if rank_by not in ("goal", "id"):
+            raise DataError("rank_by", f"expected 'goal' or 'id', got {rank_by!r}")
+        super().__init__(image_embedder, text_embedder, style, k)
+        self.name, self.rank_by = name, rank_by
+        self.graph = MemoryGraph(GraphConfig(image_embedder.name, image_embedder.dim,
+                                             text_embedder.name, text_embedder.dim, tau, theta))
+
+    def add(self, episodes: Sequence[Episode], subgoals: Sequence[Subgoal], store_root: str | Path) -> None:
+        """Ingest episodes in order (units in step order); episodes already in the graph add nothing."""
+        self._set_store(store_root)
+        todo = []
+        for episode, subs in _pair(episodes, subgoals):
+            units = units_for(self.name, episode, subs)
+            if units and self.graph.episodes.get(episode.id) != episode_hash(units):
+                todo.append((episode, units))
+        shots = [p for _, units in todo for _, p in boundary_screens(units)]
+        screens = embed_screenshots(self.image_embedder, store_root, shots)
+        for episode, units in todo:
+            intents = self._embed_texts([u.text for u in units])
+            self.graph.add_episode(units, screens, intents)
+            for u in units:
+                if u.id not in self.items:
+                    self.items[u.id] = make_item(self.name, u, episode)
+
+    def retrieve(self, screenshot: Image.Image | np.ndarray, goal: str, k: int | None = None) -> Retrieved:
+        """The top-k nodes for the screen and all their out-edges, ordered (see the module docstring)."""
+        hits = self.graph.retrieve(self._query_vector(screenshot), k or self.k)
+        goal_vec = self._embed_texts([goal])[0] if self.rank_by == "goal" else None
+        items = []
+        for hit in hits:
+            edges = list(hit.edges)
+            goal_scores = {}
+            if goal_vec is not None and edges:
+                sims = self._embed_texts([e.subgoal.goal for e in edges]).astype(np.float64) @ goal_vec
+                goal_scores = {e.id: float(s) for e, s in zip(edges, sims)}
+                edges.sort(key=lambda e: (-goal_scores[e.id], e.id))
+            for e in edges:
+                items.append(replace(self.items[e.subgoal.id], score=hit.score, node=hit.node,
+                                     goal_score=goal_scores.get(e.id)))
+        return Retrieved(self.name, tuple(items), tuple((h.node, h.score) for h in hits))
+
+    def save(self, path: str | Path) -> Path:
+        """The graph files plus ``memory.json`` and ``items.jsonl``, written atomically."""
+        def write(folder: Path) -> None:
+            self.graph._write_files(folder)
+            self._write_items(folder)
+            _write_json(folder / MEMORY_FILE, {**self._meta(), "rank_by": self.rank_by,
+                                               "tau": self.graph.config.tau, "theta": self.graph.config.theta})
+        return atomic_write_dir(Path(path), write)
+
+
+class TaskGraphMemory(GraphMemory):
+    """Task-Graph: whole trajectories as edges (first screen -> final screen, intent = goal).
+
+    A query is mostly *not* a first screen, so trajectories are not found through the
+    nearest node alone: every stored trajectory is scored by ``alpha`` x the cosine of the
+    query screen to its first-screen node plus ``1 - alpha`` x the cosine of the query goal
+    to its goal, and the ``k`` best are returned (ties: edge id).
+    """
+
+    def __init__(self, image_embedder: ImageEmbedder, text_embedder: TextEmbedder, tau: float = 0.9,
+                 theta: float = 0.9, k: int = 1, alpha: float = 0.5, style: RenderStyle | None = None):
+        if not 0.0 <= alpha <= 1.0:
+            raise DataError("alpha", f"must be in [0, 1], got {alpha!r}")
+        super().__init__("task_graph", image_embedder, text_embedder, tau, theta, k, "goal", style)
+        self.alpha = alpha
+
+    def retrieve(self, screenshot: Image.Image | np.ndarray, goal: str, k: int | None = None) -> Retrieved:
+        """The ``k`` trajectories with the best combined first-screen and goal similarity."""
+        g = self.graph
+        if not g.n_edges:
+            return Retrieved(self.name, ())
+        q = self._query_vector(screenshot)
+        screen = exact_scores(g.node_means, q / max(float(np.linalg.norm(q)), 1e-12))  # [nodes]
+        sources = np.array([e.source for e in g.edges])  # [edges]
+        goals = exact_scores(g.edge_intents, self._embed_texts([goal])[0])  # [edges]
+        combined = self.alpha * screen[sources] + (1 - self.alpha) * goals
+        order = np.lexsort((np.arange(len(combined)), -combined))[: k or self.k]
+        items = tuple(replace(self.items[g.edges[i].subgoal.id], score=float(screen[sources[i]]),
+                              goal_score=float(goals[i]), node=int(sources[i])) for i in order)
+        nodes = tuple(dict.fromkeys((int(sources[i]), float(screen[sources[i]])) for i in order))
+        return Retrieved(self.name, items, nodes)
+
+    def _meta(self) -> dict[str, Any]:
+        return {**super()._meta(), "alpha": self.alpha}
+
+
+# ============================================================================ flat memory
+class FlatMemory(_Base):
+    """Subgoal-Flat: every subgoal kept (no merging, no dedup, no graph); nearest first screens."""
+
+    name = "flat"
+
+    def __init__(self, image_embedder: ImageEmbedder, text_embedder: TextEmbedder, k: int = 3,
+                 style: RenderStyle | None = None):
+        super().__init__(image_embedder, text_embedder, style, k)
+        self.index = NodeIndex(image_embedder.dim)
+        self.units: list[str] = []  # row -> unit id
+        self.episodes: set[str] = set()
+
+    def add(self, episodes: Sequence[Episode], subgoals: Sequence[Subgoal], store_root: str | Path) -> None:
+        """Append every subgoal of episodes not yet in the memory, in episode then index order."""
+        self._set_store(store_root)
+        todo = [(e, units_for("flat", e, s)) for e, s in _pair(episodes, subgoals) if e.id not in self.episodes]
+        screens = embed_screenshots(self.image_embedder, store_root,
+                                    [u.from_screenshot for _, units in todo for u in units])
+        for episode, units in todo:
+            for u in units:
+                self.index.append(screens[u.from_screenshot])
+                self.units.append(u.id)
+                self.items[u.id] = make_item(self.name, u, episode)
+            self.episodes.add(episode.id)
+
+    def retrieve(self, screenshot: Image.Image | np.ndarray, goal: str, k: int | None = None) -> Retrieved:
+        """The k subgoals whose first screen is most similar (ties: earlier ingested first)."""
+        rows, scores = self.index.topk(self._query_vector(screenshot), k or self.k)
+        return Retrieved(self.name, tuple(replace(self.items[self.units[r]], score=float(s))
+                                          for r, s in zip(rows, scores)))
+
+    def save(self, path: str | Path) -> Path:
+        """``memory.json``, ``items.jsonl`` and ``flat_vectors.npy`` (float32 ``[subgoals, image_dim]``)."""
+        def write(folder: Path) -> None:
+            self._write_items(folder)
+            np.save(folder / FLAT_VECTORS, self.index.vectors, allow_pickle=False)
+            _write_json(folder / MEMORY_FILE, {**self._meta(), "units": self.units,
+                                               "episodes": sorted(self.episodes)})
+        return atomic_write_dir(Path(path), write)
+
+
+# ============================================================================ factory, files
+def make_memory(name: str, image_embedder: ImageEmbedder, text_embedder: TextEmbedder,
+                tau: float = 0.9, theta: float = 0.9, k: int | None = None, rank_by: str = "goal",
+                alpha: float = 0.5, style: RenderStyle | None = None) -> GraphMemory | FlatMemory:
+    """A memory by name (:data:`MEMORIES`).
+
+    ``k`` defaults to 1 node (SMG, Action-Graph), 3 subgoals (Flat) or 1 trajectory
+    (Task-Graph); ``rank_by`` applies to SMG and Action-Graph, ``alpha`` to Task-Graph.
+    """
+    if name == "flat":
+        return FlatMemory(image_embedder, text_embedder, k or 3, style)
+    if name == "task_graph":
+        return TaskGraphMemory(image_embedder, text_embedder, tau, theta, k or 1, alpha, style)
+    if name in MEMORIES:
+        return GraphMemory(name, image_embedder, text_embedder, tau, theta, k or 1, rank_by, style)
+    raise DataError("memory", f"unknown memory {name!r}; expected one of {MEMORIES}")
+
+
+def build_memory(name: str, episodes: Sequence[Episode], subgoals: Sequence[Subgoal], store_root: str | Path,
+                 image_embedder: ImageEmbedder, text_embedder: TextEmbedder, **params: Any) -> GraphMemory | FlatMemory:
+    """``make_memory(name, ...)`` filled with ``episodes`` (e.g. one fold of the training set)."""
+    memory = make_memory(name, image_embedder, text_embedder, **params)
+    memory.add(episodes, subgoals, store_root)
+    return memory
+
+
+def load_memory(path: str | Path, image_embedder: ImageEmbedder, text_embedder: TextEmbedder,
+                store_root: str | Path | None = None) -> GraphMemory | FlatMemory:
+    """Read a saved memory; refuses one built with other embedders (names the file and field)."""
+    folder = readable_dir(Path(path))
+    mpath = folder / MEMORY_FILE
+    try:
+        meta = json.loads(mpath.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DataError(MEMORY_FILE, "file missing", str(mpath)) from None
+    except json.JSONDecodeError as err:
+        raise DataError(f"line {err.lineno}", f"malformed JSON: {err.msg}", str(mpath)) from None
+    if meta.get("format_version") != MEMORY_FORMAT_VERSION:
+        raise DataError("format_version", f"expected {MEMORY_FORMAT_VERSION}, got {meta.get('format_version')!r}", str(mpath))
+    for key, want in (("image_embedder", image_embedder.name), ("image_dim", image_embedder.dim),
+                      ("text_embedder", text_embedder.name), ("text_dim", text_embedder.dim)):
+        if meta.get(key) != want:
+            raise DataError(key, f"memory was built with {key}={meta.get(key)!r} but the caller uses {want!r}; "
+                            "rebuild it with this embedder", str(mpath))
+    s = meta["style"]
+    style = RenderStyle(**{**s, "image_size": tuple(s["image_size"])})
+    name = meta.get("memory")
+    if name == "flat":
+        memory: GraphMemory | FlatMemory = FlatMemory(image_embedder, text_embedder, int(meta["k"]), style)
+        vectors = np.load(folder / FLAT_VECTORS, allow_pickle=False)
+        if vectors.shape != (len(meta["units"]), image_embedder.dim):
+            raise DataError("shape", f"expected [{len(meta['units'])}, {image_embedder.dim}], got {list(vectors.shape)}",
+                            str(folder / FLAT_VECTORS))
+        memory.index.extend(vectors)
+        memory.units, memory.episodes = list(meta["units"]), set(meta["episodes"])
+    elif name == "task_graph":
+        memory = TaskGraphMemory(image_embedder, text_embedder, float(meta["tau"]), float(meta["theta"]),
+                                 int(meta["k"]), float(meta["alpha"]), style)
+        memory.graph = MemoryGraph.load(folder, expect=memory.graph.config)
+    elif name in MEMORIES:
+        memory = GraphMemory(name, image_embedder, text_embedder, float(meta["tau"]), float(meta["theta"]),
+                             int(meta["k"]), meta["rank_by"], style)
+        memory.graph = MemoryGraph.load(folder, expect=memory.graph.config)
+    else:
+        raise DataError("memory", f"unknown memory {name!r}", str(mpath))
+    memory._read_items(folder)
+    root = store_root if store_root is not None else meta.get("store_root")
+    memory.store_root = Path(root) if root is not None else None
+    return memory
+
+
+def memory_embedders(memories_dir: str | Path, image_embedder: str = "efficientnet_lite0",
+                     text_embedder: str = "minilm", cache_dir: str | Path | None = DEFAULT_CACHE_DIR,
+                     workers: int = 1) -> tuple[ImageEmbedder, TextEmbedder]:
+    """The cached embedders saved memories were built with (the screen projection in
+    ``<memories_dir>/projection`` applied when graph_build fitted one)."""
+    images: ImageEmbedder = cached_image_embedder(image_embedder, cache_dir, workers=workers)
+    if (Path(memories_dir) / "projection").is_dir():
+        images = ProjectedImageEmbedder.load(Path(memories_dir) / "projection", images)
+    return images, cached_text_embedder(text_embedder, cache_dir)
+
+
+def load_memories(memories_dir: str | Path, image_embedder: str = "efficientnet_lite0", text_embedder: str = "minilm",
+                  store_root: str | Path | None = None, cache_dir: str | Path | None = DEFAULT_CACHE_DIR,
+                  names: Sequence[str] = MEMORIES) -> dict[str, GraphMemory | FlatMemory]:
+    """Every memory saved by graph_build (``<memories_dir>/<name>``), ready to retrieve and render."""
+    images, texts = memory_embedders(memories_dir, image_embedder, text_embedder, cache_dir)
+    return {name: load_memory(Path(memories_dir) / name, images, texts, store_root) for name in names}
+
+
+def _write_json(path: Path, obj: Any) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(obj, f, indent=1, sort_keys=True)
+        f.write("\n")
+
+
+# ============================================================================ text
+OUTCOME_WORDS = {"yes": "succeeded", "no": "failed", "uncertain": "unsure"}
+
+
+def item_text(n: int, item: MemoryItem, style: RenderStyle) -> str:
+    """One line of the memory block, e.g. ``1. failed | task: ... | subgoal: ... | did: ... | result: ...``."""
+    parts = [f"{n}. {OUTCOME_WORDS.get(item.success, item.success)}"]
+    if style.show_goal:
+        parts.append(f"task: {item.goal}")
+    if item.kind == "subgoal":
+        parts.append(f"subgoal: {item.text}")
+    shown = list(item.phrases[: style.max_actions])
+    more = len(item.phrases) - len(shown)
+    parts.append("did: " + "; ".join(shown) + (f" (+{more} more)" if more > 0 else ""))
+    if style.show_effect and item.effect:
+        parts.append(f"result: {item.effect.rstrip('.')}")
+    return " | ".join(parts)
+
+
+def render_text(retrieved: Retrieved, style: RenderStyle = RenderStyle()) -> str:
+    """The memory block: a header line, then one line per shown item (best first)."""
+    items = retrieved.items[: style.max_items]
+    if not items:
+        return "Past experience: none."
+    total = len(retrieved.items)
+    head = f"Past experience ({len(items)} of {total}):" if total > len(items) else "Past experience:"
+    return "\n".join([head] + [item_text(i + 1, it, style) for i, it in enumerate(items)])
+
+
+def count_tokens(text: str) -> int:
+    """How many tokens the actor's tokenizer makes of ``text``."""
+    from guimem.models.tokenizer import words
+
+    return len(words(text))
+
+
+# ============================================================================ image
+OUTCOME_COLOURS = {"yes": (0, 158, 115), "no": (213, 94, 0), "uncertain": (240, 228, 66)}  # Okabe-Ito
+MARK = (255, 0, 200)  # action marks: a magenta no theme uses
+MARK_EDGE = (255, 255, 255)
+EMPTY = (128, 128, 128)
+
+
+def grid_shape(n: int) -> tuple[int, int]:
+    """(rows, cols) of a square grid holding ``n`` panels; each panel keeps the canvas aspect."""
+    side = max(1, math.ceil(math.sqrt(n)))
+    return side, side
+
+
+def _font(size: int) -> ImageFont.ImageFont:
+    return ImageFont.load_default(size=max(6, size))
+
+
+def _badge(d: ImageDraw.ImageDraw, xy: tuple[float, float], text: str, size: int, width: float) -> None:
+    """A small filled label (typed text, back, open app ...) clipped to ``width`` pixels."""
+    f = _font(size)
+    while text and f.getlength(text) > width - 4:
+        text = text[:-1]
+    x, y = xy
+    w = f.getlength(text) + 4
+    d.rectangle((x, y, x + w, y + size + 4), fill=MARK, outline=MARK_EDGE)
+    d.text((x + 2, y + 1), text, font=f, fill=(255, 255, 255))
+
+
+def _arrow(d: ImageDraw.ImageDraw, a: tuple[float, float], b: tuple[float, float], width: int, head: float) -> None:
+    d.line([a, b], fill=MARK_EDGE, width=width + 2)
+    d.line([a, b], fill=MARK, width=width)
+    ang = math.atan2(b[1] - a[1], b[0] - a[0])
+    for s in (-1, 1):
+        tip = (b[0] - head * math.cos(ang + s * 0.5), b[1] - head * math.sin(ang + s * 0.5))
+        d.line([b, tip], fill=MARK, width=width)
+
+
+def draw_actions(panel: Image.Image, item: MemoryItem, style: RenderStyle) -> None:
+    """Mark an item's actions on its anchor screen: rings at taps, arrows for swipes, typed text noted.
+
+    Marks are numbered from the second action on; the first action is drawn thickest.
+    """
+    d = ImageDraw.Draw(panel)
+    w, h = panel.size
+    r, fs = max(3.0, 0.09 * w), max(7, int(0.075 * w))
+    badge_y = h - 2 * (fs + 6)
+    for j, action in enumerate(item.actions[: style.max_actions]):
+        width = max(1, round(w / (40 if j == 0 else 80)))
+        label = str(j + 1) if len(item.actions) > 1 else ""
+        if action.type in ("tap", "long_press"):
+            x, y = action.point[0] * w, action.point[1] * h
+            for rr in ([r, 0.6 * r] if action.type == "long_press" else [r]):
+                d.ellipse((x - rr, y - rr, x + rr, y + rr), outline=MARK_EDGE, width=width + 2)
+                d.ellipse((x - rr, y - rr, x + rr, y + rr), outline=MARK, width=width)
+            if label:
+                d.text((x + r, y - r - fs), label, font=_font(fs), fill=MARK, stroke_width=1, stroke_fill=MARK_EDGE)
+        elif action.type == "swipe":
+            a = (action.point[0] * w, action.point[1] * h)
+            b = (action.end[0] * w, action.end[1] * h)
+            _arrow(d, a, b, width + 1, r)
+            if label:
+                d.text((a[0] + 2, a[1]), label, font=_font(fs), fill=MARK, stroke_width=1, stroke_fill=MARK_EDGE)
+        elif action.type == "type":
+            target = item.targets[j] if j < len(item.targets) else None
+            prev = item.targets[j - 1] if j > 0 and j - 1 < len(item.targets) else None
+            box = target or prev  # the field typed into: this action's target, else the one tapped before
+            y = box.bounds[3] * h + 2 if box is not None else 0.15 * h
+            _badge(d, (2, min(y, h - fs - 6)), f"{label + ': ' if label else ''}type \"{action.text}\"", fs, w - 4)
+        else:
+            text = {"open_app": f"open {action.text}", "long_press": "long press"}.get(action.type, action.type)
+            _badge(d, (2, badge_y), f"{label + ': ' if label else ''}{text}", fs, w - 4)
+            badge_y -= fs + 6
+
+
+@lru_cache(maxsize=1024)
+def _anchor(path: str, size: tuple[int, int]) -> Image.Image:
+    """A screenshot decoded and resized once (anchors recur across retrievals; store screenshots
+    are content-addressed, so a path's pixels never change); callers copy it."""
+    return open_image(Path(path)).resize(size, Image.BILINEAR)
+
+
+def render_panel(item: MemoryItem, store_root: str | Path, size: tuple[int, int], style: RenderStyle) -> Image.Image:
+    """One item: its anchor screen, actions marked, inside a border coloured by its outcome."""
+    w, h = size
+    border = max(2, round(w / 30))
+    panel = Image.new("RGB", size, OUTCOME_COLOURS.get(item.success, EMPTY))
+    inner = (w - 2 * border, h - 2 * border)
+    shot = _anchor(str(Path(store_root) / item.anchor), inner).copy()
+    draw_actions(shot, item, style)
+    panel.paste(shot, (border, border))
+    return panel
+
+
+def render_image(retrieved: Retrieved, store_root: str | Path, style: RenderStyle = RenderStyle()) -> Image.Image:
+    """The shown items (the same ``max_items`` as the text) as a fixed-size grid of panels."""
+    width, height = style.image_size
+    rows, cols = grid_shape(style.max_items)
+    pw, ph = width // cols, height // rows
+    canvas = Image.new("RGB", (width, height), EMPTY)
+    for i, item in enumerate(retrieved.items[: style.max_items]):
+        r, c = divmod(i, cols)
+        canvas.paste(render_panel(item, store_root, (pw, ph), style), (c * pw, r * ph))
+    return canvas

@@ -1,0 +1,190 @@
+"""Retrieval evaluation: does a memory bring back experience relevant to what happens next?
+
+On held-out test episodes, step by step, each memory is queried with the step's screenshot
+and the episode's goal. Against the world's ground truth (analysis only; no memory reads it):
+
+- **hit@k**: the true subgoal type of the step (what the demonstrator did next from this
+  screen) is among the subgoal types of the first ``k`` retrieved items. An item's types are
+  the ground-truth types of the past steps it covers (one for a step, usually one for a
+  subgoal, all of a trajectory's for a task item, which makes Task-Graph's hit@k lenient);
+- **hit@shown**: the same over the items the actor is shown (``RenderStyle.max_items``);
+- **failures**: the share of shown items labelled ``no`` by the judge;
+- **block size**: tokens of the rendered text block (the actor's tokenizer).
+
+The retrieved memory of every test step is written for the actor stage:
+``<out>/<memory>/steps.jsonl`` (episode, step, shown and all item ids, the text block, the
+image path) and ``<out>/<memory>/images/<sha>.png``, the rendered image, content-addressed
+by the shown item ids (steps that retrieve the same items share one file).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from guimem.core.data import Episode
+from guimem.core.io import atomic_write_dir
+from guimem.models.embedding import ImageEmbedder, embed_screenshots
+from guimem.smg.memories import MemoryItem, Retrieved, count_tokens
+
+
+@dataclass(frozen=True)
+class StepQuery:
+    """One test step: where the agent is, what it wants, and (for scoring only) what it did next."""
+
+    episode_id: str
+    step: int
+    screenshot: str  # relative to the test store
+    goal: str
+    true_type: str | None  # ground-truth subgoal type of this step (None: unlabelled)
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """What one memory returned for one test step, and how it scored."""
+
+    query: StepQuery
+    retrieved: Retrieved
+    shown: tuple[str, ...]  # ids of the items rendered for the actor
+    text: str  # the rendered memory block
+    tokens: int
+    hits: dict[int, bool]  # k -> hit@k
+    hit_shown: bool
+    failures_shown: int  # shown items labelled "no"
+    seconds: float  # retrieval time (query embedding excluded)
+
+
+def step_queries(episodes: Sequence[Episode]) -> list[StepQuery]:
+    """Every step of every episode, in order."""
+    return [StepQuery(ep.id, i, s.screenshot, ep.goal, s.subgoal.type if s.subgoal is not None else None)
+            for ep in episodes for i, s in enumerate(ep.steps)]
+
+
+def item_types(item: MemoryItem, episodes: Mapping[str, Episode]) -> frozenset[str]:
+    """The ground-truth subgoal types of the past steps an item covers (analysis only)."""
+    ep = episodes[item.episode_id]
+    return frozenset(s.subgoal.type for s in ep.steps[item.first_step: item.last_step + 1] if s.subgoal is not None)
+
+
+def _hit(items: Sequence[MemoryItem], true_type: str | None, episodes: Mapping[str, Episode]) -> bool:
+    return true_type is not None and any(true_type in item_types(i, episodes) for i in items)
+
+
+def evaluate_memory(memory: Any, queries: Sequence[StepQuery], query_vectors: Mapping[str, np.ndarray],
+                    train_episodes: Mapping[str, Episode], ks: Sequence[int] = (1, 3, 5), k: int | None = None,
+                    progress: bool = False) -> list[StepResult]:
+    """Query ``memory`` for every step and score it.
+
+    Args:
+        memory: a :class:`guimem.smg.memories.Memory` built from the training episodes.
+        queries: the test steps (see :func:`step_queries`).
+        query_vectors: the image embedding of each test screenshot (same embedder as the memory).
+        train_episodes: the episodes the memory was built from, by id (their labels type the items).
+        ks: the k of hit@k (items, best first).
+        k: anchors per query (nodes or subgoals); None: the memory's default.
+    """
+    out = []
+    for q in tqdm(queries, desc=f"retrieval [{memory.name}]", unit="step", disable=not progress):
+        t0 = time.perf_counter()
+        r = memory.retrieve(query_vectors[q.screenshot], q.goal, k)
+        seconds = time.perf_counter() - t0
+        shown = r.items[: memory.style.max_items]
+        text = memory.render_text(r)
+        out.append(StepResult(q, r, tuple(i.id for i in shown), text, count_tokens(text),
+                              {kk: _hit(r.items[:kk], q.true_type, train_episodes) for kk in ks},
+                              _hit(shown, q.true_type, train_episodes), sum(i.success == "no" for i in shown),
+                              seconds))
+    return out
+
+
+def embed_queries(embedder: ImageEmbedder, store_root: str | Path, queries: Sequence[StepQuery],
+                  progress: bool = False) -> dict[str, np.ndarray]:
+    """The image embedding of every distinct test screenshot."""
+    return embed_screenshots(embedder, store_root, [q.screenshot for q in queries], progress=progress)
+
+
+def summarize(results: Sequence[StepResult], latency: bool = False) -> dict[str, float]:
+    """Means over steps: hit@k, hit@shown, failure share, items, tokens; with ``latency``, the
+    median retrieval time in ms (left out by default: it varies between runs, metrics must not)."""
+    labelled = [r for r in results if r.query.true_type is not None]
+    n = max(1, len(labelled))
+    ks = sorted(results[0].hits) if results else []
+    shown = [len(r.shown) for r in results]
+    ms = np.array([r.seconds * 1000 for r in results]) if results else np.zeros(1)
+    summary = {f"hit@{k}": sum(r.hits[k] for r in labelled) / n for k in ks}
+    summary.update({
+        "hit@shown": sum(r.hit_shown for r in labelled) / n,
+        "failure_share_shown": sum(r.failures_shown for r in results) / max(1, sum(shown)),
+        "items_retrieved": float(np.mean([len(r.retrieved.items) for r in results])) if results else 0.0,
+        "items_shown": float(np.mean(shown)) if results else 0.0,
+        "tokens_mean": float(np.mean([r.tokens for r in results])) if results else 0.0,
+        "tokens_p95": float(np.percentile([r.tokens for r in results], 95)) if results else 0.0,
+        "empty_share": sum(not r.shown for r in results) / max(1, len(results)),
+        "steps": len(results),
+    })
+    if latency:
+        summary["latency_ms_p50"] = float(np.percentile(ms, 50))
+    return summary
+
+
+def image_name(shown: Sequence[str]) -> str:
+    """The content-addressed file name of a rendered memory image."""
+    return hashlib.sha256("\n".join(shown).encode()).hexdigest()[:16] + ".png"
+
+
+def write_results(out_dir: str | Path, memory: Any, results: Sequence[StepResult],
+                  store_root: str | Path | None = None, progress: bool = False) -> Path:
+    """Write ``steps.jsonl`` and the distinct memory images of one memory, atomically."""
+    from guimem.core.store import png_bytes
+
+    def write(folder: Path) -> None:
+        (folder / "images").mkdir()
+        done: set[str] = set()
+        with open(folder / "steps.jsonl", "w", encoding="utf-8") as f:
+            for r in tqdm(results, desc=f"writing [{memory.name}]", unit="step", disable=not progress):
+                name = image_name(r.shown)
+                if name not in done:
+                    image = memory.render_image(r.retrieved, store_root)
+                    (folder / "images" / name).write_bytes(png_bytes(image))
+                    done.add(name)
+                f.write(json.dumps(step_record(r, f"images/{name}"), sort_keys=True) + "\n")
+
+    return atomic_write_dir(Path(out_dir) / memory.name, write)
+
+
+def step_record(r: StepResult, image: str) -> dict[str, Any]:
+    """One line of ``steps.jsonl``."""
+    return {"episode_id": r.query.episode_id, "step": r.query.step, "screenshot": r.query.screenshot,
+            "shown": list(r.shown), "retrieved": list(r.retrieved.ids), "nodes": [list(n) for n in r.retrieved.nodes],
+            "text": r.text, "tokens": r.tokens, "image": image,
+            "hits": {str(k): v for k, v in r.hits.items()}, "hit_shown": r.hit_shown}
+
+
+def read_results(path: str | Path) -> list[dict[str, Any]]:
+    """The records of a ``steps.jsonl`` written by :func:`write_results`."""
+    from guimem.core.data import DataError
+
+    path = Path(path)
+    out = []
+    for i, line in enumerate(path.read_text(encoding="utf-8").splitlines()):
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError as err:
+            raise DataError(f"line {i + 1}", f"malformed JSON: {err.msg}", str(path)) from None
+    return out
+
+
+def by_true_type(results: Iterable[StepResult], k: int) -> dict[str, tuple[int, float]]:
+    """Per true subgoal type: (steps, hit@k) — where a memory helps and where it does not."""
+    table: dict[str, list[bool]] = {}
+    for r in results:
+        if r.query.true_type is not None:
+            table.setdefault(r.query.true_type, []).append(r.hits[k])
+    return {t: (len(v), sum(v) / len(v)) for t, v in sorted(table.items())}

@@ -1,0 +1,1 @@
+"""The shared look of every figure: style, colours per memory kind and modality, byte-stable PNGs."""

@@ -1,0 +1,142 @@
+"""One look for every figure: the shared style, colours per memory kind and modality, and PNGs
+that are byte-identical from run to run.
+
+Importing this module applies the style (:func:`use_style`). Outside a Jupyter kernel it also
+selects matplotlib's non-interactive Agg backend; inside one the inline backend is kept so
+that figures still show in the notebook (the saved PNGs are rendered by Agg either way).
+
+    from guimem.viz.plotting import MEMORY_COLORS, save_figure
+    fig, ax = plt.subplots()
+    ax.bar(names, rates, color=[MEMORY_COLORS[n] for n in names])
+    save_figure(fig, figure_path(figures_dir, "closed_loop", "success_rate"))
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import matplotlib
+
+if "ipykernel" not in sys.modules:
+    matplotlib.use("Agg")
+
+from matplotlib.figure import Figure  # noqa: E402  (after the backend is chosen)
+
+DPI = 150  # every saved figure; a 6.4 x 4 inch figure is 960 x 600 pixels
+FONT = "DejaVu Sans"  # ships with matplotlib, so text renders the same on every machine
+
+# Memory kinds, in the order tables and bars show them (the paper's order, SMG last).
+MEMORY_KINDS: tuple[str, ...] = ("none", "flat", "action_graph", "task_graph", "smg")
+MEMORY_LABELS: dict[str, str] = {
+    "none": "None",
+    "flat": "Subgoal-Flat",
+    "action_graph": "Action-Graph",
+    "task_graph": "Task-Graph",
+    "smg": "Subgoal-Graph",
+}
+# Okabe-Ito colours (distinguishable with colour-vision deficiency); SMG gets the loudest one.
+MEMORY_COLORS: dict[str, str] = {
+    "none": "#999999",  # grey
+    "flat": "#56B4E9",  # sky blue
+    "action_graph": "#009E73",  # bluish green
+    "task_graph": "#CC79A7",  # reddish purple
+    "smg": "#D55E00",  # vermillion
+}
+MODALITY_COLORS: dict[str, str] = {
+    "none": "#999999",  # grey: no memory shown
+    "text": "#0072B2",  # blue
+    "image": "#E69F00",  # orange
+    "both": "#009E73",  # bluish green
+}
+SUCCESS_COLORS: dict[str, str] = {
+    "yes": "#009E73",  # bluish green
+    "no": "#D55E00",  # vermillion
+    "uncertain": "#999999",  # grey
+}
+
+STYLE: dict[str, Any] = {
+    "figure.dpi": 100,  # on screen; saved files use DPI
+    "figure.figsize": (6.4, 4.0),
+    "figure.facecolor": "white",
+    "font.family": "sans-serif",
+    "font.sans-serif": [FONT],
+    "font.size": 9,
+    "axes.titlesize": 10,
+    "axes.labelsize": 9,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "axes.prop_cycle": matplotlib.cycler(color=[MEMORY_COLORS[k] for k in MEMORY_KINDS[1:]] + ["#0072B2", "#E69F00"]),
+    "image.cmap": "viridis",
+    "legend.frameon": False,
+    "savefig.dpi": DPI,
+    "savefig.bbox": "tight",
+    "savefig.facecolor": "white",
+    "svg.hashsalt": "guimem",  # fixed ids if anyone saves SVG
+}
+
+# PNG text chunks matplotlib would write; "Software" names its version, so none is kept.
+_PNG_METADATA: Mapping[str, str | None] = {"Software": None}
+
+
+def use_style() -> None:
+    """Apply the shared style to matplotlib's global settings."""
+    matplotlib.rcParams.update(STYLE)
+
+
+def figure_path(figures_dir: str | os.PathLike[str], stage: str, what: str) -> Path:
+    """``<figures_dir>/<stage>_<what>.png``: a figure is named after its stage and what it shows."""
+    for field, value in (("stage", stage), ("what", what)):
+        if not value or not all(c.isalnum() or c in "_-" for c in value):
+            raise ValueError(f"figure name field '{field}' must be letters, digits, '_' or '-', got {value!r}")
+    return Path(figures_dir) / f"{stage}_{what}.png"
+
+
+def png_bytes(fig: Figure, dpi: int = DPI) -> bytes:
+    """The figure as PNG bytes: Agg-rendered at ``dpi``, tight bounding box, no metadata."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight", facecolor="white", metadata=dict(_PNG_METADATA))
+    return buf.getvalue()
+
+
+def save_figure(fig: Figure, path: str | os.PathLike[str], dpi: int = DPI) -> Path:
+    """Write ``fig`` as a deterministic PNG to ``path`` atomically, creating parent folders."""
+    path = Path(path)
+    if path.suffix.lower() != ".png":
+        raise ValueError(f"{path}: figures are saved as PNG; the path must end in .png")
+    data = png_bytes(fig, dpi)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path
+
+
+def table_figure(columns: Sequence[str], rows: Sequence[Sequence[str]], title: str = "") -> Figure:
+    """A table of strings drawn as a figure (header row shaded), for tables kept as PNG."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(1.6 + 1.7 * len(columns), 0.6 + 0.34 * (len(rows) + 1)))
+    ax.axis("off")
+    table = ax.table(cellText=[list(r) for r in rows], colLabels=list(columns), loc="center", cellLoc="center")
+    table.auto_set_font_size(False)
+    table.set_fontsize(9)
+    table.scale(1.0, 1.4)
+    for (row, _), cell in table.get_celld().items():
+        if row == 0:
+            cell.set_facecolor("#e8e8ee")
+            cell.set_text_props(weight="bold")
+    if title:
+        ax.set_title(title)
+    return fig
+
+
+use_style()
