@@ -1,43 +1,196 @@
-"""Writing files and folders so that a crash never leaves half of one: the one atomic writer."""
+"""Reading and writing files: the one atomic writer, and readers that name the file of bad bytes.
+
+**Writing.** Every file and folder guimem saves goes through this module, so a crash at any
+instant leaves the old or the new version readable, never half of one:
+
+* :func:`atomic_write_bytes` / :func:`atomic_write_text` / :func:`write_json` /
+  :func:`write_jsonl`: a temporary file in the same folder, flushed and fsynced, then
+  ``os.replace``-d over the target (and the folder's entry fsynced).
+* :func:`atomic_write_dir`: a fresh sibling temporary folder filled by ``write(folder)``, every
+  file fsynced, then swapped in. The previous folder is first moved aside to ``.<name>.old``
+  and deleted once the new one is in place, so at every instant the target or its backup is
+  complete; :func:`readable_dir` falls back to the backup.
+
+A save **never destroys what it did not write**: a folder save stamps its folder with a marker
+file (:data:`MARKER`) naming the *kind* of store (``guimem.episodes``, ``guimem.memory_graph``,
+...), and refuses, writing nothing, to replace a target that exists and is not a store of the
+same kind (an empty folder is fine: there is nothing to lose). A file save refuses a target
+that is a folder. Leftovers of interrupted saves (``.<name>.tmp-*``) are removed by the next
+save of the same target.
+
+**Reading.** :func:`read_json` and :func:`read_jsonl` turn every way a file can be bad — missing,
+a folder, not UTF-8, malformed, nested too deep, numbers too large — into a
+:class:`~guimem.core.data.DataError` naming the file (and the line), never a bare
+``RecursionError`` or ``OverflowError``. :func:`check_finite` refuses NaN and infinities in a
+loaded array.
+"""
 
 from __future__ import annotations
 
+import json
+import math
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterable
+
+import numpy as np
 
 from guimem.core.data import DataError
 
+MARKER = ".guimem-kind"
+"""File inside every folder :func:`atomic_write_dir` writes; its text is the folder's kind."""
 
-def _fsync_dir(folder: Path) -> None:
-    """Flush every file under ``folder`` to disk before it is renamed into place."""
-    for p in sorted(folder.rglob("*")):
-        if p.is_file():
-            with open(p, "rb") as f:
-                os.fsync(f.fileno())
+MAX_JSON_DEPTH = 64  # deeper nesting than any guimem file has; refused before it can exhaust the stack
+_TMP = ".tmp-"  # infix of temporary names: .<name>.tmp-XXXX
 
 
-def atomic_write_dir(target: Path, write: Any) -> Path:
+# ============================================================================= files
+def _fsync_folder(folder: Path) -> None:
+    """Flush ``folder``'s entries (renames into it) to disk; a no-op where folders cannot be opened."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _clean_leftovers(target: Path) -> None:
+    """Remove temporary siblings ``.<name>.tmp-*`` that interrupted saves of ``target`` left behind."""
+    for p in target.parent.glob(f".{target.name}{_TMP}*"):
+        if p.is_dir() and not p.is_symlink():
+            shutil.rmtree(p, ignore_errors=True)
+        else:
+            p.unlink(missing_ok=True)
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
+    """Write ``data`` to ``path`` atomically (temp file in the same folder, fsync, rename)."""
+    path = Path(path)
+    if path.is_dir() and not path.is_symlink():
+        raise DataError("path", "is a folder; refusing to replace it with a file", str(path))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _clean_leftovers(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}{_TMP}")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    _fsync_folder(path.parent)
+    return path
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
+    """Write ``text`` as UTF-8 to ``path`` atomically; text that cannot be encoded is refused first."""
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise DataError("text", f"cannot be written as UTF-8 ({err.reason} at character {err.start})",
+                        str(path)) from None
+    return atomic_write_bytes(path, data)
+
+
+def json_text(obj: Any, indent: int | None = None, sort_keys: bool = True) -> str:
+    """``obj`` as JSON text ending in a newline; NaN and infinities are refused (JSON has none)."""
+    try:
+        return json.dumps(obj, indent=indent, sort_keys=sort_keys, ensure_ascii=False, allow_nan=False) + "\n"
+    except ValueError as err:
+        raise DataError("json", f"not valid JSON: {err}") from None
+
+
+def write_json(path: str | os.PathLike, obj: Any, indent: int | None = 1, sort_keys: bool = True) -> Path:
+    """Write ``obj`` as one JSON document, atomically."""
+    try:
+        return atomic_write_text(path, json_text(obj, indent=indent, sort_keys=sort_keys))
+    except DataError as err:
+        raise err.at(str(path)) from None
+
+
+def write_jsonl(path: str | os.PathLike, rows: Iterable[Any], sort_keys: bool = True) -> Path:
+    """Write one JSON document per line, atomically."""
+    try:
+        return atomic_write_text(path, "".join(json_text(r, sort_keys=sort_keys) for r in rows))
+    except DataError as err:
+        raise err.at(str(path)) from None
+
+
+# ============================================================================= folders
+def folder_kind(folder: Path) -> str | None:
+    """The kind a guimem folder save stamped on ``folder``, or None."""
+    marker = Path(folder) / MARKER
+    if not marker.is_file() or marker.is_symlink():
+        return None
+    try:
+        return marker.read_text(encoding="utf-8").strip() or None
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def check_replaceable(target: Path, kind: str, legacy: Callable[[Path], bool] | None = None) -> None:
+    """Refuse (``DataError``) to replace ``target`` unless it is absent, an empty folder, or a
+    ``kind`` store (by its marker, or by ``legacy(target)`` for stores written before markers)."""
+    if not target.exists() and not target.is_symlink():
+        return
+    if target.is_symlink() or not target.is_dir():
+        raise DataError("path", f"exists and is not a folder; refusing to replace it with a {kind} store",
+                        str(target))
+    if not any(target.iterdir()):
+        return
+    found = folder_kind(target)
+    if found == kind or (found is None and legacy is not None and legacy(target)):
+        return
+    what = f"a {found} store" if found else "files guimem did not write"
+    raise DataError("path", f"holds {what}; refusing to replace it with a {kind} store "
+                            "(choose another folder, or remove it yourself)", str(target))
+
+
+def atomic_write_dir(target: str | os.PathLike, write: Callable[[Path], Any], kind: str,
+                     legacy: Callable[[Path], bool] | None = None) -> Path:
     """Fill a fresh sibling temp folder with ``write(folder)`` and swap it in for ``target``.
 
-    The previous folder is moved aside to ``.<name>.old`` before the new one is renamed in and
-    deleted after, so at every instant either ``target`` or its backup is a complete folder
-    (:func:`readable_dir` falls back to the backup).
+    Args:
+        target: the folder to (re)write.
+        write: fills the folder it is given; whatever it raises aborts the save, nothing written.
+        kind: what the folder holds (``"guimem.episodes"``, ...), stamped in :data:`MARKER`.
+        legacy: recognises a ``kind`` store saved before markers existed (it may be replaced).
+
+    The old folder is moved aside to ``.<name>.old`` before the new one is renamed in, and deleted
+    after; a crash in between leaves the backup, which :func:`readable_dir` reads.
     """
     target = Path(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
     backup = target.parent / f".{target.name}.old"
+    if not target.exists() and backup.is_dir():
+        check_replaceable(backup, kind, legacy)  # a crash between the renames left only the backup
+    else:
+        check_replaceable(target, kind, legacy)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    _clean_leftovers(target)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}{_TMP}", dir=target.parent))
     try:
         write(tmp)
-        _fsync_dir(tmp)
+        (tmp / MARKER).write_text(kind + "\n", encoding="utf-8")
+        for p in sorted(tmp.rglob("*")):
+            if p.is_file() and not p.is_symlink():
+                with open(p, "rb") as f:
+                    os.fsync(f.fileno())
         if backup.exists() and target.exists():
             shutil.rmtree(backup)  # a stale backup from an earlier crash; target is complete
         if target.exists():
             os.replace(target, backup)
         os.replace(tmp, target)
+        _fsync_folder(target.parent)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         if not target.exists() and backup.exists():
@@ -47,11 +200,89 @@ def atomic_write_dir(target: Path, write: Any) -> Path:
     return target
 
 
-def readable_dir(target: Path) -> Path:
-    """``target``, or its backup left by a save that crashed between the two renames."""
+def readable_dir(target: str | os.PathLike, what: str = "saved store") -> Path:
+    """``target``, or its backup left by a save that crashed between its two renames."""
+    target = Path(target)
     if target.is_dir():
         return target
     backup = target.parent / f".{target.name}.old"
     if backup.is_dir():
         return backup
-    raise DataError(target.name, "no saved memory here", str(target))
+    raise DataError("path", f"no {what} here", str(target))
+
+
+# ============================================================================= reading
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+
+
+def json_depth(text: str) -> int:
+    """The deepest bracket nesting of JSON ``text`` (brackets inside strings not counted), in linear time."""
+    if text.count("[") + text.count("{") <= 1:
+        return text.count("[") + text.count("{")
+    codes = np.frombuffer(_JSON_STRING.sub("", text).encode("utf-8", "replace"), dtype=np.uint8)
+    step = np.isin(codes, (ord("["), ord("{"))).astype(np.int32) - np.isin(codes, (ord("]"), ord("}")))
+    return int(np.cumsum(step).max(initial=0))
+
+
+def parse_json(text: str, where: str | None = None, field: str = "json") -> Any:
+    """``text`` parsed as JSON; any failure is a :class:`DataError` at ``where`` (``field``)."""
+    if json_depth(text) > MAX_JSON_DEPTH:
+        raise DataError(field, f"nested deeper than {MAX_JSON_DEPTH} levels", where)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        raise DataError(field, f"malformed JSON at line {err.lineno} column {err.colno}: {err.msg}", where) from None
+    except (ValueError, OverflowError, RecursionError) as err:  # e.g. an integer of more than 4300 digits
+        raise DataError(field, f"unreadable JSON: {str(err)[:120]}", where) from None
+
+
+def read_text(path: str | os.PathLike) -> str:
+    """The UTF-8 text of the file ``path``; missing, a folder or not UTF-8 is a :class:`DataError`."""
+    path = Path(path)
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise DataError("file", "missing", str(path)) from None
+    except IsADirectoryError:
+        raise DataError("file", "is a folder, expected a file", str(path)) from None
+    except UnicodeDecodeError as err:
+        raise DataError("file", f"not UTF-8 text ({err.reason} at byte {err.start})", str(path)) from None
+    except OSError as err:
+        raise DataError("file", f"unreadable ({err.strerror})", str(path)) from None
+
+
+def read_json(path: str | os.PathLike) -> Any:
+    """The JSON document in ``path``; every way it can be bad is a :class:`DataError` naming it."""
+    return parse_json(read_text(path), str(path))
+
+
+def read_jsonl(path: str | os.PathLike) -> list[tuple[int, Any]]:
+    """``(line number, document)`` for every non-blank line of the JSON-lines file ``path``."""
+    out = []
+    for lineno, line in enumerate(read_text(path).splitlines(), start=1):
+        if line.strip():
+            out.append((lineno, parse_json(line, f"{path}, line {lineno}", field="line")))
+    return out
+
+
+def check_finite(array: np.ndarray, field: str, path: str | None = None) -> np.ndarray:
+    """``array`` if every value is finite; else a :class:`DataError` naming the field and the first bad index."""
+    a = np.asarray(array)
+    if a.dtype.kind in "fc" and not np.isfinite(a).all():
+        bad = tuple(int(i) for i in np.argwhere(~np.isfinite(a))[0])
+        raise DataError(field, f"holds a non-finite value at index {bad}", path)
+    return array
+
+
+def check_number(value: Any, field: str, lo: float | None = None, hi: float | None = None,
+                 integer: bool = False, path: str | None = None) -> float | int:
+    """``value`` if it is a finite number (an integer if ``integer``) within ``[lo, hi]``; else a DataError."""
+    kind = "an integer" if integer else "a number"
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or (integer and not isinstance(value, int)):
+        raise DataError(field, f"expected {kind}, got {type(value).__name__} {value!r:.60}", path)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise DataError(field, f"expected a finite number, got {value!r}", path)
+    if (lo is not None and value < lo) or (hi is not None and value > hi):
+        span = f"[{'-inf' if lo is None else lo}, {'inf' if hi is None else hi}]"
+        raise DataError(field, f"must be in {span}, got {value!r}", path)
+    return value

@@ -332,7 +332,7 @@ class ProjectedImageEmbedder:
             np.save(tmp / PROJECTION_BASIS, self.basis, allow_pickle=False)
             meta = {"name": self.name, "inner": self.inner.name, "inner_dim": self.inner.dim, "rank": self.dim}
             (tmp / PROJECTION_META).write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-        return atomic_write_dir(Path(folder), write)
+        return atomic_write_dir(Path(folder), write, kind="guimem.projection")
 
     @classmethod
     def load(cls, folder: str | Path, inner: ImageEmbedder) -> "ProjectedImageEmbedder":

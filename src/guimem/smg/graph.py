@@ -369,7 +369,7 @@ class MemoryGraph:
     # ------------------------------------------------------------------ files
     def save(self, path: str | Path) -> Path:
         """Write the graph as a folder of plain files, atomically (see the module docstring)."""
-        return atomic_write_dir(Path(path), self._write_files)
+        return atomic_write_dir(Path(path), self._write_files, kind=FORMAT)
 
     def _write_files(self, folder: Path) -> None:
         c = self.config
@@ -396,7 +396,7 @@ class MemoryGraph:
         ``tau``/``theta`` come from the manifest (a graph's structure depends on them); a
         caller who wants other thresholds rebuilds.
         """
-        folder = readable_dir(Path(path))
+        folder = readable_dir(Path(path), "saved memory")
         manifest = _read_json(folder / MANIFEST)
         mpath = str(folder / MANIFEST)
         if manifest.get("format") != FORMAT:

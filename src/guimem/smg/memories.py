@@ -371,7 +371,7 @@ class GraphMemory(_Base):
             self._write_items(folder)
             _write_json(folder / MEMORY_FILE, {**self._meta(), "rank_by": self.rank_by,
                                                "tau": self.graph.config.tau, "theta": self.graph.config.theta})
-        return atomic_write_dir(Path(path), write)
+        return atomic_write_dir(Path(path), write, kind="guimem.memory")
 
 
 class TaskGraphMemory(GraphMemory):
@@ -449,7 +449,7 @@ class FlatMemory(_Base):
             np.save(folder / FLAT_VECTORS, self.index.vectors, allow_pickle=False)
             _write_json(folder / MEMORY_FILE, {**self._meta(), "units": self.units,
                                                "episodes": sorted(self.episodes)})
-        return atomic_write_dir(Path(path), write)
+        return atomic_write_dir(Path(path), write, kind="guimem.memory")
 
 
 # ============================================================================ factory, files
@@ -481,7 +481,7 @@ def build_memory(name: str, episodes: Sequence[Episode], subgoals: Sequence[Subg
 def load_memory(path: str | Path, image_embedder: ImageEmbedder, text_embedder: TextEmbedder,
                 store_root: str | Path | None = None) -> GraphMemory | FlatMemory:
     """Read a saved memory; refuses one built with other embedders (names the file and field)."""
-    folder = readable_dir(Path(path))
+    folder = readable_dir(Path(path), "saved memory")
     mpath = folder / MEMORY_FILE
     try:
         meta = json.loads(mpath.read_text(encoding="utf-8"))

@@ -156,7 +156,7 @@ def write_results(out_dir: str | Path, memory: Any, results: Sequence[StepResult
                     done.add(name)
                 f.write(json.dumps(step_record(r, f"images/{name}"), sort_keys=True) + "\n")
 
-    return atomic_write_dir(Path(out_dir) / memory.name, write)
+    return atomic_write_dir(Path(out_dir) / memory.name, write, kind="guimem.retrieval")
 
 
 def step_record(r: StepResult, image: str) -> dict[str, Any]:
