@@ -62,16 +62,13 @@ metrics_path = "metrics/world.json"  # this stage's metrics
 import json
 from pathlib import Path
 
-import matplotlib.pyplot as plt
-
 from guimem.core.data import Action
 from guimem.core.store import load_episodes, load_screenshot
 from guimem.phone import render
 from guimem.phone.config import WorldConfig
 from guimem.phone.demonstrator import generate_dataset, run_episode
-from guimem.phone.subgoals import SUBGOAL_TYPES
 from guimem.phone.tasks import TEMPLATES, make_task, subgoal_reuse
-from guimem.phone.world import World, screen_types
+from guimem.phone.world import World
 from guimem.pipeline.runner import enter_repo_root
 from guimem.viz.plotting import figure_path, save_figure
 

@@ -60,6 +60,7 @@ from pathlib import Path
 
 import torch
 
+from guimem.core.data import group_by_episode
 from guimem.core.store import load_episodes, save_subgoals
 from guimem.models.embedding import cached_text_embedder
 from guimem.pipeline.runner import enter_repo_root
@@ -74,7 +75,7 @@ from guimem.smg.scores import (
     score_segmentation,
 )
 from guimem.smg.screens import read_episode, trajectory_text
-from guimem.smg.segment import group_by_episode, make_segmenter, segment_episodes
+from guimem.smg.segment import make_segmenter, segment_episodes
 from guimem.smg.segmenters import GroundTruthSegmenter, rule_spans
 from guimem.viz.plotting import figure_path, save_figure
 

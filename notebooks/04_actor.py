@@ -96,6 +96,7 @@ from guimem.actors.mini.train import (
     step_hits,
     train_actor,
 )
+from guimem.core.data import group_by_episode
 from guimem.core.policy import MODALITIES
 from guimem.core.store import load_episodes, load_subgoals
 from guimem.eval.metrics import paired_sign_test, step_accuracy
@@ -103,7 +104,6 @@ from guimem.models.embedding import embed_screenshots
 from guimem.pipeline.runner import enter_repo_root
 from guimem.smg.memories import MEMORIES, build_memory, load_memories, memory_embedders
 from guimem.smg.retrieval import read_results
-from guimem.smg.segment import group_by_episode
 from guimem.viz.plotting import MEMORY_LABELS, MODALITY_COLORS, figure_path, save_figure
 
 enter_repo_root()

@@ -40,7 +40,6 @@ from guimem.actors.mini.features import (
     memory_match_ids,
     patch_of,
     role_ids,
-    swipe_direction,
     targets_for,
 )
 from guimem.actors.mini.model import GuiActor, decision_facts
@@ -56,6 +55,7 @@ from guimem.actors.mini.train import (
     type_class_weights,
 )
 from guimem.core.data import ACTION_TYPES, Action, DataError, Episode, Observation, Step, UIElement
+from guimem.core.describe import swipe_direction
 from guimem.core.policy import MODALITIES, PolicyInput
 from guimem.core.store import load_episodes, save_episodes
 from guimem.models.tokenizer import ACT, Vocabulary, find_span, span_text, tokenize

@@ -186,7 +186,6 @@ import numpy as np
 
 from guimem.eval.closed_loop import (
     LoopStats,
-    MemoryReader,
     QueryVectors,
     action_scores,
     pick_tasks,

@@ -2,7 +2,7 @@
 
 import pytest
 
-from guimem.core.data import Action, UIElement
+from guimem.core.data import Action, DataError, UIElement
 from guimem.core.describe import (
     describe_action,
     describe_actions,
@@ -74,6 +74,14 @@ def test_type_without_a_unique_field():
 def test_swipe_direction_tie_is_vertical():
     assert swipe_direction(Action("swipe", (0.5, 0.5), end=(0.7, 0.7))) == "down"
     assert swipe_direction(Action("swipe", (0.5, 0.5), end=(0.3, 0.45))) == "left"
+
+
+def test_a_swipe_that_does_not_move_has_no_direction_and_reads_so():
+    still = Action("swipe", (0.5, 0.5), end=(0.5, 0.5))
+    assert swipe_direction(still) == "none"
+    assert describe_action(still).startswith("swipe in place")
+    with pytest.raises(DataError, match="type"):
+        swipe_direction(Action("tap", (0.5, 0.5)))
 
 
 def test_describe_actions_types_into_the_tapped_field():

@@ -15,8 +15,6 @@ from guimem.models.embedding import (
     PixelEmbedder,
 )
 from guimem.smg.memories import (
-    FlatMemory,
-    GraphMemory,
     RenderStyle,
     Retrieved,
     build_memory,

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from guimem.core.data import DataError, Subgoal
+from guimem.core.data import DataError, Subgoal, group_by_episode
 from guimem.models.embedding import HashingTextEmbedder, PixelEmbedder
 from guimem.smg import graph as mg
 from guimem.smg.graph import GraphConfig, MemoryGraph, NodeIndex, build_graph
@@ -177,7 +177,7 @@ def random_episodes(n: int, seed: int) -> tuple[list[Subgoal], dict[str, np.ndar
 
 
 def ingest(g: MemoryGraph, subs, screens, texts) -> None:
-    for group in mg.group_by_episode(subs).values():
+    for group in group_by_episode(subs).values():
         g.add_episode(group, screens, np.stack([texts[s.id] for s in group]))
 
 
@@ -208,7 +208,7 @@ def test_reingest_adds_nothing_and_changed_content_is_refused(tmp_path):
     g = MemoryGraph(config)
     ingest(g, subs, screens, texts)
     g.save(tmp_path / "once")
-    group = mg.group_by_episode(subs)["ep003"]
+    group = group_by_episode(subs)["ep003"]
     report = g.add_episode(group, screens, np.stack([texts[s.id] for s in group]))
     assert (report.episodes_added, report.episodes_skipped) == (0, 1)
     g.save(tmp_path / "twice")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from guimem.core.data import Action, DataError, UIElement
+from guimem.core.describe import swipe_direction
 from guimem.eval.metrics import (
     MatchConfig,
     action_match,
@@ -14,7 +15,6 @@ from guimem.eval.metrics import (
     in_box,
     learngui_tap_tolerance_px,
     step_accuracy,
-    swipe_direction,
     texts_match,
     token_f1,
 )

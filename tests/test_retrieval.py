@@ -4,7 +4,6 @@ import json
 
 import pytest
 
-from guimem.models.embedding import embed_screenshots
 from guimem.smg.memories import RenderStyle, build_memory
 from guimem.smg.retrieval import (
     by_true_type,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Literal, Mapping, Sequence
+from typing import Any, Iterable, Literal, Mapping, Sequence
 
 ACTION_TYPES: tuple[str, ...] = (
     "tap", "long_press", "swipe", "type", "back", "home", "enter", "open_app", "done", "impossible",
@@ -363,6 +363,19 @@ class Subgoal:
                        app=_get(d, "app", str, optional=True) or "", actions=tuple(actions))
         except DataError as err:
             raise err.at(path) from None
+
+
+def group_by_episode(subgoals: Iterable[Subgoal]) -> dict[str, list[Subgoal]]:
+    """Subgoals by episode id (episodes in order of first appearance), each sorted by index; two
+    subgoals of one episode with the same index are a :class:`DataError`."""
+    groups: dict[str, list[Subgoal]] = {}
+    for s in subgoals:
+        groups.setdefault(s.episode_id, []).append(s)
+    for eid, group in groups.items():
+        group.sort(key=lambda s: s.index)
+        if len({s.index for s in group}) != len(group):
+            raise DataError("index", f"episode {eid!r} has two subgoals with the same index")
+    return groups
 
 
 def check_unique_ids(items: Sequence[Any], what: str, path: str | None = None) -> None:

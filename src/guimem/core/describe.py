@@ -11,9 +11,9 @@ Pure functions of an action and its screen's elements; deterministic.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Literal, Sequence
 
-from guimem.core.data import Action, Point, UIElement
+from guimem.core.data import Action, DataError, Point, UIElement
 
 SCROLLABLE_ROLES = frozenset({"list", "grid", "scroll", "pager", "page", "recycler"})
 """Roles a swipe is described as acting on (``swipe up on the list``)."""
@@ -79,13 +79,26 @@ def text_field(elements: Sequence[UIElement]) -> UIElement | None:
     return fields[0] if len(fields) == 1 else None
 
 
-def swipe_direction(action: Action) -> str:
-    """``up``, ``down``, ``left`` or ``right``: the finger's dominant motion (ties: vertical)."""
-    dx = action.end[0] - action.point[0]
-    dy = action.end[1] - action.point[1]
+Direction = Literal["up", "down", "left", "right", "none"]
+
+
+def swipe_direction(action: Action) -> Direction:
+    """The way the finger moves in a swipe: the dominant axis of end - start, ties going vertical
+    (``|dy| >= |dx|``); ``none`` when it does not move. The one definition every module uses."""
+    if action.type != "swipe" or action.point is None or action.end is None:
+        raise DataError("type", f"only a swipe with a start and an end has a direction, got {action.type!r}")
+    dx, dy = action.end[0] - action.point[0], action.end[1] - action.point[1]
+    if dx == 0 and dy == 0:
+        return "none"
     if abs(dy) >= abs(dx):
-        return "up" if dy < 0 else "down"
-    return "left" if dx < 0 else "right"
+        return "down" if dy > 0 else "up"
+    return "right" if dx > 0 else "left"
+
+
+def direction_words(action: Action) -> str:
+    """A swipe's direction in words: ``up``, ..., or ``in place`` when the finger does not move."""
+    direction = swipe_direction(action)
+    return "in place" if direction == "none" else direction
 
 
 def _describe_touch(verb: str, action: Action, elements: Sequence[UIElement]) -> str:
@@ -114,7 +127,7 @@ def describe_action(action: Action, elements: Sequence[UIElement] = (),
     if kind == "swipe":
         container = scroll_container(action.point, elements)
         where = f"on the {container.role}" if container is not None else f"at {region_words(action.point)}"
-        return f"swipe {swipe_direction(action)} {where}"
+        return f"swipe {direction_words(action)} {where}"
     if kind == "type":
         field = field if field is not None else text_field(elements)
         into = f" into {element_label(field)}" if field is not None else ""

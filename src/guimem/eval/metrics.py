@@ -49,10 +49,10 @@ from typing import Any, Literal, Sequence
 import numpy as np
 
 from guimem.core.data import Action, DataError, Point, UIElement
+from guimem.core.describe import swipe_direction
 
 Variant = Literal["aitw", "learngui"]
 TextRule = Literal["ignore", "contain", "token_f1"]
-Direction = Literal["up", "down", "left", "right", "none"]
 BoxYXHW = tuple[float, float, float, float]  # (top y, left x, height, width), normalized
 
 VARIANTS: tuple[Variant, ...] = ("aitw", "learngui")
@@ -133,18 +133,6 @@ def touch_and_lift(action: Action) -> tuple[Point, Point] | None:
 def is_vertical(touch: Point, lift: Point) -> bool:
     """Whether a motion's dominant axis is vertical (``|dy| >= |dx|``: a tie goes vertical)."""
     return abs(lift[1] - touch[1]) >= abs(lift[0] - touch[0])
-
-
-def swipe_direction(action: Action) -> Direction:
-    """The finger's direction of a swipe: up/down/left/right, or ``none`` for zero motion."""
-    if action.type != "swipe":
-        raise DataError("type", f"only a swipe has a direction, got {action.type!r}")
-    (x0, y0), (x1, y1) = action.point, action.end
-    if (x0, y0) == (x1, y1):
-        return "none"
-    if is_vertical(action.point, action.end):
-        return "down" if y1 > y0 else "up"
-    return "right" if x1 > x0 else "left"
 
 
 # ----------------------------------------------------------------------------- text

@@ -143,7 +143,9 @@ def span_intent(episode: Episode, first: int, last: int, reading: Reading | None
         repeats = sum(1 for j in effective if r.targets[j] is not None and r.targets[j] == r.targets[i])
         return f"{text} {repeats} times" if repeats > 1 and text.startswith(("tap", "long press")) else text
     if a.type == "swipe":
-        return f"scroll {swipe_direction(a)} on {_quoted(ctx0.name)}"
+        direction = swipe_direction(a)
+        verb = f"scroll {direction}" if direction != "none" else "swipe in place"
+        return f"{verb} on {_quoted(ctx0.name)}"
     if a.type == "back":
         if ctx0.overlay is not None and ctx1.overlay is None:
             return "close the menu" if ctx0.overlay == "menu" else f"close the '{ctx0.overlay}' window"

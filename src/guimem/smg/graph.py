@@ -40,12 +40,12 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import networkx as nx
 import numpy as np
 
-from guimem.core.data import DataError, Subgoal
+from guimem.core.data import DataError, Subgoal, group_by_episode
 from guimem.core.io import atomic_write_dir, readable_dir
 from guimem.models.embedding import ImageEmbedder, TextEmbedder, embed_screenshots
 
@@ -199,18 +199,6 @@ def boundary_screens(subgoals: Sequence[Subgoal]) -> list[tuple[int, str]]:
                 raise DataError("from_screenshot", f"episode {s.episode_id!r}: step {pos} has two screenshots "
                                 f"({screens[pos]!r} and {shot!r})")
     return sorted(screens.items())
-
-
-def group_by_episode(subgoals: Iterable[Subgoal]) -> dict[str, list[Subgoal]]:
-    """Subgoals by episode id (episodes in order of first appearance), each sorted by index."""
-    groups: dict[str, list[Subgoal]] = {}
-    for s in subgoals:
-        groups.setdefault(s.episode_id, []).append(s)
-    for eid, group in groups.items():
-        group.sort(key=lambda s: s.index)
-        if len({s.index for s in group}) != len(group):
-            raise DataError("index", f"episode {eid!r} has two subgoals with the same index")
-    return groups
 
 
 class MemoryGraph:

@@ -44,7 +44,7 @@ from typing import Any, Mapping, Protocol, Sequence
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-from guimem.core.data import Action, DataError, Episode, Subgoal, UIElement
+from guimem.core.data import Action, DataError, Episode, Subgoal, UIElement, group_by_episode
 from guimem.core.describe import describe_actions, target_element
 from guimem.core.io import atomic_write_dir, readable_dir
 from guimem.models.embedding import (
@@ -64,7 +64,6 @@ from guimem.smg.graph import (
     boundary_screens,
     episode_hash,
     exact_scores,
-    group_by_episode,
 )
 
 MEMORIES: tuple[str, ...] = ("smg", "flat", "action_graph", "task_graph")

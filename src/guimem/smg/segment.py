@@ -8,7 +8,7 @@ Three segmenters share one signature, ``segment(episode) -> list[Subgoal]``: ``r
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from guimem.core.data import DataError, Episode, Subgoal
 from guimem.smg.llm_segmenter import LLMSegmenter
@@ -47,11 +47,3 @@ def segment_episodes(episodes: Sequence[Episode], segmenter: Segmenter, progress
     for episode in tqdm(episodes, desc=f"segment ({segmenter.name})", disable=not progress):
         out.extend(segmenter.segment(episode))
     return out
-
-
-def group_by_episode(subgoals: Iterable[Subgoal]) -> dict[str, list[Subgoal]]:
-    """Subgoals grouped by episode id, each group sorted by index (insertion order of episodes kept)."""
-    groups: dict[str, list[Subgoal]] = {}
-    for sg in subgoals:
-        groups.setdefault(sg.episode_id, []).append(sg)
-    return {k: sorted(v, key=lambda s: s.index) for k, v in groups.items()}

@@ -37,7 +37,7 @@ from guimem.actors.mini.config import (
 )
 from guimem.actors.mini.model import ActorOutput
 from guimem.core.data import ACTION_TYPES, Action, DataError, UIElement
-from guimem.core.describe import scroll_container, target_element
+from guimem.core.describe import scroll_container, swipe_direction, target_element
 from guimem.core.policy import MODALITIES, Modality, PolicyInput
 from guimem.models.tokenizer import ACT, Token, Vocabulary, find_span, span_text, tokenize
 
@@ -179,7 +179,7 @@ def history_ids(history: Sequence[Action], vocab: Vocabulary, max_history: int) 
     """``[2 * min(len(history), max_history)]`` ids: per action its type and a coarse argument."""
     ids: list[int] = []
     for a in list(history)[-max_history:] if max_history else []:
-        if a.type == "swipe":
+        if a.type == "swipe" and swipe_direction(a) != "none":
             arg = f"[H:{swipe_direction(a)}]"
         elif a.point is not None:
             arg = f"[H:at_{min(int(a.point[1] * 3), 2)}_{min(int(a.point[0] * 3), 2)}]"
@@ -187,16 +187,6 @@ def history_ids(history: Sequence[Action], vocab: Vocabulary, max_history: int) 
             arg = "[H:-]"
         ids += [vocab.id(f"[H:{a.type}]"), vocab.id(arg)]
     return torch.tensor(ids, dtype=torch.long)
-
-
-def swipe_direction(action: Action) -> str:
-    """The way the finger moves in a swipe: the dominant axis of end - start (ties: vertical)."""
-    if action.point is None or action.end is None:
-        raise DataError("end", f"a {action.type} has no start and end point")
-    dx, dy = action.end[0] - action.point[0], action.end[1] - action.point[1]
-    if abs(dy) >= abs(dx):
-        return "down" if dy > 0 else "up"
-    return "right" if dx > 0 else "left"
 
 
 def featurise(inp: PolicyInput, vocab: Vocabulary, config: ActorConfig,
@@ -361,7 +351,7 @@ def targets_for(action: Action, features: Features, config: ActorConfig) -> Targ
                   else target_element(action, features.elements))
         same = element_patches(target.bounds, grid) if target is not None else []
         kw["patches"] = tuple(sorted(set(same) | {kw["patch"]}))
-    if action.type == "swipe":
+    if action.type == "swipe" and swipe_direction(action) != "none":
         kw["direction"] = DIRECTIONS.index(swipe_direction(action))
     if action.type == "type" and action.text:
         span = find_span(features.goal_tokens, action.text)
