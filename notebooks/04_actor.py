@@ -93,13 +93,15 @@ from guimem.actors.mini.train import (
     examples_from_retrieval,
     majority_action,
     memory_names_target,
-    step_hits,
+    sample_held_out,
     train_actor,
 )
 from guimem.core.data import group_by_episode
 from guimem.core.policy import MODALITIES
 from guimem.core.store import load_episodes, load_subgoals
-from guimem.eval.metrics import paired_sign_test, step_accuracy
+from guimem.eval.memory_effect import names_target_split, right_experience_split
+from guimem.eval.metrics import paired_counts, step_accuracy
+from guimem.eval.scoring import step_table
 from guimem.models.embedding import embed_screenshots
 from guimem.pipeline.runner import enter_repo_root
 from guimem.smg.memories import MEMORIES, build_memory, load_memories, memory_embedders
@@ -164,13 +166,9 @@ print(examples[3].input.memory_text)
 # condition: memory kind x modality (none, text, image, both).
 
 # %%
-held = examples_from_retrieval(test, test_root, retrieval_dir, MEMORIES, max_history)
+held = sample_held_out(examples_from_retrieval(test, test_root, retrieval_dir, MEMORIES, max_history),
+                       max_eval_steps, seed)
 steps = sorted({(ex.episode_id, ex.step) for ex in held})
-rng = np.random.default_rng(seed)
-if max_eval_steps and max_eval_steps < len(steps):
-    steps = [steps[i] for i in sorted(rng.choice(len(steps), max_eval_steps, replace=False))]
-keep = set(steps)
-held = [ex for ex in held if (ex.episode_id, ex.step) in keep]
 watch = [ex for ex in held if ex.memory_kind == "smg"][:200]  # scored after every epoch
 print(f"{len(steps)} held-out steps x {len(MEMORIES)} memories = {len(held)} examples")
 
@@ -253,8 +251,9 @@ baseline = step_accuracy([majority] * len(steps), [ex.target for ex in by_kind["
 print(f"majority action {majority.describe()}: step accuracy {baseline['step_accuracy']:.3f}")
 hits = {}  # condition -> (step hits, type hits), one per held-out step
 for kind in MEMORIES:  # each step featurised once per memory; "none" is the same prompt for every memory
-    for m, h in step_hits(actor, by_kind[kind], MODALITIES if kind == "smg" else MODALITIES[1:]).items():
-        hits["none" if m == "none" else f"{kind}/{m}"] = h
+    table = step_table(actor, by_kind[kind], MODALITIES if kind == "smg" else MODALITIES[1:], STRICT_MATCH)
+    for m, h in table.items():
+        hits["none" if m == "none" else f"{kind}/{m}"] = (h.step, h.type)
 results = {name: {"step_accuracy": float(h.mean()), "type_accuracy": float(t.mean())} for name, (h, t) in hits.items()}
 print(f"{'condition':24s}{'step acc':>10s}{'type acc':>10s}")
 for name, r in results.items():
@@ -299,12 +298,6 @@ save_figure(fig, figure_path(figures_dir, "actor", "accuracy_by_condition"))
 # at least this uneven if memory made no difference.
 
 # %%
-def paired_counts(h, reference):
-    """Steps fixed and broken by a condition against ``reference`` (same steps), and the sign test."""
-    fixed, broken = int((h & ~reference).sum()), int((~h & reference).sum())
-    return {"fixed": fixed, "broken": broken, "p_value": round(paired_sign_test(fixed, broken), 4)}
-
-
 base = hits["none"][0]
 paired = {name: paired_counts(h, base) for name, (h, _) in hits.items() if name != "none"}
 for name, c in paired.items():
@@ -319,15 +312,16 @@ for name, c in paired.items():
 # the text can add; the accuracy on them shows whether the actor exploits it.
 
 # %%
+def columns(kind):
+    """The step hits of memory ``kind`` per modality, ``none`` included (the same steps)."""
+    return {m: hits["none" if m == "none" else f"{kind}/{m}"][0] for m in MODALITIES}
+
+
 informative = {}
 for kind in MEMORIES:
-    mask = np.array([memory_names_target(ex) for ex in by_kind[kind]], dtype=bool)
-    accuracy = {m: float(hits["none" if m == "none" else f"{kind}/{m}"][0][mask].mean()) if mask.any()
-                else float("nan") for m in MODALITIES}
-    text = paired_counts(hits[f"{kind}/text"][0][mask], base[mask])
-    elsewhere = paired_counts(hits[f"{kind}/text"][0][~mask], base[~mask])
-    informative[kind] = {"share_of_steps": float(mask.mean()), **accuracy, "text_vs_none": text,
-                         "text_vs_none_elsewhere": elsewhere}
+    names = np.array([memory_names_target(ex) for ex in by_kind[kind]], dtype=bool)
+    informative[kind] = names_target_split(columns(kind), names)
+    text, elsewhere = informative[kind]["text_vs_none"], informative[kind]["text_vs_none_elsewhere"]
     print(f"{MEMORY_LABELS[kind]:14s} memory names the target in {informative[kind]['share_of_steps']:.1%} of steps; "
           "accuracy there: " + ", ".join(f"{m} {informative[kind][m]:.2f}" for m in MODALITIES)
           + f"; text vs none +{text['fixed']}/-{text['broken']} (p = {text['p_value']:.3f}), "
@@ -355,13 +349,7 @@ for kind in MEMORIES:
     flags = {(r["episode_id"], int(r["step"])): bool(r["hit_shown"])
              for r in read_results(Path(retrieval_dir) / kind / "steps.jsonl")}
     right = np.array([flags[(ex.episode_id, ex.step)] for ex in by_kind[kind]], dtype=bool)
-    shown_right[kind] = {"share_of_steps": round(float(right.mean()), 4)}
-    for m in MODALITIES[1:]:
-        h = hits[f"{kind}/{m}"][0]
-        for label, mask in (("right", right), ("wrong", ~right)):
-            c = paired_counts(h[mask], base[mask])
-            shown_right[kind][f"{m}/{label}"] = {"none": round(float(base[mask].mean()), 4),
-                                                  "memory": round(float(h[mask].mean()), 4), **c}
+    shown_right[kind] = right_experience_split(columns(kind), right)
     r, w = shown_right[kind]["text/right"], shown_right[kind]["text/wrong"]
     print(f"{MEMORY_LABELS[kind]:14s} right experience shown at {right.mean():.0%} of steps; as text there "
           f"{r['none']:.3f} -> {r['memory']:.3f} (+{r['fixed']}/-{r['broken']}, p = {r['p_value']:.3f}); "

@@ -78,11 +78,8 @@ from guimem.actors.loading import load_actor
 from guimem.actors.mini.train import examples_from_retrieval
 from guimem.core.store import load_episodes
 from guimem.eval.closed_loop import (
-    PAPER_SR,
     LoopStats,
     QueryVectors,
-    action_scores,
-    markdown_table,
     pick_tasks,
     replay_tasks,
     replay_world_config,
@@ -92,6 +89,8 @@ from guimem.eval.closed_loop import (
     success_table,
 )
 from guimem.eval.metrics import MatchConfig
+from guimem.eval.scoring import step_scores
+from guimem.eval.tables import PAPER_SR, comparison_lines, ended_counts, in_short, markdown_table, mean_steps
 from guimem.phone.world import World
 from guimem.pipeline.runner import enter_repo_root
 from guimem.smg.memories import load_memories
@@ -158,8 +157,7 @@ for name in memories:
           f"{work.renders} renderings, {work.embedded} screens embedded")
 save_traces(Path(out_dir) / "traces.jsonl", traces)
 table = success_table(traces)
-ended = {n: {e: sum(t.ended == e for t in traces if t.memory == n) for e in ("done", "impossible", "budget")}
-         for n in memories}
+ended = ended_counts(traces, memories)
 for name in memories:
     row = table[name]
     print(f"{MEMORY_LABELS.get(name, name):>14}: SR {row['mean']:5.1f} ± {row['std']:4.1f}  per seed {row['per_seed']}"
@@ -206,34 +204,11 @@ plt.close(fig)
 # stalls: the same screen for five steps or more in a row.
 
 # %%
-base = table["none"]["mean"] if "none" in table else float("nan")
-for name in memories:
-    if name == "none":
-        continue
-    delta, spread = table[name]["mean"] - base, max(table[name]["std"], table.get("none", {}).get("std", 0.0))
-    verdict = "within the spread of" if abs(delta) <= spread else ("above" if delta > 0 else "below")
-    print(f"{MEMORY_LABELS.get(name, name)}: {delta:+.1f} points vs no memory ({verdict} no memory); "
-          f"paper: {PAPER_SR[name] - PAPER_SR['none']:+.2f}")
-ours = sorted((n for n in memories), key=lambda n: -table[n]["mean"])
-paper = sorted((n for n in memories), key=lambda n: -PAPER_SR[n])
-print("ordering here: ", " > ".join(MEMORY_LABELS.get(n, n) for n in ours))
-print("paper ordering:", " > ".join(MEMORY_LABELS.get(n, n) for n in paper))
+print("\n".join(comparison_lines(table, memories, MEMORY_LABELS)))
 stalled = stalled_share(traces, min_steps=5)
 print("episodes stalled on one screen for >= 5 steps: "
       + ", ".join(f"{MEMORY_LABELS.get(n, n)} {stalled[n]:.0%}" for n in memories))
-self_ended = {n: 100.0 * (ended[n]["done"] + ended[n]["impossible"]) / len(replays) for n in memories}
-best = ours[0]
-gap = table[best]["mean"] - base
-reading = ("the actor rarely completes a task, so these gaps are a handful of episodes and say little about the "
-           "ordering" if table[best]["mean"] < 10 else "read each gap against the spread above")
-if table[best]["mean"] > 0:
-    lead = (f"{MEMORY_LABELS.get(best, best)} is best here at {table[best]['mean']:.1f}% ({gap:+.1f} points over no "
-            f"memory, about {gap / 100 * len(replays):.0f} of {len(replays)} episodes)")
-else:
-    lead = f"the actor completed none of the {len(replays)} episodes per memory, with any memory or none"
-print(f"\nIn short: {lead}; the paper's best is Subgoal-Graph ({PAPER_SR['smg'] - PAPER_SR['none']:+.2f} points "
-      "over no memory). The actor ended its episodes itself (done or impossible) in "
-      + ", ".join(f"{MEMORY_LABELS.get(n, n)} {self_ended[n]:.0f}%" for n in memories) + f" of them; {reading}.")
+print("\n" + in_short(table, ended, len(replays), memories, MEMORY_LABELS))
 
 # %% [markdown]
 # ## Step-level action score by memory modality
@@ -250,7 +225,7 @@ print(f"\nIn short: {lead}; the paper's best is Subgoal-Graph ({PAPER_SR['smg'] 
 examples = examples_from_retrieval(all_test, test_root, retrieval_dir, [action_score_memory],
                                    max_history=history_len)
 aitw = MatchConfig(variant="aitw")
-scores = action_scores(actor, examples, action_score_modalities, aitw)
+scores = step_scores(actor, examples, action_score_modalities, aitw)
 for m, s in scores.items():
     print(f"{m:>5}: step accuracy {s['step_accuracy']:.3f}  type accuracy {s['type_accuracy']:.3f}  ({s['n_steps']} steps)")
 rows = [[m, f"{s['step_accuracy'] * 100:.1f}", f"{s['type_accuracy'] * 100:.1f}", str(s["n_steps"])]
@@ -269,8 +244,7 @@ metrics = {
     "max_steps": max_steps, "ended": ended, "stalled_share": {n: round(stalled[n], 4) for n in memories},
     "success_rate": {n: {"mean": round(table[n]["mean"], 4), "std": round(table[n]["std"], 4),
                          "per_seed": [round(v, 4) for v in table[n]["per_seed"]]} for n in memories},
-    "mean_steps": {n: round(sum(len(t.steps) for t in traces if t.memory == n)
-                            / max(1, sum(t.memory == n for t in traces)), 4) for n in memories},
+    "mean_steps": {n: round(v, 4) for n, v in mean_steps(traces, memories).items()},
     "action_score_aitw": {m: {"step_accuracy": round(s["step_accuracy"], 4),
                               "type_accuracy": round(s["type_accuracy"], 4), "steps": s["n_steps"]}
                           for m, s in scores.items()},

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import pytest
 
 from guimem.core.data import Action, DataError
-from guimem.core.policy import PolicyInput, PolicyOutput
+from guimem.core.policy import PolicyOutput
 from guimem.eval.closed_loop import (
     MemoryReader,
     Replay,
@@ -17,13 +17,13 @@ from guimem.eval.closed_loop import (
     TraceStep,
     load_traces,
     longest_stall,
-    markdown_table,
     replay_tasks,
     run_closed_loop,
     save_traces,
     stalled_share,
     success_table,
 )
+from guimem.eval.tables import markdown_table
 from guimem.phone.config import WorldConfig
 from guimem.phone.demonstrator import run_episode
 from guimem.phone.tasks import TEMPLATES, sample_task
@@ -187,7 +187,6 @@ import numpy as np
 from guimem.eval.closed_loop import (
     LoopStats,
     QueryVectors,
-    action_scores,
     pick_tasks,
     replay_world_config,
 )
@@ -358,41 +357,6 @@ def test_replay_world_config_reads_the_store_manifest(tmp_path):
         replay_world_config(tmp_path)
 
 
-def test_action_scores_equal_evaluate_actor_per_modality():
-    import torch
-    from PIL import Image
-
-    from guimem.actors.mini.config import ActorConfig
-    from guimem.actors.mini.model import GuiActor
-    from guimem.actors.mini.policy import MiniActor
-    from guimem.actors.mini.train import ActorExample, build_vocabulary, evaluate_actor
-    from guimem.core.data import UIElement
-    from guimem.core.policy import PolicyInput
-    from guimem.eval.metrics import MatchConfig
-
-    torch.set_num_threads(1)
-    els = (UIElement("b0", "button", "Display", bounds=(0.0, 0.0, 0.5, 0.25), clickable=True),)
-    shots = [Image.new("RGB", (90, 180), c) for c in [(200, 30, 30), (30, 30, 200), (30, 200, 30)]]
-    examples = []
-    for i in range(12):
-        text = "1. succeeded | did: tap \"Display\"" if i % 3 else None
-        image = shots[(i + 1) % 3] if i % 4 else None
-        examples.append(ActorExample(PolicyInput(shots[i % 3], els, "open display", (), text, image),
-                                     Action("tap", (0.25, 0.1)) if i % 2 else Action("back"), f"e{i}", 0, "smg"))
-    vocab = build_vocabulary(examples, min_count=1, n_hash_buckets=8)
-    torch.manual_seed(0)
-    tiny = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64, dropout=0.0,
-                screen_height=32, screen_width=16, memory_image_height=32, memory_image_width=16, patch_size=8,
-                max_memory_tokens=24)
-    actor = MiniActor(GuiActor(ActorConfig(vocab_size=len(vocab), app_names=["Notes"], **tiny)).eval(), vocab,
-                      batch_size=5)
-    match = MatchConfig(variant="aitw")
-    scores = action_scores(actor, examples, ["none", "text", "image", "both"], match)
-    for m, s in scores.items():
-        assert s == evaluate_actor(actor, examples, m, match)
-    assert [scores[m]["n_steps"] for m in ("none", "text", "image", "both")] == [12, 8, 9, 6]
-
-
 # ---------------------------------------------------------------- actors chosen by params, scored through act
 def test_load_actor_refuses_a_blank_choice(tmp_path):
     from guimem.actors.loading import load_actor
@@ -407,37 +371,3 @@ def test_load_actor_reads_a_hugging_face_folder_from_disk_only(tmp_path):
 
     with pytest.raises(OSError):  # an id that is neither on disk nor in the offline cache: no download
         load_actor(str(tmp_path / "no-such-model"), tmp_path)
-
-
-def test_action_scores_of_a_policy_without_featurise():
-    """A policy offering only ``act`` is scored per modality on the inputs that carry that memory."""
-    from types import SimpleNamespace
-
-    from PIL import Image
-
-    from guimem.core.data import UIElement
-    from guimem.eval.closed_loop import action_scores
-    from guimem.eval.metrics import MatchConfig
-
-    class Fixed:
-        batch_size = 2
-        seen: list = []
-
-        def act(self, inputs, output_hidden_states=False):
-            self.seen.extend(inputs)
-            return [PolicyOutput(Action("tap", point=(0.5, 0.5)) if x.memory_text else Action("back"))
-                    for x in inputs]
-
-    shot = Image.new("RGB", (8, 16))
-    box = (UIElement("ok", "button", "OK", "", (0.4, 0.4, 0.6, 0.6), True),)
-    tap = Action("tap", point=(0.5, 0.52))
-    with_text = PolicyInput(shot, box, "press OK", (), "1. did: tap \"OK\"", None)
-    bare = PolicyInput(shot, box, "press OK", (), None, None)
-    examples = [SimpleNamespace(input=with_text, target=tap), SimpleNamespace(input=bare, target=tap),
-                SimpleNamespace(input=with_text, target=Action("back"))]
-    policy = Fixed()
-    scores = action_scores(policy, examples, ["none", "text", "image"], MatchConfig(variant="aitw"))
-    assert scores["none"]["n_steps"] == 3 and scores["none"]["step_accuracy"] == pytest.approx(1 / 3)  # 'back' right
-    assert scores["text"]["n_steps"] == 2 and scores["text"]["step_accuracy"] == pytest.approx(1 / 2)  # the tap right
-    assert scores["image"]["n_steps"] == 0  # no example carries an image
-    assert all(x.memory_text is None for x in policy.seen[:3])  # 'none' really hid the text

@@ -9,7 +9,7 @@ token when asked for).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, Protocol, Sequence
+from typing import Any, Literal, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 from PIL import Image
@@ -60,3 +60,27 @@ class Policy(Protocol):
     def act(self, inputs: Sequence[PolicyInput], output_hidden_states: bool = False) -> list[PolicyOutput]:
         """Answer a batch of inputs; with ``output_hidden_states`` fill ``hidden_states``."""
         ...
+
+
+@runtime_checkable
+class FeaturisingPolicy(Policy, Protocol):
+    """A policy that reads each input once into features holding every memory part, then answers
+    them with the memory of any modality: the same answers as :meth:`Policy.act` on
+    ``input.with_modality(m)``, without reading the input again (the miniature actor)."""
+
+    batch_size: int
+
+    def featurise(self, inp: PolicyInput) -> Any:
+        """This policy's reading of one input, every memory part included."""
+        ...
+
+    def act_features(self, feats: Sequence[Any], modalities: Sequence[Modality],
+                     output_hidden_states: bool = False) -> list[PolicyOutput]:
+        """Answer featurised inputs (one batch), each shown the memory of its modality."""
+        ...
+
+
+def shows(inp: PolicyInput, modality: Modality) -> bool:
+    """Whether ``inp`` carries the memory ``modality`` asks for (``none`` always)."""
+    has_text, has_image = inp.memory_text is not None, inp.memory_image is not None
+    return {"none": True, "text": has_text, "image": has_image, "both": has_text and has_image}[modality]

@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -28,25 +27,14 @@ from guimem.core.data import Action, DataError
 from guimem.core.env import Env, WorldObservation
 from guimem.core.policy import Modality, Policy, PolicyInput
 from guimem.core.store import read_manifest
-from guimem.eval.metrics import MatchConfig, step_accuracy
 from guimem.phone.config import WorldConfig
 from guimem.phone.tasks import task_from_dict
 from guimem.phone.world import Task
+from guimem.smg.memories import Memory
 
-PAPER_SR: dict[str, float] = {"none": 34.19, "flat": 30.77, "action_graph": 38.46, "task_graph": 36.75, "smg": 45.30}
 """The SMG paper's success rates (%), SPA-Bench subset, Qwen3-VL-8B actor."""
 
 _SEED_STRIDE = 7919  # replay seed i of an episode = its own seed + i * stride (i = 0: the demonstration's own)
-
-
-class Memory(Protocol):
-    """What the closed loop needs of a memory (see :mod:`guimem.smg.memories`)."""
-
-    def retrieve(self, screenshot, goal: str, k: int = 1): ...
-
-    def render_text(self, retrieved) -> str: ...
-
-    def render_image(self, retrieved): ...
 
 
 @dataclass(frozen=True)
@@ -309,48 +297,6 @@ def replay_world_config(store_root: str | os.PathLike, max_steps: int | None = N
     return dataclasses.replace(config, max_steps=max_steps) if max_steps is not None else config
 
 
-def action_scores(actor: Any, examples: Sequence[Any], modalities: Sequence[Modality],
-                  match: MatchConfig) -> dict[str, dict[str, Any]]:
-    """Step and type accuracy of ``actor`` on ``examples`` with the memory shown as each of ``modalities``.
-
-    Like :func:`guimem.actors.mini.train.evaluate_actor` per modality (examples lacking a modality's memory
-    are skipped). The miniature actor featurises every example once and chooses the modality at
-    collate time; any other :class:`~guimem.core.policy.Policy` (a Hugging Face VLM) is asked through
-    ``act`` with each input reduced to the modality's memory.
-    """
-    if not hasattr(actor, "featurise"):
-        return _policy_action_scores(actor, examples, modalities, match)
-    from guimem.actors.mini.train import score_features
-
-    feats = [actor.featurise(ex.input) for ex in examples]
-    out = {}
-    for m in modalities:
-        keep = [i for i, f in enumerate(feats) if f.has(m)]
-        out[m] = score_features(actor, [feats[i] for i in keep], [m] * len(keep), [examples[i].target for i in keep],
-                                match)
-    return out
-
-
-def _shows(inp: PolicyInput, modality: Modality) -> bool:
-    """Whether ``inp`` carries the memory ``modality`` asks for."""
-    has_text, has_image = inp.memory_text is not None, inp.memory_image is not None
-    return {"none": True, "text": has_text, "image": has_image, "both": has_text and has_image}[modality]
-
-
-def _policy_action_scores(policy: Policy, examples: Sequence[Any], modalities: Sequence[Modality],
-                          match: MatchConfig) -> dict[str, dict[str, Any]]:
-    """:func:`action_scores` for a policy that only offers ``act`` (one call per batch of inputs)."""
-    batch = max(1, int(getattr(policy, "batch_size", 1)))
-    out = {}
-    for m in modalities:
-        keep = [ex for ex in examples if _shows(ex.input, m)]
-        inputs = [ex.input.with_modality(m) for ex in keep]
-        preds = [o.action for lo in range(0, len(inputs), batch) for o in policy.act(inputs[lo:lo + batch])]
-        out[m] = (step_accuracy(preds, [ex.target for ex in keep], [ex.input.elements for ex in keep], match)
-                  if keep else {"n_steps": 0, "step_accuracy": float("nan"), "type_accuracy": float("nan")})
-    return out
-
-
 def success_table(traces: Iterable[Trace]) -> dict[str, dict[str, Any]]:
     """Per memory: success rate (%) per run (seed index), its mean and sample standard deviation over runs."""
     by: dict[str, dict[int, list[bool]]] = {}
@@ -419,16 +365,3 @@ def load_traces(path: str | os.PathLike) -> list[Trace]:
         except DataError as err:
             raise err.at(str(path), f"line {n}") from None
     return traces
-
-
-def markdown_table(table: Mapping[str, Mapping[str, Any]], paper: Mapping[str, float], order: Sequence[str],
-                   labels: Mapping[str, str]) -> str:
-    """The SMG table as markdown: SR mean ± std over seeds here, beside the paper's SR."""
-    lines = ["| memory | SR here (%) | seeds | paper SR (%) |", "| --- | ---: | ---: | ---: |"]
-    for name in order:
-        row = table.get(name)
-        here = f"{row['mean']:.1f} ± {row['std']:.1f}" if row else "—"
-        n = len(row["per_seed"]) if row else 0
-        ref = paper.get(name, math.nan)
-        lines.append(f"| {labels.get(name, name)} | {here} | {n} | {'—' if math.isnan(ref) else f'{ref:.2f}'} |")
-    return "\n".join(lines) + "\n"

@@ -323,3 +323,13 @@ def paired_sign_test(fixed: int, broken: int) -> float:
         return 1.0
     tail = sum(math.comb(n, i) for i in range(low + 1)) / 2 ** n
     return min(1.0, 2 * tail)
+
+
+def paired_counts(hits: np.ndarray, reference: np.ndarray) -> dict[str, Any]:
+    """Steps a condition fixes and breaks against ``reference`` (``[n]`` bool each, the same steps),
+    and the sign test's p-value (rounded to 4 places)."""
+    hits, reference = np.asarray(hits, dtype=bool), np.asarray(reference, dtype=bool)
+    if hits.shape != reference.shape:
+        raise DataError("hits", f"shape {hits.shape} differs from the reference's {reference.shape}")
+    fixed, broken = int((hits & ~reference).sum()), int((~hits & reference).sum())
+    return {"fixed": fixed, "broken": broken, "p_value": round(paired_sign_test(fixed, broken), 4)}

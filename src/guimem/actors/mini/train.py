@@ -2,8 +2,8 @@
 
 Examples pair a demonstration step with the experience a memory retrieves for it (memories
 rebuilt in k folds, so a step never sees its own episode); :func:`train_actor` trains on them
-with the memory modality redrawn every epoch; :func:`step_hits` and :func:`evaluate_actor`
-score the frozen actor under each modality.
+with the memory modality redrawn every epoch. The frozen actor is scored under each modality by
+:func:`guimem.eval.scoring.step_table`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import math
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -37,8 +37,9 @@ from guimem.core.data import ACTION_TYPES, Action, DataError, Episode
 from guimem.core.describe import target_element
 from guimem.core.policy import MODALITIES, Modality, PolicyInput
 from guimem.core.store import load_screenshot
-from guimem.eval.metrics import MatchConfig, action_class, action_match, step_accuracy
+from guimem.eval.metrics import MatchConfig, step_accuracy
 from guimem.models.tokenizer import Vocabulary
+from guimem.smg.memories import Memory
 from guimem.smg.retrieval import read_results
 
 
@@ -53,17 +54,7 @@ class ActorExample:
     memory_kind: str | None = None  # which memory produced the experience (None: no memory)
 
 
-class ExperienceMemory(Protocol):
-    """What example building needs of a memory (:class:`guimem.smg.memories.Memory` satisfies it)."""
-
-    def retrieve(self, screenshot: Any, goal: str) -> Any: ...
-
-    def render_text(self, retrieved: Any) -> str: ...
-
-    def render_image(self, retrieved: Any) -> Image.Image: ...
-
-
-MemoryFactory = Callable[[str, Sequence[Episode]], ExperienceMemory]
+MemoryFactory = Callable[[str, Sequence[Episode]], Memory]
 """``factory(kind, episodes)``: a memory of ``kind`` built from exactly ``episodes``."""
 
 
@@ -86,7 +77,7 @@ def episode_steps(episode: Episode, store_root: str | Path, max_history: int) ->
     return out
 
 
-def _with_memory(inp: PolicyInput, memory: ExperienceMemory, query: Any, renders: dict) -> PolicyInput:
+def _with_memory(inp: PolicyInput, memory: Memory, query: Any, renders: dict) -> PolicyInput:
     """``inp`` with the memory's retrieval for ``query`` rendered as text and as image (renders memoised)."""
     retrieved = memory.retrieve(query, inp.goal)
     key = (id(memory), tuple(getattr(retrieved, "ids", ())) or id(retrieved))
@@ -96,7 +87,7 @@ def _with_memory(inp: PolicyInput, memory: ExperienceMemory, query: Any, renders
     return PolicyInput(inp.screenshot, inp.elements, inp.goal, inp.history, text, image)
 
 
-def build_examples(episodes: Sequence[Episode], store_root: str | Path, memories: Mapping[str, ExperienceMemory],
+def build_examples(episodes: Sequence[Episode], store_root: str | Path, memories: Mapping[str, Memory],
                    kinds_per_step: int | None = None, seed: int = 0, max_history: int = 4,
                    query_vectors: Mapping[str, np.ndarray] | None = None, progress: bool = True) -> list[ActorExample]:
     """Examples of ``episodes`` with experience retrieved from ``memories`` (built without them).
@@ -168,6 +159,18 @@ def examples_from_retrieval(episodes: Sequence[Episode], store_root: str | Path,
                 out.append(ActorExample(PolicyInput(inp.screenshot, inp.elements, inp.goal, inp.history, text,
                                                     images[image_path]), action, episode.id, i, kind))
     return out
+
+
+def sample_held_out(examples: Sequence[ActorExample], max_steps: int, seed: int) -> list[ActorExample]:
+    """The examples of a fixed random sample of ``max_steps`` held-out steps (every step when
+    ``max_steps`` is 0 or more than there are), in their original order; all memory kinds of a
+    sampled step are kept, so conditions stay paired."""
+    steps = sorted({(ex.episode_id, ex.step) for ex in examples})
+    if max_steps and max_steps < len(steps):
+        rng = np.random.default_rng(seed)
+        steps = [steps[i] for i in sorted(rng.choice(len(steps), max_steps, replace=False))]
+    keep = set(steps)
+    return [ex for ex in examples if (ex.episode_id, ex.step) in keep]
 
 
 def memory_names_target(example: ActorExample) -> bool:
@@ -348,7 +351,7 @@ def train_actor(examples: Sequence[ActorExample], config: TrainConfig, seed: int
         history.loss_terms.append({k: float(np.mean([t[k] for t in terms if k in t])) for k in names})
         if held:
             actor = MiniActor(model, vocab)
-            scores = score_features(actor, held_feats, held_modalities, [ex.target for ex in held], match)
+            scores = _held_out_scores(actor, held_feats, held_modalities, [ex.target for ex in held], match)
             history.eval_step_accuracy.append(scores["step_accuracy"])
             history.eval_type_accuracy.append(scores["type_accuracy"])
     bar.close()
@@ -375,50 +378,13 @@ def _warmup_cosine(warmup: int, total: int) -> Callable[[int], float]:
     return factor
 
 
-def score_features(actor: MiniActor, feats: Sequence[Features], modalities: Sequence[Modality],
-                   gold: Sequence[Action], match: MatchConfig = STRICT_MATCH) -> dict[str, Any]:
-    """:func:`guimem.eval.metrics.step_accuracy` of ``actor`` on featurised prompts (UI boxes from each prompt)."""
+def _held_out_scores(actor: MiniActor, feats: Sequence[Features], modalities: Sequence[Modality],
+                     gold: Sequence[Action], match: MatchConfig) -> dict[str, Any]:
+    """Step and type accuracy of the actor in training on featurised held-out prompts, each shown
+    the memory of its own modality (the training curve; scoring a frozen actor is
+    :func:`guimem.eval.scoring.step_table`)."""
     preds: list[Action] = []
     for lo in range(0, len(feats), actor.batch_size):
         hi = lo + actor.batch_size
         preds += [o.action for o in actor.act_features(feats[lo:hi], modalities[lo:hi])]
-    if not preds:
-        return {"n_steps": 0, "step_accuracy": float("nan"), "type_accuracy": float("nan")}
     return step_accuracy(preds, list(gold), [f.elements for f in feats], match)
-
-
-def step_hits(actor: MiniActor, examples: Sequence[ActorExample], modality: Modality | Sequence[Modality],
-              match: MatchConfig = STRICT_MATCH) -> Any:
-    """Per example (``[n]`` bool each): does the actor's action match the demonstrated one, and
-    does its type (the class ``match`` compares)? Every example must carry the memory ``modality`` asks for.
-
-    ``modality`` may be a sequence of modalities: then each example is featurised once, and a dict
-    maps every modality to its ``(step hits, type hits)`` pair.
-    """
-    modalities = [modality] if isinstance(modality, str) else list(modality)
-    feats = [actor.featurise(ex.input) for ex in examples]
-    out = {}
-    for m in modalities:
-        steps, types = [], []
-        for lo in range(0, len(feats), actor.batch_size):
-            hi = lo + actor.batch_size
-            for o, ex in zip(actor.act_features(feats[lo:hi], [m] * len(feats[lo:hi])), examples[lo:hi]):
-                steps.append(action_match(o.action, ex.target, ex.input.elements, match))
-                types.append(action_class(o.action, match) == action_class(ex.target, match))
-        out[m] = (np.array(steps, dtype=bool), np.array(types, dtype=bool))
-    return out[modality] if isinstance(modality, str) else out
-
-
-def evaluate_actor(actor: MiniActor, examples: Sequence[ActorExample], modality: Modality,
-                   match: MatchConfig = STRICT_MATCH) -> dict[str, Any]:
-    """Held-out step and type accuracy with every example shown memory as ``modality``.
-
-    Examples whose memory lacks that modality are skipped (``n_steps`` counts those scored).
-    """
-    feats, gold = [], []
-    for ex in examples:
-        f = actor.featurise(ex.input)
-        if f.has(modality):
-            feats.append(f)
-            gold.append(ex.target)
-    return score_features(actor, feats, [modality] * len(feats), gold, match)
