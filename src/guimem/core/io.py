@@ -286,3 +286,67 @@ def check_number(value: Any, field: str, lo: float | None = None, hi: float | No
         span = f"[{'-inf' if lo is None else lo}, {'inf' if hi is None else hi}]"
         raise DataError(field, f"must be in {span}, got {value!r}", path)
     return value
+
+
+# ============================================================================= paths and arrays
+def relative_path(rel: Any, field: str, path: str | None = None) -> str:
+    """``rel`` if it is a non-empty relative path with no ``..`` part (a path that stays inside the
+    folder it is joined to); else a :class:`DataError` at ``path`` under ``field``."""
+    if not isinstance(rel, str) or not rel or "\x00" in rel:
+        raise DataError(field, f"expected a non-empty relative path, got {rel!r:.80}", path)
+    parts = Path(rel).parts
+    if Path(rel).is_absolute() or ".." in parts:
+        raise DataError(field, f"must be a relative path inside its folder (not absolute, no '..'), got {rel!r:.80}",
+                        path)
+    return rel
+
+
+def file_inside(root: str | os.PathLike, rel: Any, field: str, path: str | None = None) -> Path:
+    """``root / rel`` for a :func:`relative_path` ``rel`` that, every symbolic link followed, stays
+    inside ``root``; else a :class:`DataError` at ``path`` (default: ``root``) under ``field``."""
+    where = str(root) if path is None else path
+    target = Path(root) / relative_path(rel, field, where)
+    if not target.resolve().is_relative_to(Path(root).resolve()):
+        raise DataError(field, f"{rel!r:.80} resolves outside {str(root)!r} (to {str(target.resolve())!r})", where)
+    return target
+
+
+def _shape_text(shape: tuple[int | None, ...]) -> str:
+    return "[" + ", ".join("n" if n is None else str(n) for n in shape) + "]"
+
+
+def read_npy(path: str | os.PathLike, field: str, dtype: Any, shape: tuple[int | None, ...],
+             finite: bool = True) -> np.ndarray:
+    """The array in the ``.npy`` file ``path``, refused with a :class:`DataError` at ``path`` under
+    ``field`` unless its header gives ``dtype`` and ``shape`` (``None``: any length on that axis)
+    and the file holds exactly those bytes, both checked before any data is read; with
+    ``finite``, every value must be finite too (:func:`check_finite`)."""
+    path, want = Path(path), np.dtype(dtype)
+    if path.is_dir():
+        raise DataError(field, "is a folder, expected a .npy file", str(path))
+    if not path.exists():
+        raise DataError(field, "missing", str(path))
+    if not path.is_file():
+        raise DataError(field, "is not a regular file", str(path))
+    try:
+        with open(path, "rb") as f:
+            version = np.lib.format.read_magic(f)
+            if version not in ((1, 0), (2, 0)):
+                raise DataError(field, f"unsupported .npy format version {version}", str(path))
+            read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+            got_shape, _, got_dtype = read_header(f)
+            if (got_dtype != want or len(got_shape) != len(shape)
+                    or any(w is not None and g != w for g, w in zip(got_shape, shape))):
+                raise DataError(field, f"expected {want.name} {_shape_text(shape)}, "
+                                       f"got {got_dtype.name} {list(got_shape)}", str(path))
+            size = os.fstat(f.fileno()).st_size - f.tell()
+            if size != math.prod(got_shape) * want.itemsize:
+                raise DataError(field, f"holds {size} bytes of data, its header promises "
+                                       f"{math.prod(got_shape) * want.itemsize}", str(path))
+            f.seek(0)
+            array = np.lib.format.read_array(f, allow_pickle=False)
+    except DataError:
+        raise
+    except (ValueError, EOFError, OSError) as err:
+        raise DataError(field, f"not a readable .npy array: {str(err)[:120]}", str(path)) from None
+    return check_finite(array, field, str(path)) if finite else array
