@@ -1,9 +1,8 @@
-"""guimem: memory for mobile GUI agents — the Subgoal-aware Memory Graph and SwitchMem."""
+"""guimem: memory for mobile GUI agents — the Subgoal-aware Memory Graph and SwitchMem.
 
-import os
-
-# Nothing is ever fetched from a model hub at run time: weights come from installed packages.
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+Importing it has no side effects: no environment variable is set and no matplotlib backend is
+chosen. Every model is loaded from local files only (``local_files_only``); the pipeline's
+stages also run with ``HF_HUB_OFFLINE=1``.
+"""
 
 __version__ = "0.1.0"

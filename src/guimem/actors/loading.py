@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 
+from guimem.actors.hf.policy import HFVLMActor
+from guimem.actors.mini.policy import MiniActor
 from guimem.core.data import DataError
 from guimem.core.policy import Policy
 
@@ -17,16 +19,12 @@ def load_actor(actor_model: str, actor_dir: str | os.PathLike, batch_size: int =
 
     ``"mini"``: the miniature actor saved by the ``actor`` stage in ``actor_dir``. Anything else is
     a Hugging Face vision-language model id or local folder, loaded by
-    :class:`guimem.actors.hf.policy.HFVLMActor` from disk only (``HF_HUB_OFFLINE``: it must already be
+    :class:`guimem.actors.hf.policy.HFVLMActor` from disk only (it must already be
     there), answering in ``answer_format`` with coordinates in the ``coords`` convention.
     """
     if not isinstance(actor_model, str) or not actor_model.strip():
         raise DataError("actor_model", f"expected {MINI_ACTOR!r} or a Hugging Face model id / folder, got {actor_model!r}")
     if actor_model == MINI_ACTOR:
-        from guimem.actors.mini.policy import MiniActor
-
         return MiniActor.load(actor_dir, batch_size=batch_size)
-    from guimem.actors.hf.policy import HFVLMActor
-
     return HFVLMActor(actor_model, coords=coords, answer_format=answer_format, max_new_tokens=max_new_tokens,
                       batch_size=batch_size)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
+import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
 from guimem.phone.catalogue import LOGICAL_SIZE
@@ -696,7 +697,6 @@ def pick_screens(episodes: Sequence["Episode"], screens: Sequence[str]) -> list[
 def dataset_summary_figure(splits: Mapping[str, Sequence["Episode"]]):
     """Four panels: episodes per app, demonstrator success per app, episode lengths, steps per subgoal type."""
     import matplotlib.pyplot as plt
-    import numpy as np
 
     names = list(splits)
     apps = sorted({e.app for eps in splits.values() for e in eps})

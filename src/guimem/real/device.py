@@ -22,7 +22,7 @@ from PIL import Image
 
 from guimem.core.data import Action, DataError, UIElement
 from guimem.core.env import WorldObservation
-from guimem.phone.world import Task
+from guimem.core.env import Task
 
 KEY_HOME, KEY_BACK, KEY_ENTER = 3, 4, 66  # Android key codes
 

@@ -26,15 +26,21 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol, Sequence
+from typing import Protocol, Sequence
 
 import numpy as np
 
 from guimem.core.data import Episode, UIElement
-from guimem.smg.screens import blind, choice_states, element_name, looks_same, read_episode, screen_contexts
-
-if TYPE_CHECKING:  # pragma: no cover
-    from guimem.models.llm import LocalLLM
+from guimem.models.llm import LocalLLM
+from guimem.smg.screens import (
+    blind,
+    choice_states,
+    element_name,
+    looks_same,
+    read_episode,
+    screen_contexts,
+    trajectory_text,
+)
 
 STOPWORDS = frozenset("""a an the to of in on for and or with from into onto at by as is it its this that
 be my me your you then than so up out off all any some set turn make go open find show app screen
@@ -217,8 +223,6 @@ LLM_JUDGE_SYSTEM = ("You check whether a phone agent completed its task. Read th
 
 def judge_prompt(episode: Episode) -> list[dict[str, str]]:
     """The chat messages asking whether ``episode`` reached its goal."""
-    from guimem.smg.screens import trajectory_text
-
     ep = blind(episode)
     where = screen_contexts(ep.observations)[-1].words()
     shown = sorted({(e.text or e.description).strip() for e in ep.final.elements if (e.text or e.description).strip()})
@@ -246,7 +250,7 @@ class LLMJudge:
     episode's pair of log-probabilities is kept in ``scores``.
     """
 
-    llm: "LocalLLM"
+    llm: LocalLLM
     rules: RuleJudge = field(default_factory=RuleJudge)
     margin: float = 0.5  # log-probability gap needed for a yes or a no
     name: str = "llm"

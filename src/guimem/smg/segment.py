@@ -8,21 +8,20 @@ Three segmenters share one signature, ``segment(episode) -> list[Subgoal]``: ``r
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
+
+from tqdm import tqdm
 
 from guimem.core.data import DataError, Episode, Subgoal
+from guimem.models.llm import LocalLLM, load_llm
+from guimem.smg.judge import Judge
 from guimem.smg.llm_segmenter import LLMSegmenter
 from guimem.smg.segmenters import GroundTruthSegmenter, RuleSegmenter, Segmenter
-
-if TYPE_CHECKING:  # pragma: no cover
-    from guimem.models.llm import LocalLLM
-    from guimem.smg.judge import Judge
-
 
 SEGMENTERS: tuple[str, ...] = ("rule", "llm", "ground_truth")
 
 
-def make_segmenter(name: str, judge: "Judge | None" = None, llm: "LocalLLM | None" = None,
+def make_segmenter(name: str, judge: Judge | None = None, llm: LocalLLM | None = None,
                    llm_mode: str = "guided") -> Segmenter:
     """The segmenter called ``name`` (one of :data:`SEGMENTERS`); ``llm`` (loaded when None) and
     ``llm_mode`` are for ``llm``."""
@@ -32,8 +31,6 @@ def make_segmenter(name: str, judge: "Judge | None" = None, llm: "LocalLLM | Non
         return GroundTruthSegmenter(judge)
     if name == "llm":
         if llm is None:
-            from guimem.models.llm import load_llm
-
             llm = load_llm()
         return LLMSegmenter(llm, judge, mode=llm_mode)
     raise DataError("segmenter", f"unknown segmenter {name!r}; expected one of {SEGMENTERS}")
@@ -41,8 +38,6 @@ def make_segmenter(name: str, judge: "Judge | None" = None, llm: "LocalLLM | Non
 
 def segment_episodes(episodes: Sequence[Episode], segmenter: Segmenter, progress: bool = True) -> list[Subgoal]:
     """All subgoals of ``episodes``, in episode order, from one segmenter."""
-    from tqdm import tqdm
-
     out: list[Subgoal] = []
     for episode in tqdm(episodes, desc=f"segment ({segmenter.name})", disable=not progress):
         out.extend(segmenter.segment(episode))

