@@ -1,8 +1,10 @@
 """The data model: one source of truth for actions, steps, episodes and subgoals.
 
 Every other module imports its types from here. Each type is a frozen dataclass with
-``to_dict`` / ``from_dict``; ``from_dict`` validates and raises :class:`DataError`
-naming the file (when known) and the field that was wrong.
+``to_dict`` / ``from_dict``; ``from_dict`` is total: for any JSON value it returns an
+object or raises :class:`DataError` naming the file (when known) and the field that was
+wrong, and what it returns writes back as it was read (no NaN, no lone surrogate, positions
+within 32 bits).
 
 Coordinates are normalized to [0, 1], origin at the top-left of the screen, ``x`` to the
 right and ``y`` down. Bounds are ``(x0, y0, x1, y1)`` with ``x0 <= x1`` and ``y0 <= y1``.
@@ -11,8 +13,10 @@ right and ``y`` down. Bounds are ``(x0, y0, x1, y1)`` with ``x0 <= x1`` and ``y0
 from __future__ import annotations
 
 import math
+import re
+from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Literal, Mapping, Sequence
+from typing import Any, Callable, Iterable, Literal, Mapping, Sequence
 
 ACTION_TYPES: tuple[str, ...] = (
     "tap", "long_press", "swipe", "type", "back", "home", "enter", "open_app", "done", "impossible",
@@ -29,23 +33,48 @@ SuccessLabel = Literal["yes", "no", "uncertain"]
 
 
 class DataError(ValueError):
-    """Bad input: names the file (if known) and the field that was wrong."""
+    """Bad input: names the file (if known) and the field that was wrong ('' for the value at hand)."""
 
     def __init__(self, field: str, message: str, path: str | None = None):
         self.field, self.message, self.path = field, message, path
         where = f"{path}: " if path else ""
-        super().__init__(f"{where}field '{field}': {message}")
+        what = f"field '{field}': " if field else ""
+        super().__init__(f"{where}{what}{message}")
 
     def at(self, path: str | None, prefix: str = "") -> "DataError":
         """The same error, located in ``path`` and under the field ``prefix``."""
-        name = f"{prefix}.{self.field}" if prefix else self.field
+        name = ".".join(p for p in (prefix, self.field) if p)
         return DataError(name, self.message, path or self.path)
 
 
+MAX_INDEX = 2**31 - 1
+"""Largest step or subgoal position accepted: positions fit in 32 bits wherever they go next."""
+
+_SURROGATE = re.compile("[\ud800-\udfff]")  # decodes from JSON ("\\ud800"), cannot be encoded back
+
+
 # ----------------------------------------------------------------------------- validators
+def _kind_name(kind: type | tuple[type, ...]) -> str:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    return "/".join("object" if k is Mapping else k.__name__ for k in kinds)
+
+
+def _object(value: Any, name: str = "") -> Mapping[str, Any]:
+    """``value`` if it is an object; else a DataError for the field ``name`` ('' for the value at hand)."""
+    if not isinstance(value, Mapping):
+        raise DataError(name, f"expected an object, got {type(value).__name__} {value!r:.60}")
+    return value
+
+
+def _text(name: str, value: str) -> str:
+    """``value`` if it can be written back as UTF-8 (no lone surrogate)."""
+    if not value.isascii() and (bad := _SURROGATE.search(value)):
+        raise DataError(name, f"holds a lone surrogate (U+{ord(bad.group()):04X} at character {bad.start()}), "
+                              "which cannot be written as UTF-8")
+    return value
+
+
 def _get(d: Mapping[str, Any], key: str, kind: type | tuple[type, ...], optional: bool = False):
-    if not isinstance(d, Mapping):
-        raise DataError(key, f"expected an object holding '{key}', got {type(d).__name__}")
     if key not in d or d[key] is None:
         if optional:
             return None
@@ -56,18 +85,32 @@ def _get(d: Mapping[str, Any], key: str, kind: type | tuple[type, ...], optional
     if isinstance(value, bool) and kind is not bool and (kind is int or kind is float):
         raise DataError(key, f"expected {kind.__name__}, got bool")
     if not isinstance(value, kind):
-        names = kind.__name__ if isinstance(kind, type) else "/".join(k.__name__ for k in kind)
-        raise DataError(key, f"expected {names}, got {type(value).__name__} {value!r:.60}")
+        raise DataError(key, f"expected {_kind_name(kind)}, got {type(value).__name__} {value!r:.60}")
+    return _text(key, value) if isinstance(value, str) else value
+
+
+def _index(d: Mapping[str, Any], key: str, optional: bool = False) -> int | None:
+    """The position ``d[key]``: an integer in [0, MAX_INDEX]."""
+    value = _get(d, key, int, optional)
+    if value is not None and not 0 <= value <= MAX_INDEX:
+        raise DataError(key, f"must be in [0, {MAX_INDEX}], got {value!r:.60}")
     return value
+
+
+def _nested(name: str, parse: Callable[[Any], Any], value: Any) -> Any:
+    """``parse(value)``, its errors placed under the field ``name``."""
+    try:
+        return parse(value)
+    except DataError as err:
+        raise err.at(None, name) from None
 
 
 def _unit(name: str, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise DataError(name, f"expected a number, got {type(value).__name__} {value!r:.60}")
-    v = float(value)
-    if math.isnan(v) or not 0.0 <= v <= 1.0:
-        raise DataError(name, f"must be a finite number in [0, 1], got {value!r}")
-    return v
+    if not 0 <= value <= 1:  # compared before float(): an integer of 400 digits overflows a float
+        raise DataError(name, f"must be a finite number in [0, 1], got {value!r:.60}")
+    return float(value)
 
 
 def _point(name: str, value: Any) -> Point:
@@ -83,6 +126,29 @@ def _bounds(name: str, value: Any) -> Bounds:
     if x0 > x1 or y0 > y1:
         raise DataError(name, f"needs x0 <= x1 and y0 <= y1, got {value!r}")
     return (x0, y0, x1, y1)
+
+
+def check_json(value: Any, name: str) -> Any:
+    """``value`` if it is plain JSON that writes back as it was read: objects with string keys, lists,
+    strings without lone surrogates, finite numbers, booleans and nulls; else a DataError naming the
+    field (``name.key[i]...``). Walks breadth-first without recursion, so any depth is answered."""
+    queue = deque([(name, value)])
+    while queue:
+        where, v = queue.popleft()
+        if isinstance(v, str):
+            _text(where, v)
+        elif isinstance(v, float) and not math.isfinite(v):
+            raise DataError(where, f"expected a finite number, got {v!r}")
+        elif isinstance(v, Mapping):
+            for k, item in v.items():
+                if not isinstance(k, str):
+                    raise DataError(where, f"keys must be strings, got {type(k).__name__} {k!r:.60}")
+                queue.append((f"{where}.{_text(where, k)}", item))
+        elif isinstance(v, (list, tuple)):
+            queue.extend((f"{where}[{i}]", item) for i, item in enumerate(v))
+        elif v is not None and not isinstance(v, (bool, int, float)):
+            raise DataError(where, f"expected a JSON value, got {type(v).__name__}")
+    return value
 
 
 # ----------------------------------------------------------------------------- types
@@ -120,7 +186,8 @@ class Action:
         return d
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "Action":
+    def from_dict(cls, d: Any) -> "Action":
+        d = _object(d)
         text = _get(d, "text", str, optional=True)
         return cls(type=_get(d, "type", str), point=d.get("point"), end=d.get("end"), text=text)
 
@@ -164,7 +231,8 @@ class UIElement:
                 "bounds": list(self.bounds), "clickable": self.clickable, "selected": self.selected}
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "UIElement":
+    def from_dict(cls, d: Any) -> "UIElement":
+        d = _object(d)
         return cls(id=_get(d, "id", str), role=_get(d, "role", str), text=_get(d, "text", str),
                    description=_get(d, "description", str), bounds=_get(d, "bounds", (list, tuple)),
                    clickable=_get(d, "clickable", bool), selected=_get(d, "selected", bool, optional=True) or False)
@@ -182,8 +250,9 @@ class SubgoalLabel:
         return {"index": self.index, "type": self.type, "text": self.text}
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "SubgoalLabel":
-        return cls(index=_get(d, "index", int), type=_get(d, "type", str), text=_get(d, "text", str))
+    def from_dict(cls, d: Any) -> "SubgoalLabel":
+        d = _object(d)
+        return cls(index=_index(d, "index"), type=_get(d, "type", str), text=_get(d, "text", str))
 
 
 @dataclass(frozen=True)
@@ -205,15 +274,11 @@ class Observation:
         return d
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "Observation":
-        raw = _get(d, "elements", list)
-        elements = []
-        for i, e in enumerate(raw):
-            try:
-                elements.append(UIElement.from_dict(e))
-            except DataError as err:
-                raise err.at(None, f"elements[{i}]") from None
-        return cls(screenshot=_get(d, "screenshot", str), elements=tuple(elements),
+    def from_dict(cls, d: Any) -> "Observation":
+        d = _object(d)
+        elements = tuple(_nested(f"elements[{i}]", UIElement.from_dict, e)
+                         for i, e in enumerate(_get(d, "elements", list)))
+        return cls(screenshot=_get(d, "screenshot", str), elements=elements,
                    screen=_get(d, "screen", str, optional=True))
 
 
@@ -240,17 +305,11 @@ class Step:
         return d
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "Step":
-        observation = Observation.from_dict(d)
-        try:
-            action = Action.from_dict(_get(d, "action", Mapping))
-        except DataError as err:
-            raise err.at(None, "action") if err.field != "action" else err from None
+    def from_dict(cls, d: Any) -> "Step":
+        observation = Observation.from_dict(d)  # a step is its observation's fields plus these
+        action = _nested("action", Action.from_dict, _get(d, "action", Mapping))
         raw = _get(d, "subgoal", Mapping, optional=True)
-        try:
-            subgoal = SubgoalLabel.from_dict(raw) if raw is not None else None
-        except DataError as err:
-            raise err.at(None, "subgoal") from None
+        subgoal = _nested("subgoal", SubgoalLabel.from_dict, raw) if raw is not None else None
         return cls(observation=observation, action=action, subgoal=subgoal)
 
 
@@ -281,25 +340,17 @@ class Episode:
                 "final": self.final.to_dict()}
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any], path: str | None = None) -> "Episode":
+    def from_dict(cls, d: Any, path: str | None = None) -> "Episode":
         try:
-            success = d.get("success") if isinstance(d, Mapping) else None
+            d = _object(d, "episode")
+            success = d.get("success")
             if success is not None and not isinstance(success, bool):
-                raise DataError("success", f"expected true, false or null, got {success!r}")
-            raw_steps = _get(d, "steps", list)
-            steps = []
-            for i, s in enumerate(raw_steps):
-                try:
-                    steps.append(Step.from_dict(s))
-                except DataError as err:
-                    raise err.at(None, f"steps[{i}]") from None
-            try:
-                final = Observation.from_dict(_get(d, "final", Mapping))
-            except DataError as err:
-                raise err.at(None, "final") if err.field != "final" else err from None
+                raise DataError("success", f"expected true, false or null, got {success!r:.60}")
+            steps = tuple(_nested(f"steps[{i}]", Step.from_dict, s) for i, s in enumerate(_get(d, "steps", list)))
+            final = _nested("final", Observation.from_dict, _get(d, "final", Mapping))
+            provenance = check_json(dict(_get(d, "provenance", Mapping, optional=True) or {}), "provenance")
             return cls(id=_get(d, "id", str), app=_get(d, "app", str), goal=_get(d, "goal", str),
-                       steps=tuple(steps), final=final, success=success,
-                       provenance=dict(_get(d, "provenance", Mapping, optional=True) or {}))
+                       steps=steps, final=final, success=success, provenance=provenance)
         except DataError as err:
             raise err.at(path) from None
 
@@ -346,21 +397,18 @@ class Subgoal:
                 "goal": self.goal, "app": self.app, "actions": [a.to_dict() for a in self.actions]}
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any], path: str | None = None) -> "Subgoal":
+    def from_dict(cls, d: Any, path: str | None = None) -> "Subgoal":
         try:
-            actions = []
-            for i, a in enumerate(_get(d, "actions", list, optional=True) or []):
-                try:
-                    actions.append(Action.from_dict(a))
-                except DataError as err:
-                    raise err.at(None, f"actions[{i}]") from None
-            return cls(episode_id=_get(d, "episode_id", str), index=_get(d, "index", int),
-                       first_step=_get(d, "first_step", int), last_step=_get(d, "last_step", int),
+            d = _object(d, "subgoal")
+            actions = tuple(_nested(f"actions[{i}]", Action.from_dict, a)
+                            for i, a in enumerate(_get(d, "actions", list, optional=True) or []))
+            return cls(episode_id=_get(d, "episode_id", str), index=_index(d, "index"),
+                       first_step=_index(d, "first_step"), last_step=_index(d, "last_step"),
                        from_screenshot=_get(d, "from_screenshot", str), to_screenshot=_get(d, "to_screenshot", str),
                        text=_get(d, "text", str), effect=_get(d, "effect", str),
                        behaviour=_get(d, "behaviour", str), success=_get(d, "success", str),
-                       successor=_get(d, "successor", int, optional=True), goal=_get(d, "goal", str, optional=True) or "",
-                       app=_get(d, "app", str, optional=True) or "", actions=tuple(actions))
+                       successor=_index(d, "successor", optional=True), goal=_get(d, "goal", str, optional=True) or "",
+                       app=_get(d, "app", str, optional=True) or "", actions=actions)
         except DataError as err:
             raise err.at(path) from None
 
