@@ -2,7 +2,8 @@
 # (pinned by requirements.lock), so any of them can be the first command run on a fresh clone.
 #
 #   make repro   set up, then run the whole DVC pipeline (dvc repro) on the built-in default
-#   make test    set up, then run the tests
+#   make test    set up, then run the tests (all tiers: unit, bad-input corpus, notebook smoke runs)
+#   make test-fast  set up, then run the fast tier: unit tests and the bad-input corpus, no notebook, nothing slow
 #   make lab     set up, then open the notebooks in JupyterLab
 #   make bench   set up, then run every benchmark script in benchmarks/
 #   make lock    rewrite requirements.lock and environment.yml from the installed .venv
@@ -25,10 +26,10 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: help setup repro test lab bench lock
+.PHONY: help setup repro test test-fast lab bench lock
 
 help:  ## list the targets
-	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/'
 
 setup: $(STAMP)  ## create or update .venv (idempotent)
 
@@ -46,8 +47,11 @@ $(STAMP): pyproject.toml requirements.lock requirements-nodeps.txt
 repro: setup  ## run the whole pipeline (dvc repro)
 	dvc repro
 
-test: setup  ## run the tests (PYTEST_ARGS="-m 'not slow'" to select)
+test: setup  ## run every test: unit tests, the bad-input corpus, notebook smoke runs (PYTEST_ARGS to select)
 	python -m pytest $(PYTEST_ARGS)
+
+test-fast: setup  ## the fast tier: unit tests and the bad-input corpus, no notebook run, nothing slow
+	python -m pytest -m "not slow and not notebook" $(PYTEST_ARGS)
 
 # JupyterLab refuses to run as root unless told; containers and CI machines often are root.
 LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)

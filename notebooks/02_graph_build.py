@@ -60,6 +60,7 @@ batch_size = 8  # screens per embedding micro-batch
 embed_workers = 2  # processes embedding new screens (one torch thread each: same vectors whatever the count)
 cache_dir = ".cache/guimem/embeddings"  # content-hash embedding cache (not tracked)
 figures_dir = "figures"  # where the figures go
+plots_dir = "plots"  # where the data behind the curves and sweeps goes (CSV; dvc.yaml's plots)
 metrics_path = "metrics/graph_build.json"  # this stage's metrics
 
 # %%
@@ -74,7 +75,7 @@ from guimem.models.embedding import cached_image_embedder, cached_text_embedder,
 from guimem.pipeline.runner import enter_repo_root
 from guimem.smg.graph import build_graph, draw_graph, node_purity
 from guimem.smg.memories import MEMORIES, RenderStyle, build_memory
-from guimem.viz.plotting import MEMORY_COLORS, MEMORY_LABELS, figure_path, save_figure
+from guimem.viz.plotting import MEMORY_COLORS, MEMORY_LABELS, figure_path, save_figure, write_plot_data
 
 enter_repo_root()
 torch.set_num_threads(1)  # EfficientNet's float sums depend on the thread count: one thread, everywhere
@@ -166,6 +167,8 @@ b.legend(fontsize=7)
 c.plot([r["theta"] for r in theta_rows], [r["dedup_ratio"] for r in theta_rows], "o-", color=MEMORY_COLORS["smg"])
 c.set(xlabel="θ (dedup threshold)", ylabel="share of subgoals dropped", title=f"Dedup at τ = {tau}")
 save_figure(fig, figure_path(figures_dir, "graph_build", "sweeps"))
+write_plot_data(plots_dir, "graph_build", "tau_sweep", [{k: round(v, 4) for k, v in r.items()} for r in tau_rows])
+write_plot_data(plots_dir, "graph_build", "theta_sweep", [{k: round(v, 4) for k, v in r.items()} for r in theta_rows])
 
 # %% [markdown]
 # ## A look at the graph

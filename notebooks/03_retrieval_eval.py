@@ -48,6 +48,7 @@ max_test_episodes = 0  # size knob: replay only the first N test episodes (0: al
 cache_dir = ".cache/guimem/embeddings"  # content-hash embedding cache (not tracked)
 embed_workers = 2  # processes embedding new screens (one torch thread each: same vectors whatever the count)
 figures_dir = "figures"  # where the figures go
+plots_dir = "plots"  # where the data behind the curves and sweeps goes (CSV; dvc.yaml's plots)
 metrics_path = "metrics/retrieval_eval.json"  # this stage's metrics
 
 # %%
@@ -62,7 +63,7 @@ from guimem.core.store import load_episodes, load_subgoals
 from guimem.pipeline.runner import enter_repo_root
 from guimem.smg.memories import MEMORIES, build_memory, load_memory, memory_embedders
 from guimem.smg.retrieval import by_true_type, embed_queries, evaluate_memory, step_queries, summarize, write_results
-from guimem.viz.plotting import MEMORY_COLORS, MEMORY_LABELS, figure_path, save_figure
+from guimem.viz.plotting import MEMORY_COLORS, MEMORY_LABELS, figure_path, save_figure, write_plot_data
 
 enter_repo_root()
 torch.set_num_threads(1)  # EfficientNet's float sums depend on the thread count: one thread, everywhere
@@ -152,6 +153,7 @@ for c, style in zip(bars, ["o-", "s-", "^-", "d--"]):
 ax.set(xlabel="τ (merge threshold)", ylabel="share of test steps", ylim=(0, 1), title="Subgoal-Graph retrieval vs τ")
 ax.legend(fontsize=7)
 save_figure(fig, figure_path(figures_dir, "retrieval_eval", "tau"))
+write_plot_data(plots_dir, "retrieval_eval", "tau_sweep", [{k: round(v, 4) for k, v in r.items()} for r in tau_rows])
 for r in tau_rows:
     print({k: round(v, 3) if isinstance(v, float) else v for k, v in r.items()})
 

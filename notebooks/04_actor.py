@@ -76,6 +76,7 @@ max_eval_steps = 0  # held-out test steps scored per condition (a fixed random s
 torch_threads = 2  # CPU threads for training (results are reproducible for a fixed count)
 cache_dir = ".cache/guimem/embeddings"  # content-hash embedding cache (not tracked)
 figures_dir = "figures"  # where the figures go
+plots_dir = "plots"  # where the data behind the curves and sweeps goes (CSV; dvc.yaml's plots)
 metrics_path = "metrics/actor.json"  # this stage's metrics
 
 # %%
@@ -106,7 +107,7 @@ from guimem.models.embedding import embed_screenshots
 from guimem.pipeline.runner import enter_repo_root
 from guimem.smg.memories import MEMORIES, build_memory, load_memories, memory_embedders
 from guimem.smg.retrieval import read_results
-from guimem.viz.plotting import MEMORY_LABELS, MODALITY_COLORS, figure_path, save_figure
+from guimem.viz.plotting import MEMORY_LABELS, MODALITY_COLORS, figure_path, save_figure, write_plot_data
 
 enter_repo_root()
 torch.set_num_threads(torch_threads)
@@ -232,6 +233,10 @@ b.plot(ep, history.eval_type_accuracy, "s--", color="#999999", label="type accur
 b.set(xlabel="epoch", ylabel="held-out share", ylim=(0, 1), title="Held-out steps (SMG memory, modality drawn)")
 b.legend()
 save_figure(fig, figure_path(figures_dir, "actor", "training_curves"))
+write_plot_data(plots_dir, "actor", "training_curves", [
+    {"epoch": int(e), "train_loss": round(loss, 4), "held_out_step_accuracy": round(step, 4),
+     "held_out_type_accuracy": round(kind, 4)}
+    for e, loss, step, kind in zip(ep, history.train_loss, history.eval_step_accuracy, history.eval_type_accuracy)])
 
 # %% [markdown]
 # ## Does the actor beat a trivial policy, and does memory help it?

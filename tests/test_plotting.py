@@ -73,3 +73,13 @@ def test_figure_path_follows_the_stage_naming_and_refuses_odd_names(tmp_path):
     assert figure_path(tmp_path, "world", "gallery") == tmp_path / "world_gallery.png"
     with pytest.raises(ValueError, match="field 'what'"):
         figure_path(tmp_path, "world", "../escape")
+
+
+def test_plot_data_is_a_csv_named_like_its_figure(tmp_path):
+    from guimem.viz.plotting import write_plot_data
+
+    path = write_plot_data(tmp_path, "graph_build", "tau_sweep", [{"tau": 0.8, "nodes": 50}, {"tau": 0.9, "nodes": 98}])
+    assert path == tmp_path / "graph_build_tau_sweep.csv"
+    assert path.read_text() == "tau,nodes\n0.8,50\n0.9,98\n"
+    with pytest.raises(ValueError, match="row 1"):
+        write_plot_data(tmp_path, "graph_build", "tau_sweep", [{"tau": 0.8}, {"theta": 0.9}])

@@ -12,6 +12,7 @@ show inline in a notebook, and the saved PNGs are rendered by Agg whatever the b
 
 from __future__ import annotations
 
+import csv
 import io
 import os
 from pathlib import Path
@@ -20,7 +21,7 @@ from typing import Any, Mapping, Sequence
 import matplotlib
 from matplotlib.figure import Figure
 
-from guimem.core.io import atomic_write_bytes
+from guimem.core.io import atomic_write_bytes, atomic_write_text
 
 DPI = 150  # every saved figure; a 6.4 x 4 inch figure is 960 x 600 pixels
 FONT = "DejaVu Sans"  # ships with matplotlib, so text renders the same on every machine
@@ -91,6 +92,24 @@ def figure_path(figures_dir: str | os.PathLike[str], stage: str, what: str) -> P
         if not value or not all(c.isalnum() or c in "_-" for c in value):
             raise ValueError(f"figure name field '{field}' must be letters, digits, '_' or '-', got {value!r}")
     return Path(figures_dir) / f"{stage}_{what}.png"
+
+
+def write_plot_data(plots_dir: str | os.PathLike[str], stage: str, what: str,
+                    rows: Sequence[Mapping[str, Any]]) -> Path:
+    """Write the data behind a curve or sweep as ``<plots_dir>/<stage>_<what>.csv`` (one row per point,
+    the columns of the first row), atomically: the file a ``plots:`` entry in dvc.yaml reads, so
+    that ``dvc plots diff`` compares experiments."""
+    if not rows:
+        raise ValueError(f"{stage}_{what}: no rows to write")
+    columns = list(rows[0])
+    for i, row in enumerate(rows):
+        if list(row) != columns:
+            raise ValueError(f"{stage}_{what}: row {i} has columns {list(row)}, the first row {columns}")
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(columns)
+    writer.writerows([[row[c] for c in columns] for row in rows])
+    return atomic_write_text(figure_path(plots_dir, stage, what).with_suffix(".csv"), buf.getvalue())
 
 
 def png_bytes(fig: Figure, dpi: int = DPI) -> bytes:
