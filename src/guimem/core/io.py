@@ -150,6 +150,23 @@ def write_jsonl(path: str | os.PathLike, rows: Iterable[Any], sort_keys: bool = 
         raise err.at(str(path)) from None
 
 
+def finite_or_null(obj: Any) -> Any:
+    """``obj`` with every NaN or infinite float replaced by ``None`` (JSON's null), recursively."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: finite_or_null(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [finite_or_null(v) for v in obj]
+    return obj
+
+
+def write_metrics(path: str | os.PathLike, metrics: dict[str, Any]) -> Path:
+    """A stage's metrics file (DVC reads it): indented, keys sorted, and a metric that could not be
+    computed (NaN: no step to average over) written as ``null``, since JSON has no NaN."""
+    return write_json(path, finite_or_null(metrics), indent=2)
+
+
 # ============================================================================= folders
 def folder_kind(folder: Path) -> str | None:
     """The kind a guimem folder save stamped on ``folder``, or None."""
