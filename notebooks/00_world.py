@@ -63,6 +63,7 @@ import json
 from pathlib import Path
 
 from guimem.core.data import Action
+from guimem.core.io import write_metrics
 from guimem.core.store import load_episodes, load_screenshot
 from guimem.phone import render
 from guimem.phone.config import WorldConfig
@@ -224,6 +225,5 @@ metrics = {
     "episodes_with_popup": stats["train"]["episodes_with_popup"] + stats["test"]["episodes_with_popup"],
     "demonstrator_modes": stats["train"]["modes"],
 }
-Path(metrics_path).parent.mkdir(parents=True, exist_ok=True)
-Path(metrics_path).write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
+write_metrics(metrics_path, metrics)
 metrics

@@ -61,6 +61,7 @@ from pathlib import Path
 import torch
 
 from guimem.core.data import group_by_episode
+from guimem.core.io import write_metrics
 from guimem.core.store import load_episodes, save_subgoals
 from guimem.models.embedding import cached_text_embedder
 from guimem.pipeline.runner import enter_repo_root
@@ -231,6 +232,5 @@ metrics = {
     "judge_scores": {split: js.to_dict() for split, js in judge_scores.items()},
     "llm": {"sample": len(sample), "mode": llm_mode, **llm_counts, "scores": llm_scores},
 }
-Path(metrics_path).parent.mkdir(parents=True, exist_ok=True)
-Path(metrics_path).write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
+write_metrics(metrics_path, metrics)
 print(json.dumps({k: metrics[k] for k in ("episodes", "subgoals", "llm")}, indent=1))

@@ -70,6 +70,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import torch
 
+from guimem.core.io import write_metrics
 from guimem.core.store import load_episodes, load_subgoals
 from guimem.models.embedding import cached_image_embedder, cached_text_embedder, embed_screenshots, fit_projection
 from guimem.pipeline.runner import enter_repo_root
@@ -221,6 +222,5 @@ metrics = {
 }
 for name in ("smg", "action_graph", "task_graph"):
     metrics[name]["dedup_ratio"] = round(metrics[name]["dedup_ratio"], 4)
-Path(metrics_path).parent.mkdir(parents=True, exist_ok=True)
-Path(metrics_path).write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
+write_metrics(metrics_path, metrics)
 print(json.dumps({k: metrics[k] for k in ("smg", "flat")}, indent=1))

@@ -59,6 +59,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
+from guimem.core.io import write_metrics
 from guimem.core.store import load_episodes, load_subgoals
 from guimem.pipeline.runner import enter_repo_root
 from guimem.smg.memories import MEMORIES, build_memory, load_memory, memory_embedders
@@ -161,6 +162,5 @@ for r in tau_rows:
 metrics = {"test_episodes": len(test), "steps": len(queries), "image_embedder": images.name,
            "memories": {n: {k: round(v, 4) for k, v in summaries[n].items()} for n in MEMORIES},
            "tau_sweep": [{k: round(v, 4) for k, v in r.items()} for r in tau_rows]}
-Path(metrics_path).parent.mkdir(parents=True, exist_ok=True)
-Path(metrics_path).write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
+write_metrics(metrics_path, metrics)
 print(json.dumps(metrics["memories"]["smg"], indent=1))

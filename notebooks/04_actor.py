@@ -98,6 +98,7 @@ from guimem.actors.mini.train import (
     train_actor,
 )
 from guimem.core.data import group_by_episode
+from guimem.core.io import write_metrics
 from guimem.core.policy import MODALITIES
 from guimem.core.store import load_episodes, load_subgoals
 from guimem.eval.memory_effect import names_target_split, right_experience_split
@@ -402,6 +403,5 @@ metrics = {
     "fixed_broken_vs_none": paired,
     "right_experience_shown": shown_right,
 }
-Path(metrics_path).parent.mkdir(parents=True, exist_ok=True)
-Path(metrics_path).write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
+write_metrics(metrics_path, metrics)
 print(json.dumps({k: metrics[k] for k in ("majority_action", "step_accuracy")}, indent=1))

@@ -76,6 +76,7 @@ import torch
 
 from guimem.actors.loading import load_actor
 from guimem.actors.mini.train import examples_from_retrieval
+from guimem.core.io import atomic_write_text, write_metrics
 from guimem.core.store import load_episodes
 from guimem.eval.closed_loop import (
     LoopStats,
@@ -175,8 +176,7 @@ for name in memories:
 
 # %%
 md = markdown_table(table, PAPER_SR, memories, MEMORY_LABELS)
-Path(out_dir).mkdir(parents=True, exist_ok=True)
-(Path(out_dir) / "smg_table.md").write_text(md)
+atomic_write_text(Path(out_dir) / "smg_table.md", md)
 print(md)
 rows = [[MEMORY_LABELS.get(n, n), f"{table[n]['mean']:.1f} ± {table[n]['std']:.1f}", f"{PAPER_SR[n]:.2f}"]
         for n in memories]
@@ -250,6 +250,5 @@ metrics = {
                           for m, s in scores.items()},
     "paper_success_rate": PAPER_SR,
 }
-Path(metrics_path).parent.mkdir(parents=True, exist_ok=True)
-Path(metrics_path).write_text(json.dumps(metrics, indent=2, sort_keys=True) + "\n")
+write_metrics(metrics_path, metrics)
 print(json.dumps(metrics["success_rate"], indent=1))
