@@ -1,4 +1,4 @@
-"""The Hugging Face VLM actor on a tiny randomly initialised Qwen2-VL, and its answer parsers.
+"""The Hugging Face VLM actor on a tiny randomly initialised Qwen2-VL (its answer parser: test_parsing.py).
 
 No download: ``tiny_random_qwen2_vl`` builds the model from a config (2 decoder layers,
 d_model 32, a one-block vision tower), its tokenizer is a byte-level BPE without merges
@@ -15,14 +15,7 @@ import pytest
 import torch
 from PIL import Image
 
-from guimem.actors.hf.parsing import (
-    FALLBACK_ACTION,
-    ActionParseError,
-    coords_to_unit,
-    directional_swipe,
-    format_action,
-    parse_answer,
-)
+from guimem.actors.hf.parsing import FALLBACK_ACTION, parse_answer
 from guimem.actors.hf.policy import HFVLMActor
 from guimem.actors.hf.prompts import system_prompt
 from guimem.actors.hf.tiny import TINY_CHAT_TEMPLATE, byte_tokenizer, tiny_random_qwen2_vl
@@ -32,111 +25,6 @@ from guimem.core.policy import MODALITIES, PolicyInput
 torch.set_num_threads(1)
 
 K = (1000.0, 1000.0)  # the relative_1000 frame
-
-
-# ============================================================================ parsers
-@pytest.mark.parametrize("answer, frame, expected", [
-    # JSON, with prose, fences, single quotes, tool calls
-    ('{"action": "tap", "point": [500, 250]}', K, Action("tap", point=(0.5, 0.25))),
-    ('Sure.\n```json\n{"action": "long_press", "point": [100, 900]}\n```', K, Action("long_press", point=(0.1, 0.9))),
-    ("{'action': 'type', 'text': 'Milk 2%'}", K, Action("type", text="Milk 2%")),
-    ('{"action": "swipe", "point": [500, 800], "end": [500, 200]}', K, Action("swipe", point=(0.5, 0.8), end=(0.5, 0.2))),
-    ('{"action": "open_app", "text": "Mail"} and then more', K, Action("open_app", text="Mail")),
-    ('{"thought": "first"} {"action": "BACK"}', K, Action("back")),
-    ('{"type": "click", "coordinate": "(250, 750)"}', K, Action("tap", point=(0.25, 0.75))),
-    ('{"action": "tap", "point": [0.5, 0.25]}', (1.0, 1.0), Action("tap", point=(0.5, 0.25))),
-    ('<tool_call>\n{"name": "mobile_use", "arguments": {"action": "click", "coordinate": [180, 320]}}\n</tool_call>',
-     (360.0, 640.0), Action("tap", point=(0.5, 0.5))),
-    ('{"name": "mobile_use", "arguments": {"action": "swipe", "coordinate": [0, 640], "coordinate2": [360, 0]}}',
-     (360.0, 640.0), Action("swipe", point=(0.0, 1.0), end=(1.0, 0.0))),
-    ('{"name": "mobile_use", "arguments": {"action": "system_button", "button": "Home"}}', K, Action("home")),
-    ('{"name": "mobile_use", "arguments": {"action": "key", "text": "enter"}}', K, Action("enter")),
-    ('{"name": "mobile_use", "arguments": {"action": "terminate", "status": "success"}}', K, Action("done")),
-    ('{"name": "mobile_use", "arguments": {"action": "terminate", "status": "failure"}}', K, Action("impossible")),
-    ('{"name": "mobile_use", "arguments": {"action": "open", "text": "Clock"}}', K, Action("open_app", text="Clock")),
-    # UI-TARS / Qwen-VL calls
-    ("Thought: the search box.\nAction: click(start_box='<|box_start|>(120,340)<|box_end|>')", K,
-     Action("tap", point=(0.12, 0.34))),
-    ("click(start_box='(100,100,300,500)')", K, Action("tap", point=(0.2, 0.3))),  # a box: its centre
-    ("click(start_box='<point>200 300</point>')", K, Action("tap", point=(0.2, 0.3))),
-    ("click(start_box='[180, 320]')", (360.0, 640.0), Action("tap", point=(0.5, 0.5))),
-    ("long_press(start_box='(0,1000)', time='2')", K, Action("long_press", point=(0.0, 1.0))),
-    ("type(content='it\\'s \"fine\"\\n')", K, Action("type", text="it's \"fine\"\n")),
-    ('type(content="a, b (c)")', K, Action("type", text="a, b (c)")),
-    ("drag(start_box='(100,900)', end_box='(100,200)')", K, Action("swipe", point=(0.1, 0.9), end=(0.1, 0.2))),
-    ("scroll(start_box='(500,500)', direction='down')", K, Action("swipe", point=(0.5, 0.5), end=(0.5, 0.2))),
-    ("scroll(start_box='(500,500)', direction='left')", K, Action("swipe", point=(0.5, 0.5), end=(0.8, 0.5))),
-    ("press_back()", K, Action("back")),
-    ("Action: press_home()", K, Action("home")),
-    ("press_enter()", K, Action("enter")),
-    ("hotkey(key='enter')", K, Action("enter")),
-    ("open_app(app_name='Calendar')", K, Action("open_app", text="Calendar")),
-    ("finished(content='all set')", K, Action("done")),
-    ("call_user()", K, Action("impossible")),
-    ("Action: click(100, 200)", K, Action("tap", point=(0.1, 0.2))),
-])
-def test_parse_answer(answer, frame, expected):
-    assert _close(parse_answer(answer, frame), expected), parse_answer(answer, frame)
-
-
-def _close(a: Action, b: Action) -> bool:
-    """Equal actions, points compared to 1e-9."""
-    def near(p, q):
-        return (p is None and q is None) or (p is not None and q is not None and np.allclose(p, q, atol=1e-9))
-    return a.type == b.type and a.text == b.text and near(a.point, b.point) and near(a.end, b.end)
-
-
-@pytest.mark.parametrize("answer, field", [
-    ("", "answer"),
-    ("   ", "answer"),
-    ("I am not sure what to do here.", "answer"),
-    ('{"action": "fly"}', "answer"),
-    ('{"action": "tap"}', "point"),
-    ('{"action": "tap", "point": [1200, 40]}', "point"),  # outside the 0-1000 grid
-    ('{"action": "tap", "point": [1, 2, 3]}', "point"),
-    ('{"action": "tap", "point": "here"}', "point"),
-    ('{"action": "swipe", "point": [1, 2]}', "end"),
-    ('{"action": "type"}', "text"),
-    ('{"action": "open_app", "text": "  "}', "text"),
-    ("wait()", "answer"),
-    ("hotkey(key='ctrl c')", "answer"),
-    ("scroll(direction='sideways')", "direction"),
-    ("click(start_box='(10,20)'", "answer"),  # unclosed
-    ('{"name": "mobile_use", "arguments": {"action": "terminate", "status": "maybe"}}', "status"),
-    ('{"name": "mobile_use", "arguments": {"action": "system_button", "button": "Menu"}}', "answer"),
-])
-def test_malformed_answers_raise_naming_the_field(answer, field):
-    with pytest.raises(ActionParseError) as err:
-        parse_answer(answer, K)
-    assert err.value.field == field
-
-
-def test_coordinate_conventions_convert_to_normalized():
-    assert coords_to_unit([500, 250], K) == (0.5, 0.25)
-    assert coords_to_unit("(180, 320)", (360.0, 640.0)) == (0.5, 0.5)
-    assert coords_to_unit([0.5, 0.25], (1.0, 1.0)) == (0.5, 0.25)
-    with pytest.raises(ActionParseError, match="outside"):
-        coords_to_unit([361, 10], (360.0, 640.0))
-    with pytest.raises(ActionParseError):
-        coords_to_unit([True, 1], K)
-
-
-def test_direction_only_swipes_stay_on_screen():
-    up = directional_swipe("down", (0.5, 0.1), scroll=True, length=0.3)  # scroll down: finger goes up
-    assert up.point == pytest.approx((0.5, 0.3)) and up.end == pytest.approx((0.5, 0.0))
-    right = directional_swipe("right", None, scroll=False, length=0.3)  # swipe right: finger goes right
-    assert right.point == (0.5, 0.5) and right.end == pytest.approx((0.8, 0.5))
-
-
-@pytest.mark.parametrize("answer_format", ["json", "uitars"])
-@pytest.mark.parametrize("frame", [K, (1.0, 1.0), (360.0, 640.0)])
-def test_format_then_parse_round_trips(answer_format, frame):
-    actions = [Action("tap", point=(0.5, 0.25)), Action("long_press", point=(0.25, 0.75)),
-               Action("swipe", point=(0.5, 0.75), end=(0.5, 0.25)), Action("type", text="it's a\nline"),
-               Action("open_app", text="Mail"), Action("back"), Action("home"), Action("enter"),
-               Action("done"), Action("impossible")]
-    for action in actions:
-        assert _close(parse_answer(format_action(action, answer_format, frame), frame), action), action
 
 
 # ============================================================================ the tiny model

@@ -10,29 +10,43 @@ Two answer formats are understood, whichever the prompt asked for:
   ``drag(start_box=..., end_box=...)``, ``press_back()``, ``press_home()``,
   ``open_app(app_name='...')``, ``finished()``, optionally after ``Thought: ...``.
 
+Which part of an answer is read: the text after the last line that starts with ``Action:``
+(UI-TARS' ``Thought: ...`` / ``Action: ...``), else the whole answer; in it, the first object
+``{...}`` that names an action or the first call of a known action name, whichever comes first.
+So JSON quoted in a thought never overrides the ``Action:`` line, an object inside a call's
+string argument is text, and a call inside an object's string is text.
+
 Coordinates in answers follow a *convention* (:data:`COORD_CONVENTIONS`), a parameter:
 ``relative_1000`` (UI-TARS and Qwen2-VL: integers on a 0-1000 grid), ``absolute_resized``
 (Qwen2.5-VL, UI-TARS-1.5: pixels of the image as resized by the processor),
 ``absolute_original`` (pixels of the screenshot as given) or ``normalized`` (0-1). A point
 may be written ``[x, y]``, ``(x,y)``, ``<point>x y</point>``, or as a box ``(x1,y1,x2,y2)``
-(its centre is taken). Everything is converted to the data model's normalized [0, 1].
+(its centre is taken). Everything is converted to the data model's normalized [0, 1]; a point
+outside the frame (or not finite) is a parse error, never clipped.
 
 Scrolls and swipes: an Action ``swipe`` records the finger's motion from ``point`` to
 ``end``. ``scroll(direction=d)`` asks to bring into view the content lying in direction
 ``d``, so the finger moves the opposite way (scroll ``down``: finger swipes up); a
 ``swipe`` given only a direction moves the finger that way. Either spans ``swipe_length``
 of the screen, its start moved inwards if needed so that the whole motion stays on screen.
+
+:func:`parse_answer` is total and linear: for any string it returns an :class:`Action` or
+raises :class:`ActionParseError`, and it looks at each character a bounded number of times
+(brackets are matched in one pass; an object is parsed once, and skipped whole if it is not
+an action; nesting deeper than :data:`~guimem.core.io.MAX_JSON_DEPTH` and integers beyond
+Python's digit limit are refused by :func:`~guimem.core.io.parse_json` before any work that
+could recurse or overflow). ``benchmarks/bench_parsing.py`` measures it.
 """
 
 from __future__ import annotations
 
-import ast
 import json
 import math
 import re
 from typing import Any, Iterator, Literal, Mapping, Sequence
 
 from guimem.core.data import Action, DataError
+from guimem.core.io import parse_json
 
 CoordConvention = Literal["relative_1000", "absolute_resized", "absolute_original", "normalized"]
 AnswerFormat = Literal["json", "uitars"]
@@ -75,19 +89,27 @@ _TEXT_KEYS = ("text", "content", "value", "input", "query")
 _APP_KEYS = ("app_name", "app", "text", "name", "package")
 _DIRECTIONS: dict[str, tuple[int, int]] = {"up": (0, -1), "down": (0, 1), "left": (-1, 0), "right": (1, 0)}
 _KNOWN = frozenset(_ACTION_NAMES) | _SPECIAL | _UNSUPPORTED  # names that start an action
-_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE]-?\d+)?")
+_NUMBER = re.compile(r"-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?")
 
 
 def _canonical(name: str) -> str:
     return re.sub(r"[\s\-]+", "_", name.strip().lower())
 
 
+def _as_float(value: str | float) -> float:
+    """``float(value)``, an integer too large for a float becoming an infinity of its sign."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
 def coords_to_unit(value: Any, frame: Frame, field: str = "point") -> tuple[float, float]:
     """A point or box in ``frame`` coordinates as a normalized ``(x, y)`` (a box gives its centre)."""
     if isinstance(value, str):
-        nums = [float(v) for v in _NUMBER.findall(value)]
+        nums = [_as_float(v) for v in _NUMBER.findall(value)]
     elif isinstance(value, (list, tuple)) and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
-        nums = [float(v) for v in value]
+        nums = [_as_float(v) for v in value]
     else:
         raise ActionParseError(f"expected a point [x, y] or a box, got {value!r:.80}", field)
     if len(nums) == 4:
@@ -95,9 +117,9 @@ def coords_to_unit(value: Any, frame: Frame, field: str = "point") -> tuple[floa
     if len(nums) != 2:
         raise ActionParseError(f"expected 2 coordinates (or 4 for a box), got {len(nums)} in {value!r:.80}", field)
     x, y = nums[0] / frame[0], nums[1] / frame[1]
-    if not (math.isfinite(x) and math.isfinite(y) and 0.0 <= x <= 1.0 and 0.0 <= y <= 1.0):
-        raise ActionParseError(f"({nums[0]:g}, {nums[1]:g}) lies outside the {frame[0]:g} x {frame[1]:g} frame", field)
-    return (x, y)
+    if not (0.0 <= x <= 1.0 and 0.0 <= y <= 1.0):  # also false for NaN
+        raise ActionParseError(f"({nums[0]:.10g}, {nums[1]:.10g}) lies outside the {frame[0]:g} x {frame[1]:g} frame", field)
+    return (x + 0.0, y + 0.0)  # -0.0 + 0.0 is 0.0
 
 
 def directional_swipe(direction: str, start: tuple[float, float] | None, scroll: bool,
@@ -105,7 +127,7 @@ def directional_swipe(direction: str, start: tuple[float, float] | None, scroll:
     """A swipe of ``length`` for a direction; ``scroll=True`` moves the finger opposite to it."""
     key = _canonical(direction)
     if key not in _DIRECTIONS:
-        raise ActionParseError(f"unknown direction {direction!r}; expected up, down, left or right", "direction")
+        raise ActionParseError(f"unknown direction {direction!r:.60}; expected up, down, left or right", "direction")
     dx, dy = _DIRECTIONS[key]
     if scroll:
         dx, dy = -dx, -dy
@@ -129,16 +151,27 @@ def _arg(args: Mapping[str, Any], keys: Sequence[str], positional: Sequence[Any]
     return positional[0] if value is None and positional else value
 
 
+def _text_arg(value: Any, field: str, what: str) -> str:
+    """``value`` if it is a string that can be written as UTF-8 (no lone surrogate)."""
+    if not isinstance(value, str):
+        raise ActionParseError(f"{what}, got {value!r:.60}", field)
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise ActionParseError(f"{what} that can be written as UTF-8, got a lone surrogate at {err.start}", field) from None
+    return value
+
+
 def _special_action(raw: str, args: Mapping[str, Any], positional: Sequence[Any]) -> Action:
     """Key presses, system buttons and ``terminate(status=...)`` as our actions."""
     if raw == "terminate":
         status = _canonical(str(_arg(args, ("status", "result"), positional) or ""))
         if status not in ("success", "failure", "fail", "failed"):
-            raise ActionParseError(f"terminate needs status success or failure, got {status!r}", "status")
+            raise ActionParseError(f"terminate needs status success or failure, got {status!r:.60}", "status")
         return Action("done" if status == "success" else "impossible")
     key = _canonical(str(_arg(args, ("key", "button", "text", "keycode"), positional) or ""))
     if key not in _KEY_NAMES:
-        raise ActionParseError(f"{raw} {key!r} is not in the action space (enter, back, home)")
+        raise ActionParseError(f"{raw} {key!r:.60} is not in the action space (enter, back, home)")
     return Action(_KEY_NAMES[key])
 
 
@@ -149,9 +182,9 @@ def _build_action(name: str, args: Mapping[str, Any], positional: Sequence[Any],
     if raw in _SPECIAL:
         return _special_action(raw, args, positional)
     if raw in _UNSUPPORTED:
-        raise ActionParseError(f"{name!r} is not in the action space")
+        raise ActionParseError(f"{name!r:.60} is not in the action space")
     if raw not in _ACTION_NAMES:
-        raise ActionParseError(f"unknown action {name!r}")
+        raise ActionParseError(f"unknown action {name!r:.60}")
     kind = _ACTION_NAMES[raw]
 
     def point(keys: Sequence[str], field: str) -> tuple[float, float] | None:
@@ -176,62 +209,125 @@ def _build_action(name: str, args: Mapping[str, Any], positional: Sequence[Any],
             return directional_swipe(str(direction), start, scroll=raw == "scroll", length=swipe_length)
         raise ActionParseError(f"a {name} needs an end point or a direction", "end")
     if kind == "type":
-        text = _arg(args, _TEXT_KEYS, positional)
-        if not isinstance(text, str):
-            raise ActionParseError(f"a type needs text, got {text!r:.60}", "text")
-        return Action("type", text=text)
+        return Action("type", text=_text_arg(_arg(args, _TEXT_KEYS, positional), "text", "a type needs text"))
     if kind == "open_app":
-        app = _arg(args, _APP_KEYS, positional)
-        if not isinstance(app, str) or not app.strip():
-            raise ActionParseError(f"an open_app needs an app name, got {app!r:.60}", "text")
-        return Action("open_app", text=app.strip())
+        app = _text_arg(_arg(args, _APP_KEYS, positional), "text", "an open_app needs an app name").strip()
+        if not app:
+            raise ActionParseError("an open_app needs an app name, got a blank one", "text")
+        return Action("open_app", text=app)
     return Action(kind)
 
 
-# ---------------------------------------------------------------------------- JSON answers
-def _balanced_end(text: str, start: int, open_: str, close: str) -> int | None:
-    """Index just past the bracket matching ``text[start]``, quotes respected; None if unclosed."""
-    depth, quote, i = 0, None, start
-    while i < len(text):
-        c = text[i]
-        if quote:
-            if c == "\\":
-                i += 1
-            elif c == quote:
-                quote = None
-        elif c in "'\"":
-            quote = c
-        elif c == open_:
-            depth += 1
-        elif c == close:
-            depth -= 1
-            if depth == 0:
-                return i + 1
-        i += 1
-    return None
+# ---------------------------------------------------------------------------- scanning
+# A quoted string, or an unterminated one up to the end. It never fails, so a scan never
+# restarts inside it (the plain '"(?:[^"\\]|\\.)*"' backtracks from every quote of "\"\"\"...).
+# An apostrophe inside a word ("don't") neither opens nor closes a single-quoted string.
+_APOSTROPHE = r"(?<=\w)'(?=\w)"
+_QUOTED = {'"': re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"?', re.DOTALL),
+           "'": re.compile(rf"'(?:[^'\\]++|\\.|{_APOSTROPHE})*+'?", re.DOTALL)}
+_OPENING_QUOTE = r"""["]|(?<!\w)'|'(?!\w)"""
+_BRACKET_TOKENS = {"{": re.compile(rf"[{{}}]|{_OPENING_QUOTE}"), "(": re.compile(rf"[()]|{_OPENING_QUOTE}")}
+_CLOSE = {"{": "}", "(": ")"}
 
 
-def _json_objects(text: str) -> Iterator[dict]:
-    """Every top-level ``{...}`` in ``text`` that parses as JSON or as a Python dict literal."""
-    i = text.find("{")
-    while i != -1:
-        end = _balanced_end(text, i, "{", "}")
-        if end is None:
+def _bracket_pairs(text: str, open_: str, start: int = 0) -> Iterator[tuple[int, int]]:
+    """``(start, end)`` of every balanced ``{...}`` (or ``(...)``) from ``start`` on, in the order they close.
+
+    One pass over ``text``. Quotes count inside brackets only (prose has apostrophes); a quote
+    left open runs to the end of the text, and so do brackets it holds.
+    """
+    tokens, close, stack, i = _BRACKET_TOKENS[open_], _CLOSE[open_], [], start
+    while True:
+        if not stack:
+            i = text.find(open_, i)
+            if i == -1:
+                return
+            stack.append(i)
+            i += 1
+            continue
+        m = tokens.search(text, i)
+        if m is None:
             return
-        chunk = text[i:end]
-        obj: Any = None
-        try:
-            obj = json.loads(chunk)
-        except ValueError:
-            try:
-                obj = ast.literal_eval(chunk)
-            except (ValueError, SyntaxError):
-                obj = None
-        if isinstance(obj, dict):
-            yield obj
-            i = text.find("{", end)
+        c, i = m.group(), m.end()
+        if c == open_:
+            stack.append(m.start())
+        elif c == close:
+            yield stack.pop(), i
         else:
-            i = text.find("{", i + 1)
+            i = _QUOTED[c].match(text, m.start()).end()
+
+
+_ARG_TOKENS = re.compile(rf"[,()\[\]{{}}]|{_OPENING_QUOTE}")
+
+
+def _split_args(inner: str) -> list[str]:
+    """Split call arguments at top-level commas (outside quotes and brackets)."""
+    parts, depth, start, i = [], 0, 0, 0
+    while m := _ARG_TOKENS.search(inner, i):
+        c, i = m.group(), m.end()
+        if c in "'\"":
+            i = _QUOTED[c].match(inner, m.start()).end()
+        elif c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        elif depth == 0:
+            parts.append(inner[start:m.start()])
+            start = i
+    parts.append(inner[start:])
+    return [p for p in (p.strip() for p in parts) if p]
+
+
+def _unescape(value: str) -> str:
+    """Backslash escapes in a quoted argument resolved (``\\n``, ``\\t``; any other char as itself)."""
+    return re.sub(r"\\(.)", lambda m: {"n": "\n", "t": "\t"}.get(m[1], m[1]), value, flags=re.DOTALL)
+
+
+def _unquote(value: str) -> str:
+    value = value.strip()
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        return _unescape(value[1:-1])
+    return value
+
+
+# Python-literal tokens that JSON spells differently (strings first, so nothing inside one is touched).
+_PYTHON_TOKENS = re.compile(rf"""(?P<str>{_QUOTED['"'].pattern}|{_QUOTED["'"].pattern})"""
+                            r"""|\b(?P<word>True|False|None)\b|(?P<paren>[()])|,(?=\s*+[}\]\)])""", re.DOTALL)
+_JSON_WORDS = {"True": "true", "False": "false", "None": "null", "(": "[", ")": "]"}
+_SINGLE_QUOTED_ESCAPE = re.compile(r'\\(.)|"', re.DOTALL)  # an escape, or a bare double quote
+
+
+def _double_quoted(single: str) -> str:
+    """A single-quoted Python string as a JSON one: ``\\'`` unescaped, a bare ``"`` escaped, other escapes kept."""
+    def fix(m: re.Match) -> str:
+        return '\\"' if m[1] is None else "'" if m[1] == "'" else m[0]
+
+    return '"' + _SINGLE_QUOTED_ESCAPE.sub(fix, single[1:-1]) + '"'
+
+
+def _python_to_json(chunk: str) -> str:
+    """A Python dict literal rewritten as JSON: single-quoted strings, True/False/None, tuples, trailing commas."""
+    def rewrite(m: re.Match) -> str:
+        if s := m["str"]:
+            return _double_quoted(s) if s[0] == "'" else s
+        return _JSON_WORDS.get(m["word"] or m["paren"] or "", "")  # "" drops a trailing comma
+
+    return _PYTHON_TOKENS.sub(rewrite, chunk)
+
+
+def _read_object(chunk: str) -> Any:
+    """``chunk`` parsed as JSON, else as a Python dict literal; None if neither (too deep or huge included)."""
+    try:
+        return parse_json(chunk)
+    except DataError:
+        pass
+    try:
+        return parse_json(_python_to_json(chunk))
+    except DataError:
+        return None
+
+
+_ACTION_KEY_WORD = re.compile("action|type|name")  # what an object naming an action must hold (_action_key)
 
 
 def _action_key(d: Mapping[str, Any]) -> str | None:
@@ -246,77 +342,84 @@ def _action_key(d: Mapping[str, Any]) -> str | None:
     return None
 
 
-def parse_json_action(text: str, frame: Frame, swipe_length: float = DEFAULT_SWIPE_LENGTH) -> Action | None:
-    """The first JSON action in ``text``; None if it holds no JSON object naming an action."""
-    for obj in _json_objects(text):
-        if isinstance(obj.get("arguments"), Mapping):  # a tool call: {"name": ..., "arguments": {...}}
-            obj = obj["arguments"]
-        key = _action_key(obj)
-        if key is None:
-            continue
-        args = {k: v for k, v in obj.items() if k != key}
-        return _build_action(obj[key], args, (), frame, swipe_length)
+def _object_action(chunk: str, frame: Frame, swipe_length: float) -> Action | None:
+    """The action an object ``{...}`` names; None if it does not parse or names none."""
+    if not _ACTION_KEY_WORD.search(chunk):  # cheap: most braces in prose are not worth parsing
+        return None
+    obj = _read_object(chunk)
+    if not isinstance(obj, dict):
+        return None
+    if isinstance(obj.get("arguments"), Mapping):  # a tool call: {"name": ..., "arguments": {...}}
+        obj = obj["arguments"]
+    key = _action_key(obj)
+    if key is None:
+        return None
+    return _build_action(obj[key], {k: v for k, v in obj.items() if k != key}, (), frame, swipe_length)
+
+
+_KWARG = re.compile(r"([A-Za-z_]\w*+)\s*+=\s*+(.*)\Z", re.DOTALL)
+
+
+def _call_action(body: str, call: re.Match, frame: Frame, swipe_length: float) -> Action:
+    """The action of the call ``name(...)`` that ``call`` found in ``body`` (its ``(`` ends the match)."""
+    open_ = call.end() - 1
+    end = next((e for s, e in _bracket_pairs(body, "(", open_) if s == open_), None)
+    if end is None:
+        raise ActionParseError(f"unclosed call {body[call.start():call.start() + 60]!r}")
+    kwargs, positional = {}, []
+    for arg in _split_args(body[call.end():end - 1]):
+        if kw := _KWARG.match(arg):
+            kwargs[kw[1]] = _unquote(kw[2])
+        else:
+            positional.append(_unquote(arg))
+    return _build_action(call["name"], kwargs, positional, frame, swipe_length)
+
+
+# The line that starts UI-TARS' action part, markdown emphasis allowed ("**Action:**").
+_ACTION_LINE = re.compile(r"^[ \t*#>_-]*+action[ \t*_]*+:", re.IGNORECASE | re.MULTILINE)
+# An object's opening brace, or a call: a name right before "(" ("go back (to ..." in prose is no call).
+_START = re.compile(r"\{|\b(?P<name>[A-Za-z_]\w*+)\(")
+
+
+def _action_part(text: str) -> str:
+    """The text after the last ``Action:`` line; the whole text if there is none."""
+    last = None
+    for last in _ACTION_LINE.finditer(text):
+        pass
+    return text if last is None else text[last.end():]
+
+
+def _scan(body: str, frame: Frame, swipe_length: float) -> Action | None:
+    """The first object naming an action or call of a known action in ``body``; None if there is none."""
+    objects = dict(_bracket_pairs(body, "{"))
+    i = 0
+    while m := _START.search(body, i):
+        i = m.end()
+        if m["name"] is None:  # an object
+            end = objects.get(m.start())
+            if end is None:
+                continue  # a brace never closed: read on inside it
+            action = _object_action(body[m.start():end], frame, swipe_length)
+            if action is not None:
+                return action
+            i = end  # skip it whole: what it quotes is not the answer
+        elif m["name"].lower() in _KNOWN:  # a call's name has no spaces or dashes to canonicalise
+            return _call_action(body, m, frame, swipe_length)
     return None
 
 
-# ---------------------------------------------------------------------------- call answers
-_CALL = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(")
-
-
-def _unquote(value: str) -> Any:
-    value = value.strip()
-    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-        return re.sub(r"\\(.)", lambda m: {"n": "\n", "t": "\t"}.get(m[1], m[1]), value[1:-1], flags=re.S)
-    return value
-
-
-def _split_args(inner: str) -> list[str]:
-    """Split call arguments at top-level commas (outside quotes and brackets)."""
-    parts, depth, quote, start, i = [], 0, None, 0, 0
-    while i < len(inner):
-        c = inner[i]
-        if quote:
-            if c == "\\":
-                i += 1
-            elif c == quote:
-                quote = None
-        elif c in "'\"":
-            quote = c
-        elif c in "([{":
-            depth += 1
-        elif c in ")]}":
-            depth -= 1
-        elif c == "," and depth == 0:
-            parts.append(inner[start:i])
-            start = i + 1
-        i += 1
-    parts.append(inner[start:])
-    return [p for p in (p.strip() for p in parts) if p]
-
-
-def parse_call_action(text: str, frame: Frame, swipe_length: float = DEFAULT_SWIPE_LENGTH) -> Action | None:
-    """The first ``name(args)`` call naming an action (after ``Action:`` if present); None if none."""
-    marker = list(re.finditer(r"action\s*:", text, flags=re.I))
-    body = text[marker[-1].end():] if marker else text
-    for m in _CALL.finditer(body):
-        if _canonical(m[1]) not in _KNOWN:
-            continue
-        end = _balanced_end(body, m.end() - 1, "(", ")")
-        if end is None:
-            raise ActionParseError(f"unclosed call {body[m.start():m.start() + 60]!r}")
-        kwargs, positional = {}, []
-        for arg in _split_args(body[m.end():end - 1]):
-            kw = re.match(r"([A-Za-z_]\w*)\s*=\s*(.*)\Z", arg, flags=re.S)
-            if kw:
-                kwargs[kw[1]] = _unquote(kw[2])
-            else:
-                positional.append(_unquote(arg))
-        return _build_action(m[1], kwargs, positional, frame, swipe_length)
-    return None
+def _check_frame(frame: Any) -> None:
+    """Refuse a frame that is not two finite positive sizes (a caller's error, not the answer's)."""
+    ok = isinstance(frame, (tuple, list)) and len(frame) == 2 and all(
+        isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < math.inf for v in frame)
+    if not ok:
+        raise DataError("frame", f"expected (width, height), two positive finite numbers, got {frame!r:.60}")
 
 
 def parse_answer(text: str, frame: Frame, swipe_length: float = DEFAULT_SWIPE_LENGTH) -> Action:
-    """A model's answer as an Action: JSON first, then a UI-TARS style call.
+    """A model's answer as an Action (see the module docstring for which part is read).
+
+    Total and linear in ``len(text)``: any string gives an Action or an ActionParseError.
 
     Args:
         text: the decoded answer.
@@ -326,15 +429,24 @@ def parse_answer(text: str, frame: Frame, swipe_length: float = DEFAULT_SWIPE_LE
         swipe_length: finger travel of a scroll given only by its direction.
 
     Raises:
-        ActionParseError: no action could be read, or the one found is invalid.
+        ActionParseError: no action could be read, or the one found is invalid (its field named).
+        DataError: ``frame`` is not two positive finite sizes.
     """
-    if not isinstance(text, str) or not text.strip():
+    _check_frame(frame)
+    if not isinstance(text, str):
+        raise ActionParseError(f"expected the answer as text, got {type(text).__name__}")
+    if not text.strip():
         raise ActionParseError("empty answer")
-    action = parse_json_action(text, frame, swipe_length)
+    body = _action_part(text)
+    try:
+        action = _scan(body, frame, swipe_length)
+    except ActionParseError:
+        raise
+    except DataError as err:  # the data model refusing what was read
+        raise ActionParseError(err.message, err.field) from None
     if action is None:
-        action = parse_call_action(text, frame, swipe_length)
-    if action is None:
-        raise ActionParseError(f"no action found in {text.strip()[:80]!r}")
+        where = "after the 'Action:' line " if body is not text else ""
+        raise ActionParseError(f"no action found {where}in {text.strip()[:80]!r}")
     return action
 
 
