@@ -14,15 +14,16 @@ Coordinates: actions are normalised to [0, 1]; they are scaled by the device's w
 from __future__ import annotations
 
 import hashlib
+import re
 import time
-import xml.etree.ElementTree as ET
 from typing import Any, Callable, Mapping, Protocol
+from xml.parsers import expat
 
 from PIL import Image
 
 from guimem.core.data import Action, DataError, UIElement
-from guimem.core.env import WorldObservation
-from guimem.core.env import Task
+from guimem.core.env import Task, WorldObservation
+from guimem.core.io import check_number
 
 KEY_HOME, KEY_BACK, KEY_ENTER = 3, 4, 66  # Android key codes
 
@@ -61,31 +62,76 @@ def role_of(cls: str) -> str:
     return next((role for frag, role in _ROLES if frag in short), "view")
 
 
-def _bounds(text: str, size: tuple[int, int], field: str) -> tuple[float, float, float, float]:
-    """``'[x0,y0][x1,y1]'`` in pixels -> normalised, clipped (x0, y0, x1, y1)."""
+MAX_WINDOW_SIDE = 1 << 16  # pixels; a window side beyond this is not a phone's
+MAX_COORDINATE = 2**31 - 1  # Android view bounds are 32-bit integers
+_BOUNDS = re.compile(r"\[\s*(-?[0-9]+)\s*,\s*(-?[0-9]+)\s*\]\s*\[\s*(-?[0-9]+)\s*,\s*(-?[0-9]+)\s*\]")
+
+
+def window_size(value: Any) -> tuple[int, int]:
+    """``(width, height)`` of a ``wm size`` answer, each an integer in [1, MAX_WINDOW_SIDE]; else a DataError."""
     try:
-        a, b = text.strip()[1:-1].split("][")
-        x0, y0 = (int(v) for v in a.split(","))
-        x1, y1 = (int(v) for v in b.split(","))
-    except ValueError:
-        raise DataError(field, f"expected '[x0,y0][x1,y1]', got {text!r:.60}") from None
+        width, height = value
+    except (TypeError, ValueError):
+        raise DataError("window_size", f"expected (width, height), got {value!r:.60}") from None
+    return (int(check_number(width, "window_size.width", 1, MAX_WINDOW_SIDE, integer=True)),
+            int(check_number(height, "window_size.height", 1, MAX_WINDOW_SIDE, integer=True)))
+
+
+def _bounds(text: str, size: tuple[int, int], field: str) -> tuple[float, float, float, float]:
+    """``'[x0,y0][x1,y1]'`` in pixels -> normalised (x0, y0, x1, y1), clipped to the screen.
+
+    A view may lie partly or wholly off screen (clipped; wholly off, it becomes zero-sized); a
+    negative size or a number beyond 32 bits is a :class:`DataError`.
+    """
+    m = _BOUNDS.fullmatch(text.strip())
+    if m is None:
+        raise DataError(field, f"expected '[x0,y0][x1,y1]', got {text!r:.60}")
+    if any(len(v.lstrip("-")) > 10 for v in m.groups()):  # checked before int(): 5000 digits would be slow
+        raise DataError(field, f"a coordinate beyond 32 bits in {text!r:.60}")
+    x0, y0, x1, y1 = (int(v) for v in m.groups())
+    if max(map(abs, (x0, y0, x1, y1))) > MAX_COORDINATE:
+        raise DataError(field, f"a coordinate beyond 32 bits in {text!r:.60}")
+    if x1 < x0 or y1 < y0:
+        raise DataError(field, f"negative size: needs x0 <= x1 and y0 <= y1, got {text!r:.60}")
     w, h = size
     clip = lambda v, n: round(min(1.0, max(0.0, v / n)), 4)  # noqa: E731
-    return clip(x0, w), clip(y0, h), clip(max(x0, x1), w), clip(max(y0, y1), h)
+    return clip(x0, w), clip(y0, h), clip(x1, w), clip(y1, h)
 
 
-def parse_hierarchy(xml: str, size: tuple[int, int]) -> tuple[UIElement, ...]:
+def _refuse_doctype(*_: Any) -> None:
+    raise DataError("hierarchy", "a DOCTYPE (and with it entity declarations) has no place in a UI dump; refused")
+
+
+def _nodes(xml: str | bytes) -> list[dict[str, str]]:
+    """The attributes of every ``node`` element of a ``uiautomator dump``, in document order.
+
+    Read with expat directly: a DOCTYPE is refused before any entity it declares can be
+    expanded (no billion laughs, no external entity); undefined entities are XML errors.
+    """
+    if not isinstance(xml, (str, bytes)):
+        raise DataError("hierarchy", f"expected the dump's XML text, got {type(xml).__name__}")
+    nodes: list[dict[str, str]] = []
+    parser = expat.ParserCreate()
+    parser.StartDoctypeDeclHandler = _refuse_doctype
+    parser.StartElementHandler = lambda name, attrs: nodes.append(attrs) if name == "node" else None
+    try:
+        parser.Parse(xml, True)
+    except expat.ExpatError as err:
+        raise DataError("hierarchy", f"malformed uiautomator XML: {expat.errors.messages[err.code]} "
+                                     f"at line {err.lineno} column {err.offset}") from None
+    return nodes
+
+
+def parse_hierarchy(xml: str | bytes, size: tuple[int, int]) -> tuple[UIElement, ...]:
     """The flattened UI tree of a ``uiautomator dump``: visible nodes with text, a description or a click.
 
-    Raises :class:`DataError` (field ``hierarchy``) when the XML does not parse.
+    Raises :class:`DataError`: field ``window_size`` for a size that is not two integers in
+    [1, MAX_WINDOW_SIDE]; ``hierarchy`` when the XML does not parse or holds a DOCTYPE;
+    ``hierarchy.node[i].bounds`` for bounds that are malformed, of negative size or beyond 32 bits.
     """
-    try:
-        root = ET.fromstring(xml)
-    except ET.ParseError as err:
-        raise DataError("hierarchy", f"malformed uiautomator XML: {err}") from None
+    size = window_size(size)
     out = []
-    for i, node in enumerate(root.iter("node")):
-        a = node.attrib
+    for i, a in enumerate(_nodes(xml)):
         clickable = a.get("clickable") == "true" or a.get("long-clickable") == "true"
         text, desc = a.get("text", ""), a.get("content-desc", "")
         if not (clickable or text or desc) or "bounds" not in a:
@@ -97,6 +143,16 @@ def parse_hierarchy(xml: str, size: tuple[int, int]) -> tuple[UIElement, ...]:
                              description=desc, bounds=bounds, clickable=clickable,
                              selected=any(a.get(k) == "true" for k in ("checked", "selected", "focused"))))
     return tuple(out)
+
+
+def _packages(packages: Mapping[str, str]) -> dict[str, str]:
+    """App name (lower-cased) -> Android package; anything but strings is a DataError naming the entry."""
+    if not isinstance(packages, Mapping):
+        raise DataError("packages", f"expected a mapping of app name to package, got {type(packages).__name__}")
+    for name, package in packages.items():
+        if not isinstance(name, str) or not isinstance(package, str) or not package.strip():
+            raise DataError(f"packages[{name!r:.40}]", f"expected an app name mapped to a package, got {package!r:.60}")
+    return {name.lower(): package for name, package in packages.items()}
 
 
 class DeviceEnv:
@@ -115,15 +171,19 @@ class DeviceEnv:
                  checker: Callable[[AdbDeviceLike, Task], bool] | None = None, max_steps: int = 30,
                  settle_s: float = 1.0, image_width: int | None = None, sleep: Callable[[float], None] = time.sleep):
         self.device, self.checker = device, checker
-        self.packages = {k.lower(): v for k, v in (packages or {}).items()}
+        self.packages = _packages(packages or {})
+        check_number(max_steps, "max_steps", lo=1, integer=True)
+        check_number(settle_s, "settle_s", lo=0)
+        if image_width is not None:
+            check_number(image_width, "image_width", lo=1, hi=MAX_WINDOW_SIDE, integer=True)
         self.max_steps, self.settle_s, self.image_width, self._sleep = max_steps, settle_s, image_width, sleep
         self.task: Task | None = None
         self.t = 0
         self.ended: str | None = None
 
     def size(self) -> tuple[int, int]:
-        ws = self.device.window_size()
-        return int(ws[0]), int(ws[1])
+        """The device's window size in pixels, checked (:func:`window_size`)."""
+        return window_size(self.device.window_size())
 
     def reset(self, task: Task, seed: int) -> WorldObservation:
         """Go to the home screen. ``seed`` is unused: a phone's state is not ours to draw."""
@@ -155,9 +215,13 @@ class DeviceEnv:
     def observe(self) -> WorldObservation:
         """The current screenshot (RGB) and UI tree."""
         size = self.size()
-        image = self.device.screenshot().convert("RGB")
+        image = self.device.screenshot()
+        if not isinstance(image, Image.Image) or image.width < 1 or image.height < 1:
+            raise DataError("screenshot", f"expected a non-empty image, got {image!r:.60}")
+        image = image.convert("RGB")
         if self.image_width and image.width != self.image_width:
-            image = image.resize((self.image_width, round(image.height * self.image_width / image.width)), Image.BILINEAR)
+            height = max(1, round(image.height * self.image_width / image.width))  # a very wide image keeps a row
+            image = image.resize((self.image_width, height), Image.BILINEAR)
         elements = parse_hierarchy(self.device.dump_hierarchy(), size)
         key = hashlib.sha256(image.tobytes()).hexdigest()[:16]
         return WorldObservation(image=image, elements=elements, screen=None, key=key)
