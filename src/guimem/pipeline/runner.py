@@ -9,6 +9,13 @@ Values are typed like papermill's ``-p`` (see :func:`parse_value`). Lists and ma
 cannot interpolate into a command, come from the YAML file itself: ``-f params.yaml:world``
 passes every key of that section (``-p`` overrides).
 
+Before any kernel starts, a stage notebook's complete parameters (its ``parameters`` cell's
+defaults, then ``-f``, then ``-p``, as papermill would see them) are checked by the stage's
+spec in :mod:`guimem.pipeline.params`: a bad value exits with status 2 and a
+:class:`~guimem.core.data.DataError` naming it where it was set (``params.yaml: field
+'world.themes'``, or ``field 'seed' ... (passed with -p)``), and nothing is written.
+``--check`` stops there.
+
 The executed notebook is a stage output, so it must be byte-identical when the stage is
 run again with the same parameters. :func:`scrub_notebook` therefore removes or
 normalises everything that varies between runs while keeping what a reader needs:
@@ -34,6 +41,7 @@ message and exits 1) and nothing is written: the output path is left untouched.
 from __future__ import annotations
 
 import argparse
+import ast
 import contextlib
 import json
 import os
@@ -44,6 +52,9 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import nbformat
 import yaml
+
+from guimem.core.data import DataError
+from guimem.pipeline.params import CALLER, COMMAND_LINE, STAGES, Source
 
 KERNEL_NAME = "python3"
 KERNEL_ENV: dict[str, str] = {"PYTHONHASHSEED": "0", "HF_HUB_OFFLINE": "1"}  # set unless already set
@@ -106,13 +117,20 @@ def parse_parameters(pairs: Sequence[Sequence[str]]) -> dict[str, Any]:
     return params
 
 
+def yaml_source(spec: str) -> Source:
+    """Where the values of ``-f FILE:KEY`` are set: section ``KEY`` of ``FILE``."""
+    path, _, key = spec.partition(":")
+    return Source(path, key)
+
+
 def params_from_yaml(spec: str) -> dict[str, Any]:
     """``FILE:KEY`` to the mapping at the dotted ``KEY`` of the YAML ``FILE`` (``FILE`` alone: all of it).
 
     For stages whose parameters include lists or maps, which DVC cannot interpolate into a
     command: ``--params-from params.yaml:world`` passes every key of the ``world`` section.
     """
-    path, _, key = spec.partition(":")
+    source = yaml_source(spec)
+    path, key = source.path, source.section
     try:
         data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as err:
@@ -127,6 +145,59 @@ def params_from_yaml(spec: str) -> dict[str, Any]:
         if not isinstance(name, str) or not name.isidentifier():
             raise ValueError(f"{path}: '{key}': parameter name {name!r} is not a Python identifier")
     return dict(data)
+
+
+def read_parameters(params_from: Sequence[str], pairs: Sequence[Sequence[str]]) -> tuple[dict[str, Any], dict[str, Source]]:
+    """The values of ``-f FILE:KEY`` options, then of ``-p NAME VALUE`` pairs (later ones win), and where each was set."""
+    params: dict[str, Any] = {}
+    sources: dict[str, Source] = {}
+    for spec in params_from:
+        values = params_from_yaml(spec)
+        params.update(values)
+        sources.update(dict.fromkeys(values, yaml_source(spec)))
+    given = parse_parameters(pairs)
+    params.update(given)
+    sources.update(dict.fromkeys(given, COMMAND_LINE))
+    return params, sources
+
+
+def notebook_defaults(path: Path) -> dict[str, str]:
+    """The names of the notebook's ``parameters`` cell and their defaults as source text, as papermill reads them."""
+    from papermill.translators import papermill_translators
+
+    nb = nbformat.read(path, as_version=4)
+    cells = [c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", [])]
+    translator = papermill_translators.find_translator(KERNEL_NAME, "python")
+    return {p.name: p.default for p in translator.inspect(cells[0])} if cells else {}
+
+
+def check_parameters(path: Path, parameters: Mapping[str, Any], sources: Mapping[str, Source] | None = None) -> None:
+    """Refuse parameters the notebook would run badly with, before its kernel starts.
+
+    A stage notebook (one of :data:`guimem.pipeline.params.STAGES`, by file stem) gets its
+    complete parameters checked, its defaults overridden by ``parameters``, and a bad value
+    raises a :class:`DataError` naming it where ``sources`` says it was set (a default: in the
+    notebook; not in ``sources``: passed by the caller). Any other notebook only has names its
+    ``parameters`` cell does not define refused (a typo would be ignored), with a NotebookError.
+    """
+    stage = STAGES.get(path.stem)
+    if stage is None:
+        if parameters:
+            defined = notebook_defaults(path)
+            unknown = sorted(set(parameters) - set(defined))
+            if unknown:
+                known = ", ".join(sorted(defined)) or "none (no cell is tagged 'parameters')"
+                raise NotebookError(f"{path}: unknown parameter(s) {', '.join(unknown)}; the notebook defines: {known}")
+        return
+    default = Source(str(path), how="the notebook's default")
+    values: dict[str, Any] = {}
+    for name, text in notebook_defaults(path).items():
+        try:
+            values[name] = ast.literal_eval(text)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            raise default.error(name, f"the default {text!r:.60} is not a Python literal, so it cannot be checked") from None
+    values.update(parameters)
+    stage.validate(values, {**dict.fromkeys(parameters, CALLER), **(sources or {})}, default)
 
 
 # ----------------------------------------------------------------------------- paths
@@ -300,22 +371,6 @@ def _input_cell_ids(path: Path) -> set[str]:
     return {c["id"] for c in raw.get("cells", []) if isinstance(c, dict) and isinstance(c.get("id"), str)}
 
 
-def _check_parameters(path: Path, parameters: Mapping[str, Any]) -> None:
-    """Refuse parameters the notebook's ``parameters`` cell does not define (a typo would be ignored)."""
-    from papermill.translators import papermill_translators
-
-    if not parameters:
-        return
-    nb = nbformat.read(path, as_version=4)
-    cells = [c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", [])]
-    translator = papermill_translators.find_translator(KERNEL_NAME, "python")
-    defined = {p.name for p in translator.inspect(cells[0])} if cells else set()
-    unknown = sorted(set(parameters) - defined)
-    if unknown:
-        known = ", ".join(sorted(defined)) or "none (no cell is tagged 'parameters')"
-        raise NotebookError(f"{path}: unknown parameter(s) {', '.join(unknown)}; the notebook defines: {known}")
-
-
 def _failure_message(path: Path, err: Exception) -> str:
     """The notebook, the failing cell and its error, with the traceback in plain text."""
     from papermill.exceptions import PapermillExecutionError
@@ -344,6 +399,7 @@ def run_notebook(
     output_path: str | os.PathLike[str],
     parameters: Mapping[str, Any] | None = None,
     *,
+    sources: Mapping[str, Source] | None = None,
     cwd: str | os.PathLike[str] | None = None,
     progress: bool = False,
     log_output: bool = False,
@@ -353,13 +409,15 @@ def run_notebook(
     Args:
         input_path: the notebook to run (left unchanged).
         output_path: where the executed, scrubbed notebook goes (folders are created).
-        parameters: values for the notebook's ``parameters`` cell; unknown names are refused.
+        parameters: values for the notebook's ``parameters`` cell, checked by :func:`check_parameters`.
+        sources: where each of them was set, for its error message (default: passed by the caller).
         cwd: the kernel's working directory; default: the repository root above ``input_path``.
         progress: show papermill's per-cell progress bar on stderr.
         log_output: echo cell outputs to the log (stderr) while the notebook runs.
 
-    Returns the output path. Raises :class:`NotebookError` when the notebook cannot be read,
-    a parameter is unknown or a cell fails; nothing is written then.
+    Returns the output path. Raises :class:`DataError` when a stage notebook's parameter is bad,
+    :class:`NotebookError` when the notebook cannot be read, a parameter is unknown or a cell
+    fails; nothing is written then.
     """
     import papermill
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
@@ -372,7 +430,7 @@ def run_notebook(
     root = Path(cwd).resolve() if cwd is not None else repo_root(src.resolve().parent)
     params = dict(parameters or {})
     input_ids = _input_cell_ids(src)
-    _check_parameters(src, params)
+    check_parameters(src, params, sources)
     with _environment(KERNEL_ENV):
         try:
             nb = papermill.execute_notebook(
@@ -404,18 +462,16 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="per-cell progress bar on stderr (default: when stderr is a terminal)")
     p.add_argument("--log-output", action="store_true", help="echo cell outputs to stderr while running")
+    p.add_argument("--check", action="store_true", help="check the parameters and exit without running the notebook")
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """The command line: returns 0 on success, 1 when the notebook fails, 2 on bad arguments."""
+    """The command line: returns 0 on success, 1 when the notebook fails, 2 on bad arguments or parameters."""
     parser = _parser()
     args = parser.parse_args(argv)
     try:
-        params: dict[str, Any] = {}
-        for spec in args.params_from:
-            params.update(params_from_yaml(spec))
-        params.update(parse_parameters(args.parameter))
+        params, sources = read_parameters(args.params_from, args.parameter)
     except ValueError as err:
         parser.error(str(err))
     if args.log_output:
@@ -424,7 +480,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     progress = sys.stderr.isatty() if args.progress is None else args.progress
     try:
-        run_notebook(args.input, args.output, params, cwd=args.cwd, progress=progress, log_output=args.log_output)
+        if args.check:
+            check_parameters(args.input, params, sources)
+        else:
+            run_notebook(args.input, args.output, params, sources=sources, cwd=args.cwd, progress=progress,
+                         log_output=args.log_output)
+    except DataError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     except (NotebookError, FileNotFoundError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
