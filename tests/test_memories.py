@@ -1,6 +1,7 @@
 """The four memories behind one interface, on a hand-made three-screen store."""
 
 import io
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -175,6 +176,42 @@ def test_unknown_names_and_stray_subgoals(store):
         make_memory("episodic", img, txt)
     with pytest.raises(DataError, match="not given"):
         build_memory("smg", eps[:1], subs, root, img, txt)
+
+
+def files_of(folder) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+@pytest.mark.parametrize("name", ["smg", "flat", "action_graph", "task_graph"])
+def test_a_refused_add_leaves_the_memory_as_it_was(store, name):
+    root, eps, subs = store
+    m = build(name, store)
+    m.save(root / "before")
+    fine = episode("e3", "search for milk", [("home", TAP_SETTINGS, "open_settings")], "list")
+    bad = episode("e4", "search for milk", [("home", TAP_SETTINGS, "open_settings")], "list")
+    bad = replace(bad, steps=(replace(bad.steps[0], observation=replace(bad.steps[0].observation,
+                                                                          screenshot="screens/gone.png")),))
+    with pytest.raises(DataError) as err:
+        m.add([fine, bad], [subgoal(fine, 0, 0, 0, "open the settings", "yes"),
+                            subgoal(bad, 0, 0, 0, "open the settings", "yes")], root)
+    assert err.value.field == "screenshot" and err.value.path == str(root / "screens" / "gone.png")
+    m.save(root / "after")
+    assert files_of(root / "before") == files_of(root / "after")
+    with pytest.raises(DataError) as err:
+        m.add(eps, subs, root / "elsewhere")  # one memory reads one store
+    assert err.value.field == "store_root" and m.store_root == root
+
+
+def test_k_is_a_count_and_none_means_the_memory_default(store):
+    root, _, _ = store
+    img, txt = embedders(root)
+    assert make_memory("flat", img, txt).k == 3 and make_memory("smg", img, txt, k=None).k == 1
+    m = build("smg", store)
+    assert m.retrieve(draw_screen("list"), "g", k=None) == m.retrieve(draw_screen("list"), "g", k=1)
+    for k in (0, -1, 1.5, True, float("nan")):
+        with pytest.raises(DataError) as err:
+            m.retrieve(draw_screen("list"), "g", k=k)
+        assert err.value.field == "k"
 
 
 # ----------------------------------------------------------------------------- rendering

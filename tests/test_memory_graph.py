@@ -1,4 +1,5 @@
-"""The SMG's merge, edge and dedup rules, incremental build, save/load, and exact search.
+"""The SMG's merge, edge and dedup rules, incremental build, save/load, exact search, and
+decisions that last-bit differences in the embeddings do not move.
 
 Hand-made embeddings use 16-d vectors with entries +-1/4: each has norm exactly 1 and the
 cosine of two of them is exactly ``1 - (number of differing signs) / 8``, so the boundary
@@ -13,6 +14,7 @@ import numpy as np
 import pytest
 
 from guimem.core.data import DataError, Subgoal, group_by_episode
+from guimem.core.io import MARKER
 from guimem.models.embedding import HashingTextEmbedder, PixelEmbedder
 from guimem.smg import graph as mg
 from guimem.smg.graph import GraphConfig, MemoryGraph, NodeIndex, build_graph
@@ -140,6 +142,20 @@ def test_add_episode_links_boundary_screens_and_keeps_metadata():
         MemoryGraph(cfg()).add_episode([subgoal("x", 0, 0, 0)], {}, np.stack([signs()]))
 
 
+def test_a_refused_episode_leaves_the_graph_as_it_was(tmp_path):
+    g = MemoryGraph(cfg(tau=0.99))
+    g.add_episode([subgoal("ok", 0, 0, 0)], {"ok/s0.png": signs(), "ok/s1.png": signs(0, 1, 2, 3)},
+                  np.stack([signs()]))
+    g.save(tmp_path / "before")
+    subs = [subgoal("bad", 0, 0, 1), subgoal("bad", 1, 2, 2)]
+    screens = {"bad/s0.png": signs(5), "bad/s2.png": signs(6, 7), "bad/s3.png": np.full(D, np.inf)}  # the last screen is bad
+    with pytest.raises(DataError) as err:
+        g.add_episode(subs, screens, np.stack([signs(), signs(1)]))
+    assert err.value.field == "screen_vectors['bad/s3.png']" and "non-finite" in err.value.message
+    g.save(tmp_path / "after")
+    assert files_of(tmp_path / "before") == files_of(tmp_path / "after") and g.n_nodes == 2
+
+
 def test_retrieve_returns_successes_and_failures_in_order():
     g = MemoryGraph(cfg(tau=0.99, theta=0.99))
     a, b, c = two_nodes(g)
@@ -258,6 +274,20 @@ def test_crash_during_save_leaves_the_previous_graph(tmp_path, monkeypatch):
     assert MemoryGraph.load(tmp_path / "g").n_edges == 1
 
 
+def test_save_replaces_a_graph_refuses_other_folders_and_knows_unmarked_graphs(tmp_path):
+    small_graph().save(tmp_path / "g")
+    (tmp_path / "g" / MARKER).unlink()  # a graph saved before kind markers
+    assert mg.is_legacy_graph(tmp_path / "g")
+    small_graph().save(tmp_path / "g")
+    assert (tmp_path / "g" / MARKER).read_text() == "guimem.memory_graph\n"
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("mine")
+    with pytest.raises(DataError) as err:
+        small_graph().save(tmp_path / "other")
+    assert err.value.field == "path" and err.value.path == str(tmp_path / "other")
+    assert (tmp_path / "other" / "notes.txt").read_text() == "mine"
+
+
 def test_crash_between_the_renames_falls_back_to_the_backup(tmp_path):
     small_graph().save(tmp_path / "g")
     (tmp_path / "g").rename(tmp_path / ".g.old")  # the state after the first rename
@@ -289,7 +319,7 @@ def test_load_names_the_broken_file(tmp_path):
 
 # ----------------------------------------------------------------------------- exact search
 def brute_force(x: np.ndarray, q: np.ndarray, k: int) -> list[int]:
-    s = x.astype(np.float64) @ q.astype(np.float64)
+    s = np.round(x.astype(np.float64) @ q.astype(np.float64), mg.RANK_DECIMALS)
     return list(np.lexsort((np.arange(len(x)), -s))[:k])
 
 
@@ -312,6 +342,75 @@ def test_index_topk_is_exact():
     ids, _ = index.topk(x[6], 2)
     assert list(ids) == [5, 6]
     assert len(NodeIndex(4).topk(np.ones(4), 3)[0]) == 0
+    with pytest.raises(DataError) as err:
+        index.topk(x[6], 0)
+    assert err.value.field == "k"
+
+
+def test_index_ties_scores_that_differ_below_the_ranking_resolution():
+    index = NodeIndex(2)
+    index.extend(np.eye(2, dtype=np.float32))
+    q = np.array([0.70710677, 0.7071068], dtype=np.float32)  # 3e-8 closer to row 1 than to row 0
+    ids, scores = index.topk(q, 2)
+    assert scores[1] > scores[0] and list(ids) == [0, 1]  # rounded to 1e-6 they tie: the lower id first
+
+
+# ----------------------------------------------------------------------------- stable across machines
+def nudged(v: np.ndarray, rng: np.random.Generator, ulps: int = 4) -> np.ndarray:
+    """``v`` with every component moved by up to ``ulps`` units in the last place (float32), as
+    another CPU's rounding might leave it."""
+    out = v.astype(np.float32)
+    for _ in range(ulps):
+        direction = np.where(rng.random(v.shape) < 0.5, -np.inf, np.inf).astype(np.float32)
+        out = np.where(rng.random(v.shape) < 0.5, np.nextafter(out, direction), out)
+    return out
+
+
+def at_cosine(c: float, dim: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Two random float32 unit vectors whose cosine is ``c`` in exact arithmetic (up to their rounding)."""
+    a, b = np.linalg.qr(rng.standard_normal((dim, 2)))[0].T
+    return a.astype(np.float32), (c * a + np.sqrt(1 - c * c) * b).astype(np.float32)
+
+
+@pytest.mark.parametrize("threshold", [1.0, 0.9])
+def test_threshold_decisions_do_not_flip_under_last_bit_noise(threshold):
+    """At tau = theta = 1 (the theta = 1.0 sweep) and at the defaults, a pair whose cosine is the
+    threshold in exact arithmetic is merged (deduplicated) for every rounding of its vectors, and
+    a pair 1e-5 below it never is; the raw float comparison would have flipped."""
+    rng = np.random.default_rng(0)
+    dim = 384
+    config = GraphConfig("v", dim, "t", dim, tau=threshold, theta=threshold)
+    raw_flips = 0
+    for trial in range(40):
+        a, b = at_cosine(threshold, dim, rng)
+        below = at_cosine(threshold - 1e-5, dim, rng)
+        g = MemoryGraph(config)
+        assert g.add_screen(nudged(a, rng), "a.png") == 0
+        b_nudged = nudged(b, rng)
+        raw_flips += float(mg.exact_scores(g.node_means, mg._unit(b_nudged))[0]) < threshold
+        assert g.add_screen(b_nudged, "b.png") == 0  # merged: cosine == tau up to rounding
+        assert MemoryGraph(config).add_screen(below[0], "x.png") == 0
+        h = MemoryGraph(config)
+        h.add_screen(nudged(below[0], rng), "x.png")
+        assert h.add_screen(nudged(below[1], rng), "y.png") == 1  # never merged
+        assert g.add_edge(0, 0, subgoal("e", 0, 0, 0), nudged(a, rng)) is not None
+        assert g.add_edge(0, 0, subgoal("e", 1, 1, 1), nudged(b, rng)) is None  # a duplicate at theta
+        assert g.add_edge(0, 0, subgoal("e", 2, 2, 2), nudged(below[0], rng)) is not None
+        assert g.add_edge(0, 0, subgoal("e", 3, 3, 3), nudged(below[1], rng)) is not None  # 1e-5 below theta: kept
+    assert raw_flips > 0  # without the tolerance some of these pairs would not have merged
+
+
+def test_rankings_do_not_flip_under_last_bit_noise():
+    """Two nodes equally similar to the query in exact arithmetic: the lower id wins, however rounded."""
+    rng = np.random.default_rng(1)
+    dim = 64
+    for _ in range(50):
+        q, w = np.linalg.qr(rng.standard_normal((dim, 3)))[0].T[:2]
+        left, right = 0.8 * q + 0.6 * w, 0.8 * q - 0.6 * w  # both at cosine 0.8 to q
+        g = MemoryGraph(GraphConfig("v", dim, "t", dim, tau=0.99, theta=0.9))
+        g.add_screen(nudged(left, rng), "l.png")
+        g.add_screen(nudged(right, rng), "r.png")
+        assert [n for n, _ in g.nearest_nodes(nudged(q, rng), k=2)] == [0, 1]
 
 
 # ----------------------------------------------------------------------------- from image files

@@ -15,29 +15,42 @@ The method, as DESIGN.md states it:
   outgoing edges, successes *and* failures, in a fixed order: nodes by decreasing cosine
   (ties: lower node id), then edges by id (ingest order).
 
+**Stable across machines.** Another CPU may round an embedding's last bits differently, so a
+cosine that is exactly ``tau`` in exact arithmetic (two identical screens at ``tau = 1``) can
+land a hair below it on one machine and on it on another. Every threshold decision therefore
+allows :data:`COSINE_ATOL` (a cosine counts as >= ``tau`` when it is >= ``tau - COSINE_ATOL``),
+and every ranking compares scores rounded to :data:`RANK_DECIMALS` decimals, ties to the lower
+id (:func:`rank_order`). This absorbs the rounding of float32 unit vectors (a cosine is within
+about 1e-7 of its exact value); embedders whose outputs differ by more than that between
+machines can still move a decision whose cosine lies that close to the threshold.
+
 Ingest order (what makes a build reproducible and incremental == batch): episodes in the
 order given; within an episode, its *boundary screens* (every subgoal's first screen and the
 screen after its last action, each distinct step position once) in step order, then its
 subgoal edges in subgoal-index order. Adding episodes to a saved graph gives exactly the
 graph built from all of them in one go; an episode already ingested (same id, same content
-hash) adds nothing; the same id with different content is refused.
+hash) adds nothing; the same id with different content is refused. An episode is checked
+completely (:meth:`MemoryGraph.check_episode`) before the graph changes, so a refused add
+leaves the graph as it was.
 
 Similarity search is exact and vectorised (:class:`NodeIndex`): a float32 scan picks
 candidates, which are then scored in float64 on the stored vectors, so the answer never
 depends on how the scan was blocked.
 
-On disk (a folder, plain files, no pickle): ``manifest.json`` (format version, embedders and
-their dimensions, ``tau``, ``theta``, counts), ``nodes.json``, ``edges.jsonl``,
-``episodes.json`` (ingested ids and content hashes, in order), ``node_sums.npy`` (float64
-``[nodes, image_dim]``) and ``edge_intents.npy`` (float32 ``[edges, text_dim]``). Node
-screenshots are paths relative to the episode store the graph was built from. A save writes a
-sibling temp folder and swaps it in, so a crash leaves the previous graph readable.
+On disk (a folder, plain files, no pickle, written by :func:`guimem.core.io.atomic_write_dir`
+with the kind ``guimem.memory_graph``): ``manifest.json`` (format version, embedders and their
+dimensions, ``tau``, ``theta``, counts), ``nodes.json``, ``edges.jsonl``, ``episodes.json``
+(ingested ids and content hashes, in order), ``node_sums.npy`` (float64 ``[nodes, image_dim]``)
+and ``edge_intents.npy`` (float32 ``[edges, text_dim]``). Node screenshots are paths relative
+to the episode store the graph was built from. Loading checks every file against the manifest
+(counts, shapes, dtypes, finite values, ids, paths) and names the file and field of a mismatch.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -46,13 +59,34 @@ import networkx as nx
 import numpy as np
 
 from guimem.core.data import DataError, Subgoal, group_by_episode
-from guimem.core.io import atomic_write_dir, readable_dir
-from guimem.models.embedding import ImageEmbedder, TextEmbedder, embed_screenshots
+from guimem.core.io import (
+    atomic_write_dir,
+    check_finite,
+    check_number,
+    file_inside,
+    read_json,
+    read_jsonl,
+    read_npy,
+    readable_dir,
+    relative_path,
+    write_json,
+    write_jsonl,
+)
+from guimem.models.embedding import ImageEmbedder, TextEmbedder, embed_screenshots, open_image
+from guimem.viz.plotting import SUCCESS_COLORS
 
 FORMAT = "guimem.memory_graph"
 FORMAT_VERSION = 1
 MANIFEST, NODES, EDGES, EPISODES = "manifest.json", "nodes.json", "edges.jsonl", "episodes.json"
 NODE_SUMS, EDGE_INTENTS = "node_sums.npy", "edge_intents.npy"
+GRAPH_FILES = frozenset({MANIFEST, NODES, EDGES, EPISODES, NODE_SUMS, EDGE_INTENTS})
+
+COSINE_ATOL = 1e-6
+"""Tolerance of every threshold decision: a cosine counts as >= ``tau`` (``theta``) when it is >=
+``tau - COSINE_ATOL``."""
+RANK_DECIMALS = 6
+"""Rankings compare scores rounded to this many decimals (ties: lower id)."""
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 
 # ============================================================================ exact search
@@ -61,19 +95,37 @@ def exact_scores(rows: np.ndarray, q: np.ndarray) -> np.ndarray:
     return np.einsum("ij,j->i", rows.astype(np.float64), q.astype(np.float64), optimize=False)  # [n]
 
 
+def reaches(cosines: np.ndarray | float, threshold: float) -> np.ndarray | bool:
+    """Whether each cosine is >= ``threshold``, within :data:`COSINE_ATOL`."""
+    return np.asarray(cosines) >= threshold - COSINE_ATOL
+
+
+def rank_order(scores: np.ndarray, ids: np.ndarray | None = None) -> np.ndarray:
+    """Positions of ``scores`` best first: by score rounded to :data:`RANK_DECIMALS` decimals, ties by
+    ``ids`` (default: position), so scores that differ in their last bits tie wherever they were computed."""
+    ids = np.arange(len(scores)) if ids is None else ids
+    return np.lexsort((ids, -np.round(np.asarray(scores, dtype=np.float64), RANK_DECIMALS)))
+
+
 def _top(ids: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """The ``k`` best ``(id, score)`` pairs: score descending, ties to the lower id."""
-    order = np.lexsort((ids, -scores))[:k]
+    """The ``k`` best ``(id, score)`` pairs (see :func:`rank_order`)."""
+    order = rank_order(scores, ids)[:k]
     return ids[order], scores[order]
+
+
+def check_k(k: Any, field: str = "k") -> int:
+    """``k`` if it is an integer >= 1 (how many nodes, items or anchors to retrieve); else a DataError."""
+    return int(check_number(k, field, lo=1, integer=True))
 
 
 class NodeIndex:
     """Exact top-k cosine search over unit vectors that are appended and updated in place.
 
     The answer is defined as the ``k`` rows with the highest float64 dot product with the
-    query (ties: lower row id). One float32 matrix-vector product over all rows (the
-    vectorised scan) keeps every row within ``2 * dim * 2**-24`` of the k-th best (twice the
-    worst-case float32 rounding error of a dot product of unit vectors); only those few are
+    query, compared as :func:`rank_order` does (rounded, ties: lower row id). One float32
+    matrix-vector product over all rows (the vectorised scan) keeps every row within
+    ``2 * dim * 2**-24`` of the k-th best (twice the worst-case float32 rounding error of a dot
+    product of unit vectors), widened by the rounding of the ranking; only those few are
     rescored in float64, row by row, so the answer never depends on BLAS blocking.
     """
 
@@ -81,7 +133,7 @@ class NodeIndex:
         self.dim = dim
         self._x = np.zeros((64, dim), dtype=np.float32)  # [capacity, dim] unit rows
         self.n = 0
-        self.margin = 2.0 * dim * 2.0 ** -24
+        self.margin = 2.0 * dim * 2.0 ** -24 + 10.0 ** -RANK_DECIMALS
 
     @property
     def vectors(self) -> np.ndarray:
@@ -113,8 +165,9 @@ class NodeIndex:
 
     def topk(self, q: np.ndarray, k: int = 1) -> tuple[np.ndarray, np.ndarray]:
         """Row ids ``[k']`` and float64 cosines ``[k']`` of the ``k' = min(k, n)`` best rows."""
+        k = check_k(k)
         n = self.n
-        if n == 0 or k <= 0:
+        if n == 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0)
         k = min(k, n)
         q = np.asarray(q, dtype=np.float32)
@@ -136,6 +189,18 @@ def _unit(vector: np.ndarray) -> np.ndarray:
     return normalize_rows(np.asarray(vector, dtype=np.float32)[None])[0]
 
 
+def checked_vectors(x: Any, shape: tuple[int, ...], field: str, path: str | None = None) -> np.ndarray:
+    """``x`` as float32 of exactly ``shape``, finite, with no all-zero vector (last axis); else a DataError."""
+    a = np.asarray(x)
+    if a.shape != shape or a.dtype.kind not in "fiu":
+        raise DataError(field, f"expected numbers of shape {list(shape)}, got {a.dtype.name} {list(a.shape)}", path)
+    a = check_finite(a.astype(np.float32), field, path)  # a float64 beyond float32's range becomes inf: refused
+    zero = ~a.reshape(-1, shape[-1]).any(axis=1) if a.size else np.zeros(0, bool)
+    if zero.any():
+        raise DataError(field, f"vector {int(np.argmax(zero))} is all zeros (it has no direction)", path)
+    return a
+
+
 # ============================================================================ the graph
 @dataclass(frozen=True)
 class GraphConfig:
@@ -145,8 +210,18 @@ class GraphConfig:
     image_dim: int
     text_embedder: str  # name of the intent-text embedder
     text_dim: int
-    tau: float = 0.9  # merge a screen into its nearest node at cosine >= tau
+    tau: float = 0.9  # merge a screen into its nearest node at cosine >= tau (within COSINE_ATOL)
     theta: float = 0.9  # drop an edge as duplicate at intent cosine >= theta (same target, success)
+
+    def __post_init__(self) -> None:
+        for name in ("image_embedder", "text_embedder"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value:
+                raise DataError(name, f"expected an embedder name, got {value!r:.60}")
+        for name in ("image_dim", "text_dim"):
+            check_number(getattr(self, name), name, lo=1, integer=True)
+        for name in ("tau", "theta"):  # cosines: a threshold outside [-1, 1] merges (dedups) all or nothing
+            check_number(getattr(self, name), name, lo=-1.0, hi=1.0)
 
 
 @dataclass(frozen=True)
@@ -180,6 +255,17 @@ class IngestReport:
     edges_dropped: int = 0  # duplicates
 
 
+@dataclass(frozen=True)
+class CheckedEpisode:
+    """An episode :meth:`MemoryGraph.check_episode` accepted: ready to ingest, nothing left to fail."""
+
+    id: str
+    digest: str
+    subgoals: tuple[Subgoal, ...]  # by index
+    intents: np.ndarray  # [len(subgoals), text_dim] float32, aligned with ``subgoals``
+    screens: tuple[tuple[int, str, np.ndarray], ...]  # (step position, screenshot, [image_dim] vector), step order
+
+
 def episode_hash(subgoals: Sequence[Subgoal]) -> str:
     """sha256 of an episode's subgoals (canonical JSON, in index order)."""
     payload = json.dumps([s.to_dict() for s in subgoals], sort_keys=True, separators=(",", ":"))
@@ -199,6 +285,20 @@ def boundary_screens(subgoals: Sequence[Subgoal]) -> list[tuple[int, str]]:
                 raise DataError("from_screenshot", f"episode {s.episode_id!r}: step {pos} has two screenshots "
                                 f"({screens[pos]!r} and {shot!r})")
     return sorted(screens.items())
+
+
+def check_subgoals(subgoals: Any, path: str | None = None) -> list[Subgoal]:
+    """``subgoals`` as a list if every item is a :class:`Subgoal` whose screenshots are store-relative paths."""
+    out = list(subgoals)
+    for i, s in enumerate(out):
+        if not isinstance(s, Subgoal):
+            raise DataError(f"subgoals[{i}]", f"expected a Subgoal, got {type(s).__name__}", path)
+        for name in ("from_screenshot", "to_screenshot"):
+            try:
+                relative_path(getattr(s, name), name)
+            except DataError as err:
+                raise DataError(name, f"subgoal {s.id}: {err.message}", path) from None
+    return out
 
 
 class MemoryGraph:
@@ -241,10 +341,13 @@ class MemoryGraph:
 
     # ------------------------------------------------------------------ building
     def add_screen(self, vector: np.ndarray, screenshot: str) -> int:
-        """Merge a unit screen embedding into its nearest node (cosine >= tau) or make a new node."""
-        v = _unit(vector)
+        """Merge a screen embedding into its nearest node (cosine >= tau) or make a new node."""
+        v = _unit(checked_vectors(vector, (self.config.image_dim,), "vector"))
+        return self._add_screen(v, relative_path(screenshot, "screenshot"))
+
+    def _add_screen(self, v: np.ndarray, screenshot: str) -> int:
         ids, scores = self.index.topk(v, 1)
-        if len(ids) and scores[0] >= self.config.tau:
+        if len(ids) and reaches(scores[0], self.config.tau):
             node = int(ids[0])
             self._sums[node] += v
             attrs = self.graph.nodes[node]
@@ -268,10 +371,19 @@ class MemoryGraph:
         if not rows:
             return False
         cosines = exact_scores(self._intents[rows], _unit(intent))
-        return bool((cosines >= self.config.theta).any())
+        return bool(reaches(cosines, self.config.theta).any())
 
     def add_edge(self, source: int, target: int, subgoal: Subgoal, intent: np.ndarray) -> Edge | None:
         """Store a subgoal edge unless it duplicates an earlier one from ``source``; None if dropped."""
+        for name, node in (("source", source), ("target", target)):
+            if isinstance(node, bool) or not isinstance(node, (int, np.integer)) or node not in self.graph:
+                raise DataError(name, f"no node {node!r} in the graph ({self.n_nodes} nodes)")
+        if not isinstance(subgoal, Subgoal):
+            raise DataError("subgoal", f"expected a Subgoal, got {type(subgoal).__name__}")
+        return self._add_edge(int(source), int(target), subgoal,
+                              checked_vectors(intent, (self.config.text_dim,), "intent"))
+
+    def _add_edge(self, source: int, target: int, subgoal: Subgoal, intent: np.ndarray) -> Edge | None:
         self.subgoals_seen += 1
         if self.is_duplicate(source, target, subgoal.success, intent):
             self.duplicates_dropped += 1
@@ -285,51 +397,72 @@ class MemoryGraph:
         self.graph.add_edge(source, target, key=eid, success=subgoal.success, subgoal_id=subgoal.id)
         return edge
 
-    def add_episode(self, subgoals: Sequence[Subgoal], screen_vectors: Mapping[str, np.ndarray],
-                    intent_vectors: np.ndarray, report: IngestReport | None = None) -> IngestReport:
-        """Ingest one episode's subgoals (sorted by index) given their embeddings.
+    def check_episode(self, subgoals: Sequence[Subgoal], screen_vectors: Mapping[str, np.ndarray],
+                      intent_vectors: np.ndarray) -> CheckedEpisode | None:
+        """Check one episode's subgoals and embeddings completely, changing nothing; None when the
+        episode is already in the graph with the same content (a DataError when with other content).
 
         Args:
-            subgoals: one episode's subgoals.
-            screen_vectors: unit image embedding per screenshot path.
-            intent_vectors: ``[len(subgoals), text_dim]`` unit embeddings of ``subgoal.text``.
-            report: counts to add to (a new one when None).
+            subgoals: one episode's subgoals (at least one; any order).
+            screen_vectors: image embedding ``[image_dim]`` per screenshot path.
+            intent_vectors: ``[len(subgoals), text_dim]`` embeddings of ``subgoal.text``, aligned with ``subgoals``.
         """
-        report = report if report is not None else IngestReport()
+        subgoals = check_subgoals(subgoals)
         if not subgoals:
-            return report
+            raise DataError("subgoals", "an episode needs at least one subgoal")
+        intents = checked_vectors(intent_vectors, (len(subgoals), self.config.text_dim), "intent_vectors")
         order = sorted(range(len(subgoals)), key=lambda i: subgoals[i].index)
         subgoals = [subgoals[i] for i in order]
-        intent_vectors = np.asarray(intent_vectors, dtype=np.float32)[order]  # [len(subgoals), text_dim]
         eid = subgoals[0].episode_id
         if any(s.episode_id != eid for s in subgoals):
             raise DataError("episode_id", f"add_episode got subgoals of several episodes ({eid!r}, ...)")
+        if len({s.index for s in subgoals}) != len(subgoals):
+            raise DataError("index", f"episode {eid!r} has two subgoals with the same index")
         digest = episode_hash(subgoals)
         if eid in self.episodes:
             if self.episodes[eid] != digest:
                 raise DataError("episode_id", f"episode {eid!r} was already ingested with different subgoals")
-            report.episodes_skipped += 1
-            return report
-        nodes_before = self.n_nodes
-        node_at: dict[int, int] = {}
+            return None
+        screens = []
         for pos, shot in boundary_screens(subgoals):
             if shot not in screen_vectors:
                 raise DataError("from_screenshot", f"no embedding given for screenshot {shot!r} of episode {eid!r}")
-            node_at[pos] = self.add_screen(screen_vectors[shot], shot)
-            report.screens += 1
-        for s, intent in zip(subgoals, intent_vectors):
-            edge = self.add_edge(node_at[s.first_step], node_at[s.last_step + 1], s, intent)
+            v = checked_vectors(screen_vectors[shot], (self.config.image_dim,), f"screen_vectors[{shot!r}]")
+            screens.append((pos, shot, _unit(v)))
+        return CheckedEpisode(eid, digest, tuple(subgoals), intents[order], tuple(screens))
+
+    def ingest(self, episode: CheckedEpisode, report: IngestReport | None = None) -> IngestReport:
+        """Add an episode :meth:`check_episode` accepted (with no other episode of its id added since)."""
+        report = report if report is not None else IngestReport()
+        nodes_before = self.n_nodes
+        node_at = {pos: self._add_screen(v, shot) for pos, shot, v in episode.screens}
+        report.screens += len(episode.screens)
+        for s, intent in zip(episode.subgoals, episode.intents):
+            edge = self._add_edge(node_at[s.first_step], node_at[s.last_step + 1], s, intent)
             report.edges_added += edge is not None
             report.edges_dropped += edge is None
-        self.episodes[eid] = digest
+        self.episodes[episode.id] = episode.digest
         report.episodes_added += 1
         report.nodes_created += self.n_nodes - nodes_before
         return report
 
+    def add_episode(self, subgoals: Sequence[Subgoal], screen_vectors: Mapping[str, np.ndarray],
+                    intent_vectors: np.ndarray, report: IngestReport | None = None) -> IngestReport:
+        """Ingest one episode's subgoals given their embeddings (see :meth:`check_episode`); an
+        episode refused with a DataError leaves the graph exactly as it was."""
+        report = report if report is not None else IngestReport()
+        if len(subgoals) == 0:
+            return report
+        checked = self.check_episode(subgoals, screen_vectors, intent_vectors)
+        if checked is None:
+            report.episodes_skipped += 1
+            return report
+        return self.ingest(checked, report)
+
     # ------------------------------------------------------------------ querying
     def nearest_nodes(self, vector: np.ndarray, k: int = 1) -> list[tuple[int, float]]:
-        """The ``k`` most similar nodes and their cosines (descending; ties to the lower id)."""
-        ids, scores = self.index.topk(_unit(vector), k)
+        """The ``k`` most similar nodes and their cosines (best first, see :func:`rank_order`)."""
+        ids, scores = self.index.topk(_unit(checked_vectors(vector, (self.config.image_dim,), "vector")), k)
         return [(int(i), float(s)) for i, s in zip(ids, scores)]
 
     def out_edges(self, node: int) -> tuple[Edge, ...]:
@@ -357,9 +490,10 @@ class MemoryGraph:
     # ------------------------------------------------------------------ files
     def save(self, path: str | Path) -> Path:
         """Write the graph as a folder of plain files, atomically (see the module docstring)."""
-        return atomic_write_dir(Path(path), self._write_files, kind=FORMAT)
+        return atomic_write_dir(Path(path), self.write_files, kind=FORMAT, legacy=is_legacy_graph)
 
-    def _write_files(self, folder: Path) -> None:
+    def write_files(self, folder: Path) -> None:
+        """The graph's files into ``folder`` (a memory's save adds its own beside them)."""
         c = self.config
         manifest = {"format": FORMAT, "format_version": FORMAT_VERSION,
                     "image_embedder": c.image_embedder, "image_dim": c.image_dim,
@@ -367,73 +501,141 @@ class MemoryGraph:
                     "tau": c.tau, "theta": c.theta, **self.stats()}
         nodes = [{"id": n, "count": d["count"], "screenshots": d["screenshots"]}
                  for n, d in sorted(self.graph.nodes(data=True))]
-        _write_json(folder / MANIFEST, manifest)
-        _write_json(folder / NODES, nodes)
-        _write_json(folder / EPISODES, [{"id": e, "sha256": h} for e, h in self.episodes.items()])
-        with open(folder / EDGES, "w", encoding="utf-8") as f:
-            for e in self.edges:
-                f.write(json.dumps({"id": e.id, "source": e.source, "target": e.target,
-                                    "subgoal": e.subgoal.to_dict()}, sort_keys=True) + "\n")
+        write_json(folder / MANIFEST, manifest)
+        write_json(folder / NODES, nodes)
+        write_json(folder / EPISODES, [{"id": e, "sha256": h} for e, h in self.episodes.items()])
+        write_jsonl(folder / EDGES, ({"id": e.id, "source": e.source, "target": e.target,
+                                     "subgoal": e.subgoal.to_dict()} for e in self.edges))
         np.save(folder / NODE_SUMS, self.node_sums, allow_pickle=False)
         np.save(folder / EDGE_INTENTS, self.edge_intents, allow_pickle=False)
 
     @classmethod
     def load(cls, path: str | Path, expect: GraphConfig | None = None) -> "MemoryGraph":
-        """Read a saved graph; with ``expect``, refuse one made with other embedders or dimensions.
+        """Read a saved graph, every file checked against the manifest; with ``expect``, refuse one
+        made with other embedders or dimensions.
 
         ``tau``/``theta`` come from the manifest (a graph's structure depends on them); a
         caller who wants other thresholds rebuilds.
         """
         folder = readable_dir(Path(path), "saved memory")
-        manifest = _read_json(folder / MANIFEST)
+        manifest, config = _read_manifest(folder)
         mpath = str(folder / MANIFEST)
-        if manifest.get("format") != FORMAT:
-            raise DataError("format", f"expected {FORMAT!r}, got {manifest.get('format')!r}", mpath)
-        if manifest.get("format_version") != FORMAT_VERSION:
-            raise DataError("format_version", f"expected {FORMAT_VERSION}, got {manifest.get('format_version')!r}", mpath)
-        try:
-            config = GraphConfig(str(manifest["image_embedder"]), int(manifest["image_dim"]),
-                                 str(manifest["text_embedder"]), int(manifest["text_dim"]),
-                                 float(manifest["tau"]), float(manifest["theta"]))
-        except KeyError as err:
-            raise DataError(err.args[0], "missing", mpath) from None
         if expect is not None:
             for name in ("image_embedder", "image_dim", "text_embedder", "text_dim"):
                 got, want = getattr(config, name), getattr(expect, name)
                 if got != want:
                     raise DataError(name, f"graph was built with {name}={got!r} but the caller uses {want!r}; "
                                     "rebuild the graph with this embedder", mpath)
+        count = {key: check_number(manifest.get(key), key, lo=0, integer=True, path=mpath)
+                 for key in ("nodes", "edges", "episodes", "subgoals_seen", "duplicates_dropped")}
         g = cls(config)
-        sums = _read_npy(folder / NODE_SUMS, np.float64, config.image_dim)
-        intents = _read_npy(folder / EDGE_INTENTS, np.float32, config.text_dim)
-        nodes = _read_json(folder / NODES)
-        if not isinstance(nodes, list) or len(nodes) != len(sums):
-            raise DataError("nodes", f"{len(nodes) if isinstance(nodes, list) else '?'} nodes but "
-                            f"{len(sums)} rows in {NODE_SUMS}", str(folder / NODES))
-        for i, d in enumerate(nodes):
-            if not isinstance(d, dict) or d.get("id") != i:
-                raise DataError(f"[{i}].id", f"expected node id {i}", str(folder / NODES))
-            g.graph.add_node(i, count=int(d["count"]), screenshots=list(d["screenshots"]))
+        sums = read_npy(folder / NODE_SUMS, "node_sums", np.float64, (count["nodes"], config.image_dim))
+        intents = read_npy(folder / EDGE_INTENTS, "edge_intents", np.float32, (count["edges"], config.text_dim))
+        for i, (count_i, shots) in enumerate(_read_nodes(folder / NODES, count["nodes"])):
+            g.graph.add_node(i, count=count_i, screenshots=shots)
         g._sums = sums.copy() if len(sums) else g._sums
         g.index.extend(normalize_rows(sums))
-        for line_no, e in enumerate(_read_jsonl(folder / EDGES)):
-            try:
-                sg = Subgoal.from_dict(e["subgoal"])
-                edge = Edge(int(e["id"]), int(e["source"]), int(e["target"]), sg)
-            except (KeyError, TypeError, ValueError) as err:
-                raise DataError(f"line {line_no + 1}", f"bad edge: {err}", str(folder / EDGES)) from None
-            if edge.id != line_no or not (0 <= edge.source < len(sums) and 0 <= edge.target < len(sums)):
-                raise DataError(f"line {line_no + 1}", "edge id out of order or node out of range", str(folder / EDGES))
+        g.episodes = _read_episodes(folder / EPISODES, count["episodes"])
+        for edge in _read_edges(folder / EDGES, count["edges"], count["nodes"]):
             g.edges.append(edge)
-            g.graph.add_edge(edge.source, edge.target, key=edge.id, success=sg.success, subgoal_id=sg.id)
-        if len(g.edges) != len(intents):
-            raise DataError("edges", f"{len(g.edges)} edges but {len(intents)} rows in {EDGE_INTENTS}",
-                            str(folder / EDGES))
+            g.graph.add_edge(edge.source, edge.target, key=edge.id, success=edge.subgoal.success,
+                             subgoal_id=edge.subgoal.id)
         g._intents = intents.copy() if len(intents) else g._intents
-        g.episodes = {d["id"]: d["sha256"] for d in _read_json(folder / EPISODES)}
-        g.subgoals_seen = int(manifest.get("subgoals_seen", len(g.edges)))
-        g.duplicates_dropped = int(manifest.get("duplicates_dropped", 0))
+        g.subgoals_seen, g.duplicates_dropped = count["subgoals_seen"], count["duplicates_dropped"]
+        if g.subgoals_seen != g.n_edges + g.duplicates_dropped:
+            raise DataError("subgoals_seen", f"{g.subgoals_seen} subgoals seen, but {g.n_edges} edges kept and "
+                            f"{g.duplicates_dropped} dropped", mpath)
+        for key, value in g.stats().items():
+            if manifest.get(key) != value:
+                raise DataError(key, f"the manifest says {manifest.get(key)!r:.40}, the files give {value!r}", mpath)
         return g
+
+
+def is_legacy_graph(folder: Path) -> bool:
+    """Whether ``folder`` holds exactly a graph saved before kind markers (its manifest names the format)."""
+    try:
+        names = {p.name for p in folder.iterdir()}
+        manifest = read_json(folder / MANIFEST)
+    except (DataError, OSError):
+        return False
+    return names == GRAPH_FILES and isinstance(manifest, dict) and manifest.get("format") == FORMAT
+
+
+def _read_manifest(folder: Path) -> tuple[dict[str, Any], GraphConfig]:
+    """The manifest of the graph in ``folder`` and the config it records, both checked."""
+    mpath = str(folder / MANIFEST)
+    manifest = read_json(folder / MANIFEST)
+    if not isinstance(manifest, dict):
+        raise DataError("manifest", f"expected an object, got {type(manifest).__name__}", mpath)
+    if manifest.get("format") != FORMAT:
+        raise DataError("format", f"expected {FORMAT!r}, got {manifest.get('format')!r:.60}", mpath)
+    if manifest.get("format_version") != FORMAT_VERSION:
+        raise DataError("format_version", f"expected {FORMAT_VERSION}, got {manifest.get('format_version')!r:.60}",
+                        mpath)
+    names = ("image_embedder", "image_dim", "text_embedder", "text_dim", "tau", "theta")
+    for name in names:
+        if name not in manifest:
+            raise DataError(name, "missing", mpath)
+    try:
+        return manifest, GraphConfig(*(manifest[name] for name in names))
+    except DataError as err:
+        raise err.at(mpath) from None
+
+
+def _read_nodes(path: Path, n: int) -> list[tuple[int, list[str]]]:
+    """``(count, screenshots)`` of each node in ``nodes.json``, which must hold nodes ``0..n-1`` in order."""
+    nodes = read_json(path)
+    if not isinstance(nodes, list) or len(nodes) != n:
+        got = f"{len(nodes)} nodes" if isinstance(nodes, list) else type(nodes).__name__
+        raise DataError("nodes", f"expected a list of the manifest's {n} nodes, got {got}", str(path))
+    out = []
+    for i, d in enumerate(nodes):
+        if not isinstance(d, dict) or d.get("id") != i:
+            raise DataError(f"[{i}].id", f"expected node id {i}", str(path))
+        count = check_number(d.get("count"), f"[{i}].count", lo=1, integer=True, path=str(path))
+        shots = d.get("screenshots")
+        if not isinstance(shots, list) or not shots or len(set(map(str, shots))) != len(shots):
+            raise DataError(f"[{i}].screenshots", "expected a non-empty list of distinct paths", str(path))
+        out.append((count, [relative_path(s, f"[{i}].screenshots[{j}]", str(path)) for j, s in enumerate(shots)]))
+    return out
+
+
+def _read_episodes(path: Path, n: int) -> dict[str, str]:
+    """Episode id -> content hash from ``episodes.json`` (``n`` distinct ids, in ingest order)."""
+    rows = read_json(path)
+    if not isinstance(rows, list) or len(rows) != n:
+        got = f"{len(rows)} episodes" if isinstance(rows, list) else type(rows).__name__
+        raise DataError("episodes", f"expected a list of the manifest's {n} episodes, got {got}", str(path))
+    out: dict[str, str] = {}
+    for i, d in enumerate(rows):
+        if not isinstance(d, dict) or not isinstance(d.get("id"), str) or d["id"] in out:
+            raise DataError(f"[{i}].id", "expected a distinct episode id", str(path))
+        if not isinstance(d.get("sha256"), str) or not _SHA256.match(d["sha256"]):
+            raise DataError(f"[{i}].sha256", f"expected 64 hex digits, got {d.get('sha256')!r:.80}", str(path))
+        out[d["id"]] = d["sha256"]
+    return out
+
+
+def _read_edges(path: Path, n: int, n_nodes: int) -> list[Edge]:
+    """The ``n`` edges of ``edges.jsonl``: ids in line order, between nodes that exist, valid subgoals."""
+    rows = read_jsonl(path)
+    if len(rows) != n:
+        raise DataError("edges", f"the manifest counts {n} edges, the file holds {len(rows)}", str(path))
+    out = []
+    for i, (lineno, e) in enumerate(rows):
+        where = f"{path}, line {lineno}"
+        if not isinstance(e, dict) or e.get("id") != i:
+            raise DataError("id", f"expected edge id {i}", where)
+        for name in ("source", "target"):
+            check_number(e.get(name), name, lo=0, hi=n_nodes - 1, integer=True, path=where)
+        if not isinstance(e.get("subgoal"), dict):
+            raise DataError("subgoal", f"expected an object, got {e.get('subgoal')!r:.60}", where)
+        try:
+            sg = check_subgoals([Subgoal.from_dict(e["subgoal"])])[0]
+        except DataError as err:
+            raise err.at(where, "subgoal") from None
+        out.append(Edge(i, e["source"], e["target"], sg))
+    return out
 
 
 # ============================================================================ analysis
@@ -472,9 +674,6 @@ def draw_graph(graph: MemoryGraph, store_root: str | Path, ax: Any, max_nodes: i
     """
     from matplotlib.offsetbox import AnnotationBbox, OffsetImage
 
-    from guimem.models.embedding import open_image
-    from guimem.viz.plotting import SUCCESS_COLORS
-
     nodes = neighbourhood(graph, max_nodes)
     sub = graph.graph.subgraph(nodes)
     pos = nx.spring_layout(nx.Graph(sub), seed=seed, k=2.0 / max(1, len(nodes)) ** 0.5)
@@ -485,7 +684,7 @@ def draw_graph(graph: MemoryGraph, store_root: str | Path, ax: Any, max_nodes: i
             arrowstyle="-|>", color=SUCCESS_COLORS[success], lw=0.8, alpha=0.8,
             connectionstyle=f"arc3,rad={rad}", shrinkA=12, shrinkB=12))
     for n in nodes:
-        image = open_image(Path(store_root) / graph.node_screenshots(n)[0]).resize(thumb)
+        image = open_image(file_inside(store_root, graph.node_screenshots(n)[0], "screenshot")).resize(thumb)
         ax.add_artist(AnnotationBbox(OffsetImage(np.asarray(image), zoom=1.0), pos[n], frameon=True, pad=0.1))
         ax.annotate(f"{n} (x{graph.graph.nodes[n]['count']})", pos[n], xytext=(0, -thumb[1] / 2 - 6),
                     textcoords="offset points", ha="center", fontsize=6)
@@ -502,11 +701,12 @@ def add_subgoals(graph: MemoryGraph, subgoals: Sequence[Subgoal], image_embedder
     """Embed and ingest subgoals (episodes in order of first appearance); returns the counts.
 
     Episodes already in the graph with the same content are skipped before anything is embedded.
+    Every episode is checked before the first is ingested: a DataError leaves the graph as it was.
     """
     _check_embedders(graph.config, image_embedder, text_embedder)
     report = IngestReport()
     todo = []
-    for eid, group in group_by_episode(subgoals).items():
+    for eid, group in group_by_episode(check_subgoals(subgoals)).items():
         if graph.episodes.get(eid) == episode_hash(group):
             report.episodes_skipped += 1
         else:
@@ -515,10 +715,10 @@ def add_subgoals(graph: MemoryGraph, subgoals: Sequence[Subgoal], image_embedder
     screens = embed_screenshots(image_embedder, store_root, shots, progress=progress)
     texts = [s.text for group in todo for s in group]
     intents = text_embedder.embed(texts) if texts else np.zeros((0, graph.config.text_dim), np.float32)
-    start = 0
-    for group in todo:
-        graph.add_episode(group, screens, intents[start: start + len(group)], report)
-        start += len(group)
+    starts = np.cumsum([0] + [len(group) for group in todo])
+    checked = [graph.check_episode(group, screens, intents[a:b]) for group, a, b in zip(todo, starts, starts[1:])]
+    for episode in checked:
+        graph.ingest(episode, report)
     return report
 
 
@@ -538,47 +738,3 @@ def _check_embedders(config: GraphConfig, image_embedder: ImageEmbedder, text_em
                             ("text_dim", text_embedder.dim, config.text_dim)):
         if got != want:
             raise DataError(name, f"the graph uses {want!r} but the embedder given is {got!r}")
-
-
-# ============================================================================ files
-def _write_json(path: Path, obj: Any) -> None:
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(obj, f, indent=1, sort_keys=True)
-        f.write("\n")
-
-
-def _read_json(path: Path) -> Any:
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except FileNotFoundError:
-        raise DataError(path.name, "file missing", str(path)) from None
-    except json.JSONDecodeError as err:
-        raise DataError(f"line {err.lineno}", f"malformed JSON: {err.msg}", str(path)) from None
-
-
-def _read_jsonl(path: Path) -> list[dict]:
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        raise DataError(path.name, "file missing", str(path)) from None
-    out = []
-    for i, line in enumerate(lines):
-        try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError as err:
-            raise DataError(f"line {i + 1}", f"malformed JSON: {err.msg}", str(path)) from None
-    return out
-
-
-def _read_npy(path: Path, dtype: type, dim: int) -> np.ndarray:
-    try:
-        x = np.load(path, allow_pickle=False)
-    except FileNotFoundError:
-        raise DataError(path.name, "file missing", str(path)) from None
-    except ValueError as err:
-        raise DataError(path.name, f"unreadable array: {err}", str(path)) from None
-    if x.ndim != 2 or x.shape[1] != dim or x.dtype != dtype:
-        raise DataError("shape", f"expected {np.dtype(dtype).name} [n, {dim}], got {x.dtype.name} {list(x.shape)}",
-                        str(path))
-    return x

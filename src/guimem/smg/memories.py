@@ -29,14 +29,19 @@ edge came from (ties: edge id) when ``rank_by="goal"`` (the default), or by edge
 Success labels come from the segmentation's judge (a step inherits its subgoal's label, a
 trajectory its last subgoal's), never from the world's ground truth. Building reads
 embeddings through the content-hash cache, so memories over any subset of episodes (the
-actor's k-fold memories) are cheap. Everything is deterministic.
+actor's k-fold memories) are cheap. Everything is deterministic; rankings compare scores
+rounded as :func:`guimem.smg.graph.rank_order` does, so they agree across machines.
+
+Adding is all or nothing: every episode, unit, path and embedding is checked before a memory
+changes. A memory is saved as a folder of kind ``guimem.memory`` (through
+:func:`guimem.core.io.atomic_write_dir`) and loading checks every file and field against its
+``memory.json`` (thresholds, ``k``, style, counts, ids, paths, finite vectors).
 """
 
 from __future__ import annotations
 
-import json
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping, Protocol, Sequence
@@ -44,9 +49,29 @@ from typing import Any, Mapping, Protocol, Sequence
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-from guimem.core.data import Action, DataError, Episode, Subgoal, UIElement, group_by_episode
+from guimem.core.data import (
+    SUCCESS_LABELS,
+    Action,
+    DataError,
+    Episode,
+    Subgoal,
+    UIElement,
+    check_unique_ids,
+    group_by_episode,
+)
 from guimem.core.describe import describe_actions, target_element
-from guimem.core.io import atomic_write_dir, readable_dir
+from guimem.core.io import (
+    atomic_write_dir,
+    check_number,
+    file_inside,
+    read_json,
+    read_jsonl,
+    read_npy,
+    readable_dir,
+    relative_path,
+    write_json,
+    write_jsonl,
+)
 from guimem.models.embedding import (
     DEFAULT_CACHE_DIR,
     ImageEmbedder,
@@ -57,19 +82,29 @@ from guimem.models.embedding import (
     embed_screenshots,
     open_image,
 )
+from guimem.models.tokenizer import words
+from guimem.smg.annotate import effect_of
 from guimem.smg.graph import (
+    GRAPH_FILES,
     GraphConfig,
     MemoryGraph,
     NodeIndex,
     boundary_screens,
+    check_k,
+    check_subgoals,
+    checked_vectors,
     episode_hash,
     exact_scores,
+    rank_order,
 )
+from guimem.smg.screens import screen_contexts
 
 MEMORIES: tuple[str, ...] = ("smg", "flat", "action_graph", "task_graph")
 KINDS = {"smg": "subgoal", "flat": "subgoal", "action_graph": "step", "task_graph": "task"}
 MEMORY_FILE, ITEMS_FILE, FLAT_VECTORS = "memory.json", "items.jsonl", "flat_vectors.npy"
 MEMORY_FORMAT_VERSION = 1
+MEMORY_KIND = "guimem.memory"
+MIN_PANEL = 8  # pixels: the smallest side of one item's panel in the memory image
 
 
 # ============================================================================ retrieved items
@@ -105,13 +140,43 @@ class MemoryItem:
         return d
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "MemoryItem":
-        return cls(id=d["id"], kind=d["kind"], episode_id=d["episode_id"], first_step=int(d["first_step"]),
-                   last_step=int(d["last_step"]), success=d["success"], goal=d["goal"], text=d["text"],
-                   effect=d["effect"], anchor=d["anchor"], outcome=d["outcome"],
-                   actions=tuple(Action.from_dict(a) for a in d["actions"]), phrases=tuple(d["phrases"]),
-                   targets=tuple(UIElement.from_dict(t) if t is not None else None for t in d["targets"]),
-                   score=float(d.get("score", 0.0)), goal_score=d.get("goal_score"), node=d.get("node"))
+    def from_dict(cls, d: Mapping[str, Any], path: str | None = None) -> "MemoryItem":
+        """An item read back, every field checked; a :class:`DataError` at ``path`` names the bad one."""
+        if not isinstance(d, Mapping):
+            raise DataError("item", f"expected an object, got {type(d).__name__}", path)
+        for name in ("id", "kind", "episode_id", "success", "goal", "text", "effect", "anchor", "outcome"):
+            if not isinstance(d.get(name), str):
+                raise DataError(name, f"expected a string, got {d.get(name)!r:.60}", path)
+        for name, allowed in (("kind", tuple(dict.fromkeys(KINDS.values()))), ("success", SUCCESS_LABELS)):
+            if d[name] not in allowed:
+                raise DataError(name, f"expected one of {allowed}, got {d[name]!r:.60}", path)
+        for name in ("anchor", "outcome"):
+            relative_path(d[name], name, path)
+        first = check_number(d.get("first_step"), "first_step", lo=0, integer=True, path=path)
+        last = check_number(d.get("last_step"), "last_step", lo=first, integer=True, path=path)
+        n = last - first + 1
+        for name in ("actions", "phrases", "targets"):
+            if not isinstance(d.get(name), list) or len(d[name]) != n:
+                raise DataError(name, f"expected a list of {n} (steps {first}..{last}), got {d.get(name)!r:.60}", path)
+        if not all(isinstance(t, str) for t in d["phrases"]):
+            raise DataError("phrases", "expected strings", path)
+        actions, targets = [], []
+        for j, (a, t) in enumerate(zip(d["actions"], d["targets"])):
+            try:
+                actions.append(Action.from_dict(a))
+            except DataError as err:
+                raise err.at(path, f"actions[{j}]") from None
+            try:
+                targets.append(UIElement.from_dict(t) if t is not None else None)
+            except DataError as err:
+                raise err.at(path, f"targets[{j}]") from None
+        goal_score, node = d.get("goal_score"), d.get("node")
+        return cls(id=d["id"], kind=d["kind"], episode_id=d["episode_id"], first_step=first, last_step=last,
+                   success=d["success"], goal=d["goal"], text=d["text"], effect=d["effect"], anchor=d["anchor"],
+                   outcome=d["outcome"], actions=tuple(actions), phrases=tuple(d["phrases"]), targets=tuple(targets),
+                   score=float(check_number(d.get("score", 0.0), "score", path=path)),
+                   goal_score=None if goal_score is None else check_number(goal_score, "goal_score", path=path),
+                   node=None if node is None else check_number(node, "node", lo=0, integer=True, path=path))
 
 
 @dataclass(frozen=True)
@@ -131,6 +196,12 @@ class Retrieved:
                 "items": [i.to_dict() for i in self.items]}
 
 
+def grid_shape(n: int) -> tuple[int, int]:
+    """(rows, cols) of a square grid holding ``n`` panels; each panel keeps the canvas aspect."""
+    side = max(1, math.ceil(math.sqrt(n)))
+    return side, side
+
+
 @dataclass(frozen=True)
 class RenderStyle:
     """How much of a retrieval the actor is shown, in words and in pixels (the same items)."""
@@ -140,6 +211,23 @@ class RenderStyle:
     show_goal: bool = True  # the past task's goal
     show_effect: bool = True  # the effect sentence
     image_size: tuple[int, int] = (180, 360)  # (width, height) of the memory image (phone aspect)
+
+    def __post_init__(self) -> None:
+        check_number(self.max_items, "max_items", lo=1, integer=True)
+        check_number(self.max_actions, "max_actions", lo=1, integer=True)
+        for name in ("show_goal", "show_effect"):
+            if not isinstance(getattr(self, name), bool):
+                raise DataError(name, f"expected true or false, got {getattr(self, name)!r:.60}")
+        size = self.image_size
+        if not isinstance(size, (tuple, list)) or len(size) != 2:
+            raise DataError("image_size", f"expected (width, height), got {size!r:.60}")
+        for value in size:
+            check_number(value, "image_size", lo=1, integer=True)
+        rows, cols = grid_shape(self.max_items)
+        if min(size[0] // cols, size[1] // rows) < MIN_PANEL:
+            raise DataError("image_size", f"{size[0]}x{size[1]} pixels leave panels smaller than {MIN_PANEL} "
+                                          f"pixels for {self.max_items} items ({rows}x{cols})")
+        object.__setattr__(self, "image_size", tuple(size))
 
 
 class Memory(Protocol):
@@ -176,10 +264,8 @@ def _success_of_steps(subgoals: Sequence[Subgoal], n_steps: int) -> list[str]:
 
 
 def span_effects(episode: Episode, spans: Sequence[tuple[int, int]]) -> list[str]:
-    """The segmentation's effect sentence for each ``(first, last)`` span of ``episode``."""
-    from guimem.smg.annotate import effect_of
-    from guimem.smg.screens import screen_contexts  # the one definition of an effect
-
+    """The segmentation's effect sentence for each ``(first, last)`` span of ``episode`` (the one
+    definition of an effect, :func:`guimem.smg.annotate.effect_of`)."""
     obs = episode.observations
     ctx = screen_contexts(obs)
     return [effect_of(obs[a], obs[b + 1], ctx[a], ctx[b + 1]) for a, b in spans]
@@ -233,8 +319,13 @@ def units_for(memory: str, episode: Episode, subgoals: Sequence[Subgoal]) -> lis
 
 
 def _pair(episodes: Sequence[Episode], subgoals: Sequence[Subgoal]) -> list[tuple[Episode, list[Subgoal]]]:
-    """Each episode (in the given order) with its subgoals; subgoals of unknown episodes are an error."""
-    by_episode = group_by_episode(subgoals)
+    """Each episode (in the given order) with its subgoals; subgoals of unknown episodes, episodes
+    that are not :class:`Episode` or share an id, and subgoals with unsafe paths are errors."""
+    for i, e in enumerate(episodes):
+        if not isinstance(e, Episode):
+            raise DataError(f"episodes[{i}]", f"expected an Episode, got {type(e).__name__}")
+    check_unique_ids(episodes, "episodes")
+    by_episode = group_by_episode(check_subgoals(subgoals))
     ids = {e.id for e in episodes}
     stray = sorted(set(by_episode) - ids)
     if stray:
@@ -251,8 +342,10 @@ class _Base:
     def __init__(self, image_embedder: ImageEmbedder, text_embedder: TextEmbedder,
                  style: RenderStyle | None = None, k: int = 1):
         self.image_embedder, self.text_embedder = image_embedder, text_embedder
+        if style is not None and not isinstance(style, RenderStyle):
+            raise DataError("style", f"expected a RenderStyle, got {type(style).__name__}")
         self.style = style or RenderStyle()
-        self.k = k
+        self.k = check_k(k)
         self.store_root: Path | None = None
         self.items: dict[str, MemoryItem] = {}  # unit id -> item template (score 0)
         self._text_memo: dict[str, np.ndarray] = {}
@@ -266,17 +359,21 @@ class _Base:
             return np.zeros((0, self.text_embedder.dim), dtype=np.float32)
         return np.stack([self._text_memo[t] for t in texts])
 
-    def _set_store(self, store_root: str | Path) -> None:
+    def _check_store(self, store_root: str | Path) -> Path:
+        """``store_root`` as a path, refused if this memory already reads screenshots from another store."""
         root = Path(store_root)
         if self.store_root is not None and root != self.store_root:
             raise DataError("store_root", f"this memory reads screenshots from {self.store_root}, not {root}")
-        self.store_root = root
+        return root
+
+    def _k(self, k: int | None) -> int:
+        """The anchors to retrieve: ``k`` (an integer >= 1), or this memory's own when None."""
+        return self.k if k is None else check_k(k)
 
     def _query_vector(self, screenshot: Image.Image | np.ndarray) -> np.ndarray:
-        """A query screen's embedding (an array is taken as an embedding already)."""
-        if isinstance(screenshot, np.ndarray):
-            return screenshot.astype(np.float32)
-        return self.image_embedder.embed([screenshot])[0]
+        """A query screen's embedding (an array is taken as an embedding already), checked."""
+        v = screenshot if isinstance(screenshot, np.ndarray) else self.image_embedder.embed([screenshot])[0]
+        return checked_vectors(v, (self.image_embedder.dim,), "screenshot")
 
     def render_text(self, retrieved: Retrieved) -> str:
         return render_text(retrieved, self.style)
@@ -295,22 +392,24 @@ class _Base:
                 "style": {**self.style.__dict__, "image_size": list(self.style.image_size)}}
 
     def _write_items(self, folder: Path) -> None:
-        with open(folder / ITEMS_FILE, "w", encoding="utf-8") as f:
-            for key, item in self.items.items():
-                f.write(json.dumps({"unit": key, **item.to_dict()}, sort_keys=True) + "\n")
+        write_jsonl(folder / ITEMS_FILE, ({"unit": key, **item.to_dict()} for key, item in self.items.items()))
 
-    def _read_items(self, folder: Path) -> None:
+    def _read_items(self, folder: Path, units: Sequence[str]) -> None:
+        """Read ``items.jsonl``: one item per unit, its id ``<memory>:<unit>``; every unit of ``units`` present."""
         path = folder / ITEMS_FILE
-        try:
-            lines = path.read_text(encoding="utf-8").splitlines()
-        except FileNotFoundError:
-            raise DataError(ITEMS_FILE, "file missing", str(path)) from None
-        for i, line in enumerate(lines):
-            try:
-                d = json.loads(line)
-                self.items[d["unit"]] = MemoryItem.from_dict(d)
-            except (json.JSONDecodeError, KeyError, TypeError, ValueError) as err:
-                raise DataError(f"line {i + 1}", f"bad memory item: {err}", str(path)) from None
+        for lineno, d in read_jsonl(path):
+            where = f"{path}, line {lineno}"
+            unit = d.get("unit") if isinstance(d, dict) else None
+            if not isinstance(unit, str) or unit in self.items:
+                raise DataError("unit", f"expected a distinct unit id, got {unit!r:.60}", where)
+            item = MemoryItem.from_dict(d, where)
+            if item.id != f"{self.name}:{unit}" or item.kind != KINDS[self.name]:
+                raise DataError("id", f"a {self.name} item of unit {unit!r} is '{self.name}:{unit}' of kind "
+                                      f"{KINDS[self.name]!r}, got {item.id!r:.60} of kind {item.kind!r}", where)
+            self.items[unit] = item
+        missing = [u for u in units if u not in self.items]
+        if missing:
+            raise DataError("unit", f"no item for {len(missing)} stored unit(s), e.g. {missing[0]!r:.60}", str(path))
 
 
 # ============================================================================ graph memories
@@ -323,32 +422,36 @@ class GraphMemory(_Base):
         if name not in ("smg", "action_graph", "task_graph"):
             raise DataError("memory", f"{name!r} is not a graph memory")
         if rank_by not in ("goal", "id"):
-            raise DataError("rank_by", f"expected 'goal' or 'id', got {rank_by!r}")
+            raise DataError("rank_by", f"expected 'goal' or 'id', got {rank_by!r:.60}")
         super().__init__(image_embedder, text_embedder, style, k)
         self.name, self.rank_by = name, rank_by
         self.graph = MemoryGraph(GraphConfig(image_embedder.name, image_embedder.dim,
                                              text_embedder.name, text_embedder.dim, tau, theta))
 
     def add(self, episodes: Sequence[Episode], subgoals: Sequence[Subgoal], store_root: str | Path) -> None:
-        """Ingest episodes in order (units in step order); episodes already in the graph add nothing."""
-        self._set_store(store_root)
+        """Ingest episodes in order (units in step order); episodes already in the graph add nothing.
+        Everything is checked first: a DataError leaves the memory as it was."""
+        root = self._check_store(store_root)
         todo = []
         for episode, subs in _pair(episodes, subgoals):
             units = units_for(self.name, episode, subs)
             if units and self.graph.episodes.get(episode.id) != episode_hash(units):
                 todo.append((episode, units))
+        items = {u.id: make_item(self.name, u, episode) for episode, units in todo for u in units
+                 if u.id not in self.items}
         shots = [p for _, units in todo for _, p in boundary_screens(units)]
-        screens = embed_screenshots(self.image_embedder, store_root, shots)
-        for episode, units in todo:
-            intents = self._embed_texts([u.text for u in units])
-            self.graph.add_episode(units, screens, intents)
-            for u in units:
-                if u.id not in self.items:
-                    self.items[u.id] = make_item(self.name, u, episode)
+        screens = embed_screenshots(self.image_embedder, root, shots)
+        checked = [self.graph.check_episode(units, screens, self._embed_texts([u.text for u in units]))
+                   for _, units in todo]
+        for episode in checked:
+            if episode is not None:
+                self.graph.ingest(episode)
+        self.items.update(items)
+        self.store_root = root
 
     def retrieve(self, screenshot: Image.Image | np.ndarray, goal: str, k: int | None = None) -> Retrieved:
         """The top-k nodes for the screen and all their out-edges, ordered (see the module docstring)."""
-        hits = self.graph.retrieve(self._query_vector(screenshot), k or self.k)
+        hits = self.graph.retrieve(self._query_vector(screenshot), self._k(k))
         goal_vec = self._embed_texts([goal])[0] if self.rank_by == "goal" else None
         items = []
         for hit in hits:
@@ -357,7 +460,7 @@ class GraphMemory(_Base):
             if goal_vec is not None and edges:
                 sims = self._embed_texts([e.subgoal.goal for e in edges]).astype(np.float64) @ goal_vec
                 goal_scores = {e.id: float(s) for e, s in zip(edges, sims)}
-                edges.sort(key=lambda e: (-goal_scores[e.id], e.id))
+                edges = [edges[i] for i in rank_order(sims, np.array([e.id for e in edges]))]
             for e in edges:
                 items.append(replace(self.items[e.subgoal.id], score=hit.score, node=hit.node,
                                      goal_score=goal_scores.get(e.id)))
@@ -366,11 +469,11 @@ class GraphMemory(_Base):
     def save(self, path: str | Path) -> Path:
         """The graph files plus ``memory.json`` and ``items.jsonl``, written atomically."""
         def write(folder: Path) -> None:
-            self.graph._write_files(folder)
+            self.graph.write_files(folder)
             self._write_items(folder)
-            _write_json(folder / MEMORY_FILE, {**self._meta(), "rank_by": self.rank_by,
-                                               "tau": self.graph.config.tau, "theta": self.graph.config.theta})
-        return atomic_write_dir(Path(path), write, kind="guimem.memory")
+            write_json(folder / MEMORY_FILE, {**self._meta(), "rank_by": self.rank_by,
+                                              "tau": self.graph.config.tau, "theta": self.graph.config.theta})
+        return atomic_write_dir(Path(path), write, kind=MEMORY_KIND, legacy=is_legacy_memory)
 
 
 class TaskGraphMemory(GraphMemory):
@@ -384,8 +487,7 @@ class TaskGraphMemory(GraphMemory):
 
     def __init__(self, image_embedder: ImageEmbedder, text_embedder: TextEmbedder, tau: float = 0.9,
                  theta: float = 0.9, k: int = 1, alpha: float = 0.5, style: RenderStyle | None = None):
-        if not 0.0 <= alpha <= 1.0:
-            raise DataError("alpha", f"must be in [0, 1], got {alpha!r}")
+        check_number(alpha, "alpha", lo=0.0, hi=1.0)
         super().__init__("task_graph", image_embedder, text_embedder, tau, theta, k, "goal", style)
         self.alpha = alpha
 
@@ -394,12 +496,13 @@ class TaskGraphMemory(GraphMemory):
         g = self.graph
         if not g.n_edges:
             return Retrieved(self.name, ())
+        k = self._k(k)
         q = self._query_vector(screenshot)
-        screen = exact_scores(g.node_means, q / max(float(np.linalg.norm(q)), 1e-12))  # [nodes]
+        screen = exact_scores(g.node_means, q / float(np.linalg.norm(q)))  # [nodes]
         sources = np.array([e.source for e in g.edges])  # [edges]
         goals = exact_scores(g.edge_intents, self._embed_texts([goal])[0])  # [edges]
         combined = self.alpha * screen[sources] + (1 - self.alpha) * goals
-        order = np.lexsort((np.arange(len(combined)), -combined))[: k or self.k]
+        order = rank_order(combined)[:k]
         items = tuple(replace(self.items[g.edges[i].subgoal.id], score=float(screen[sources[i]]),
                               goal_score=float(goals[i]), node=int(sources[i])) for i in order)
         nodes = tuple(dict.fromkeys((int(sources[i]), float(screen[sources[i]])) for i in order))
@@ -423,21 +526,24 @@ class FlatMemory(_Base):
         self.episodes: set[str] = set()
 
     def add(self, episodes: Sequence[Episode], subgoals: Sequence[Subgoal], store_root: str | Path) -> None:
-        """Append every subgoal of episodes not yet in the memory, in episode then index order."""
-        self._set_store(store_root)
+        """Append every subgoal of episodes not yet in the memory, in episode then index order.
+        Everything is checked first: a DataError leaves the memory as it was."""
+        root = self._check_store(store_root)
         todo = [(e, units_for("flat", e, s)) for e, s in _pair(episodes, subgoals) if e.id not in self.episodes]
-        screens = embed_screenshots(self.image_embedder, store_root,
-                                    [u.from_screenshot for _, units in todo for u in units])
-        for episode, units in todo:
-            for u in units:
-                self.index.append(screens[u.from_screenshot])
-                self.units.append(u.id)
-                self.items[u.id] = make_item(self.name, u, episode)
-            self.episodes.add(episode.id)
+        items = [(u.id, make_item(self.name, u, episode)) for episode, units in todo for u in units]
+        screens = embed_screenshots(self.image_embedder, root, [u.from_screenshot for _, units in todo for u in units])
+        vectors = [checked_vectors(screens[u.from_screenshot], (self.image_embedder.dim,),
+                                   f"screen_vectors[{u.from_screenshot!r}]") for _, units in todo for u in units]
+        for (unit, item), v in zip(items, vectors):
+            self.index.append(v)
+            self.units.append(unit)
+            self.items[unit] = item
+        self.episodes.update(e.id for e, _ in todo)
+        self.store_root = root
 
     def retrieve(self, screenshot: Image.Image | np.ndarray, goal: str, k: int | None = None) -> Retrieved:
         """The k subgoals whose first screen is most similar (ties: earlier ingested first)."""
-        rows, scores = self.index.topk(self._query_vector(screenshot), k or self.k)
+        rows, scores = self.index.topk(self._query_vector(screenshot), self._k(k))
         return Retrieved(self.name, tuple(replace(self.items[self.units[r]], score=float(s))
                                           for r, s in zip(rows, scores)))
 
@@ -446,9 +552,9 @@ class FlatMemory(_Base):
         def write(folder: Path) -> None:
             self._write_items(folder)
             np.save(folder / FLAT_VECTORS, self.index.vectors, allow_pickle=False)
-            _write_json(folder / MEMORY_FILE, {**self._meta(), "units": self.units,
-                                               "episodes": sorted(self.episodes)})
-        return atomic_write_dir(Path(path), write, kind="guimem.memory")
+            write_json(folder / MEMORY_FILE, {**self._meta(), "units": self.units,
+                                              "episodes": sorted(self.episodes)})
+        return atomic_write_dir(Path(path), write, kind=MEMORY_KIND, legacy=is_legacy_memory)
 
 
 # ============================================================================ factory, files
@@ -461,11 +567,11 @@ def make_memory(name: str, image_embedder: ImageEmbedder, text_embedder: TextEmb
     (Task-Graph); ``rank_by`` applies to SMG and Action-Graph, ``alpha`` to Task-Graph.
     """
     if name == "flat":
-        return FlatMemory(image_embedder, text_embedder, k or 3, style)
+        return FlatMemory(image_embedder, text_embedder, 3 if k is None else k, style)
     if name == "task_graph":
-        return TaskGraphMemory(image_embedder, text_embedder, tau, theta, k or 1, alpha, style)
+        return TaskGraphMemory(image_embedder, text_embedder, tau, theta, 1 if k is None else k, alpha, style)
     if name in MEMORIES:
-        return GraphMemory(name, image_embedder, text_embedder, tau, theta, k or 1, rank_by, style)
+        return GraphMemory(name, image_embedder, text_embedder, tau, theta, 1 if k is None else k, rank_by, style)
     raise DataError("memory", f"unknown memory {name!r}; expected one of {MEMORIES}")
 
 
@@ -479,47 +585,90 @@ def build_memory(name: str, episodes: Sequence[Episode], subgoals: Sequence[Subg
 
 def load_memory(path: str | Path, image_embedder: ImageEmbedder, text_embedder: TextEmbedder,
                 store_root: str | Path | None = None) -> GraphMemory | FlatMemory:
-    """Read a saved memory; refuses one built with other embedders (names the file and field)."""
+    """Read a saved memory, every file checked; refuses one built with other embedders (names the file and field)."""
     folder = readable_dir(Path(path), "saved memory")
-    mpath = folder / MEMORY_FILE
-    try:
-        meta = json.loads(mpath.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise DataError(MEMORY_FILE, "file missing", str(mpath)) from None
-    except json.JSONDecodeError as err:
-        raise DataError(f"line {err.lineno}", f"malformed JSON: {err.msg}", str(mpath)) from None
+    mpath = str(folder / MEMORY_FILE)
+    meta = read_json(folder / MEMORY_FILE)
+    if not isinstance(meta, dict):
+        raise DataError("memory", f"expected an object, got {type(meta).__name__}", mpath)
     if meta.get("format_version") != MEMORY_FORMAT_VERSION:
-        raise DataError("format_version", f"expected {MEMORY_FORMAT_VERSION}, got {meta.get('format_version')!r}", str(mpath))
+        raise DataError("format_version", f"expected {MEMORY_FORMAT_VERSION}, got {meta.get('format_version')!r:.60}",
+                        mpath)
     for key, want in (("image_embedder", image_embedder.name), ("image_dim", image_embedder.dim),
                       ("text_embedder", text_embedder.name), ("text_dim", text_embedder.dim)):
         if meta.get(key) != want:
-            raise DataError(key, f"memory was built with {key}={meta.get(key)!r} but the caller uses {want!r}; "
-                            "rebuild it with this embedder", str(mpath))
-    s = meta["style"]
-    style = RenderStyle(**{**s, "image_size": tuple(s["image_size"])})
+            raise DataError(key, f"memory was built with {key}={meta.get(key)!r:.60} but the caller uses {want!r}; "
+                            "rebuild it with this embedder", mpath)
     name = meta.get("memory")
-    if name == "flat":
-        memory: GraphMemory | FlatMemory = FlatMemory(image_embedder, text_embedder, int(meta["k"]), style)
-        vectors = np.load(folder / FLAT_VECTORS, allow_pickle=False)
-        if vectors.shape != (len(meta["units"]), image_embedder.dim):
-            raise DataError("shape", f"expected [{len(meta['units'])}, {image_embedder.dim}], got {list(vectors.shape)}",
-                            str(folder / FLAT_VECTORS))
-        memory.index.extend(vectors)
-        memory.units, memory.episodes = list(meta["units"]), set(meta["episodes"])
-    elif name == "task_graph":
-        memory = TaskGraphMemory(image_embedder, text_embedder, float(meta["tau"]), float(meta["theta"]),
-                                 int(meta["k"]), float(meta["alpha"]), style)
-        memory.graph = MemoryGraph.load(folder, expect=memory.graph.config)
-    elif name in MEMORIES:
-        memory = GraphMemory(name, image_embedder, text_embedder, float(meta["tau"]), float(meta["theta"]),
-                             int(meta["k"]), meta["rank_by"], style)
-        memory.graph = MemoryGraph.load(folder, expect=memory.graph.config)
+    if name not in MEMORIES:
+        raise DataError("memory", f"unknown memory {name!r:.60}; expected one of {MEMORIES}", mpath)
+    root = meta.get("store_root") if store_root is None else store_root
+    if root is not None and not isinstance(root, (str, Path)):
+        raise DataError("store_root", f"expected a path or null, got {root!r:.60}", mpath)
+    try:
+        memory = _empty_memory(name, meta, image_embedder, text_embedder)
+    except DataError as err:
+        raise err.at(mpath) from None
+    if isinstance(memory, FlatMemory):
+        units = _read_flat(folder, meta, memory)
     else:
-        raise DataError("memory", f"unknown memory {name!r}", str(mpath))
-    memory._read_items(folder)
-    root = store_root if store_root is not None else meta.get("store_root")
+        graph = MemoryGraph.load(folder, expect=memory.graph.config)
+        for key in ("tau", "theta"):
+            if getattr(graph.config, key) != getattr(memory.graph.config, key):
+                raise DataError(key, f"{MEMORY_FILE} says {getattr(memory.graph.config, key)!r} but the graph's "
+                                f"manifest {getattr(graph.config, key)!r}", mpath)
+        memory.graph = graph
+        units = [e.subgoal.id for e in graph.edges]
+    memory._read_items(folder, units)
     memory.store_root = Path(root) if root is not None else None
     return memory
+
+
+def _empty_memory(name: str, meta: Mapping[str, Any], image_embedder: ImageEmbedder,
+                  text_embedder: TextEmbedder) -> GraphMemory | FlatMemory:
+    """The memory ``meta`` (a ``memory.json``) describes, before its contents are read; its constructor checks every value."""
+    style = meta.get("style")
+    names = {f.name for f in fields(RenderStyle)}
+    if not isinstance(style, dict) or set(style) != names:
+        raise DataError("style", f"expected an object with the keys {sorted(names)}, got {style!r:.80}")
+    try:
+        style = RenderStyle(**style)
+    except DataError as err:
+        raise err.at(None, "style") from None
+    if name == "flat":
+        return FlatMemory(image_embedder, text_embedder, meta.get("k"), style)
+    if name == "task_graph":
+        return TaskGraphMemory(image_embedder, text_embedder, meta.get("tau"), meta.get("theta"), meta.get("k"),
+                               meta.get("alpha"), style)
+    return GraphMemory(name, image_embedder, text_embedder, meta.get("tau"), meta.get("theta"), meta.get("k"),
+                       meta.get("rank_by"), style)
+
+
+def _read_flat(folder: Path, meta: Mapping[str, Any], memory: FlatMemory) -> list[str]:
+    """Fill ``memory`` with its units, episodes and first-screen vectors; returns the units."""
+    mpath = str(folder / MEMORY_FILE)
+    for key in ("units", "episodes"):
+        values = meta.get(key)
+        if not isinstance(values, list) or not all(isinstance(v, str) for v in values) or len(set(values)) != len(values):
+            raise DataError(key, "expected a list of distinct ids", mpath)
+    units = meta["units"]
+    vectors = read_npy(folder / FLAT_VECTORS, "flat_vectors", np.float32, (len(units), memory.image_embedder.dim))
+    memory.index.extend(vectors)
+    memory.units, memory.episodes = list(units), set(meta["episodes"])
+    return units
+
+
+def is_legacy_memory(folder: Path) -> bool:
+    """Whether ``folder`` holds exactly a memory saved before kind markers (its ``memory.json`` names one)."""
+    try:
+        names = {p.name for p in folder.iterdir()}
+        meta = read_json(folder / MEMORY_FILE)
+    except (DataError, OSError):
+        return False
+    if not isinstance(meta, dict) or meta.get("memory") not in MEMORIES:
+        return False
+    own = {FLAT_VECTORS} if meta["memory"] == "flat" else GRAPH_FILES
+    return names == own | {MEMORY_FILE, ITEMS_FILE}
 
 
 def memory_embedders(memories_dir: str | Path, image_embedder: str = "efficientnet_lite0",
@@ -538,13 +687,13 @@ def load_memories(memories_dir: str | Path, image_embedder: str = "efficientnet_
                   names: Sequence[str] = MEMORIES) -> dict[str, GraphMemory | FlatMemory]:
     """Every memory saved by graph_build (``<memories_dir>/<name>``), ready to retrieve and render."""
     images, texts = memory_embedders(memories_dir, image_embedder, text_embedder, cache_dir)
-    return {name: load_memory(Path(memories_dir) / name, images, texts, store_root) for name in names}
-
-
-def _write_json(path: Path, obj: Any) -> None:
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(obj, f, indent=1, sort_keys=True)
-        f.write("\n")
+    memories = {}
+    for name in names:
+        memories[name] = load_memory(Path(memories_dir) / name, images, texts, store_root)
+        if memories[name].name != name:  # a folder is named by the memory it holds
+            raise DataError("memory", f"the folder {name!r} holds the {memories[name].name!r} memory",
+                            str(Path(memories_dir) / name / MEMORY_FILE))
+    return memories
 
 
 # ============================================================================ text
@@ -578,8 +727,6 @@ def render_text(retrieved: Retrieved, style: RenderStyle = RenderStyle()) -> str
 
 def count_tokens(text: str) -> int:
     """How many tokens the actor's tokenizer makes of ``text``."""
-    from guimem.models.tokenizer import words
-
     return len(words(text))
 
 
@@ -588,12 +735,6 @@ OUTCOME_COLOURS = {"yes": (0, 158, 115), "no": (213, 94, 0), "uncertain": (240, 
 MARK = (255, 0, 200)  # action marks: a magenta no theme uses
 MARK_EDGE = (255, 255, 255)
 EMPTY = (128, 128, 128)
-
-
-def grid_shape(n: int) -> tuple[int, int]:
-    """(rows, cols) of a square grid holding ``n`` panels; each panel keeps the canvas aspect."""
-    side = max(1, math.ceil(math.sqrt(n)))
-    return side, side
 
 
 def _font(size: int) -> ImageFont.ImageFont:
@@ -658,10 +799,10 @@ def draw_actions(panel: Image.Image, item: MemoryItem, style: RenderStyle) -> No
 
 
 @lru_cache(maxsize=1024)
-def _anchor(path: str, size: tuple[int, int]) -> Image.Image:
-    """A screenshot decoded and resized once (anchors recur across retrievals; store screenshots
-    are content-addressed, so a path's pixels never change); callers copy it."""
-    return open_image(Path(path)).resize(size, Image.BILINEAR)
+def _anchor(store_root: str, rel: str, size: tuple[int, int]) -> Image.Image:
+    """The screenshot ``rel`` of the store, decoded and resized once (anchors recur across retrievals;
+    store screenshots are content-addressed, so a path's pixels never change); callers copy it."""
+    return open_image(file_inside(store_root, rel, "anchor")).resize(size, Image.BILINEAR)
 
 
 def render_panel(item: MemoryItem, store_root: str | Path, size: tuple[int, int], style: RenderStyle) -> Image.Image:
@@ -670,7 +811,7 @@ def render_panel(item: MemoryItem, store_root: str | Path, size: tuple[int, int]
     border = max(2, round(w / 30))
     panel = Image.new("RGB", size, OUTCOME_COLOURS.get(item.success, EMPTY))
     inner = (w - 2 * border, h - 2 * border)
-    shot = _anchor(str(Path(store_root) / item.anchor), inner).copy()
+    shot = _anchor(str(store_root), item.anchor, inner).copy()
     draw_actions(shot, item, style)
     panel.paste(shot, (border, border))
     return panel

@@ -14,13 +14,15 @@ and the episode's goal. Against the world's ground truth (analysis only; no memo
 The retrieved memory of every test step is written for the actor stage:
 ``<out>/<memory>/steps.jsonl`` (episode, step, shown and all item ids, the text block, the
 image path) and ``<out>/<memory>/images/<sha>.png``, the rendered image, content-addressed
-by the shown item ids (steps that retrieve the same items share one file).
+by the shown item ids (steps that retrieve the same items share one file). The folder is saved
+with the kind ``guimem.retrieval`` (:func:`guimem.core.io.atomic_write_dir`); reading it back
+(:func:`read_results`) checks every record, and that its image is the one its shown ids name.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,10 +31,16 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 from tqdm.auto import tqdm
 
-from guimem.core.data import Episode
-from guimem.core.io import atomic_write_dir
+from guimem.core.data import DataError, Episode
+from guimem.core.io import atomic_write_dir, check_number, file_inside, read_jsonl, write_jsonl
+from guimem.core.store import png_bytes
 from guimem.models.embedding import ImageEmbedder, embed_screenshots
-from guimem.smg.memories import MemoryItem, Retrieved, count_tokens
+from guimem.smg.graph import check_k
+from guimem.smg.memories import MEMORIES, MemoryItem, Retrieved, count_tokens
+
+RETRIEVAL_KIND = "guimem.retrieval"
+STEPS_FILE, IMAGES = "steps.jsonl", "images"
+_IMAGE = re.compile(r"^images/[0-9a-f]{16}\.png$")
 
 
 @dataclass(frozen=True)
@@ -90,6 +98,10 @@ def evaluate_memory(memory: Any, queries: Sequence[StepQuery], query_vectors: Ma
         ks: the k of hit@k (items, best first).
         k: anchors per query (nodes or subgoals); None: the memory's default.
     """
+    ks = [check_k(kk, "ks") for kk in ks]
+    missing = sorted({q.screenshot for q in queries} - set(query_vectors))
+    if missing:
+        raise DataError("query_vectors", f"no embedding for {len(missing)} test screenshot(s), e.g. {missing[0]!r}")
     out = []
     for q in tqdm(queries, desc=f"retrieval [{memory.name}]", unit="step", disable=not progress):
         t0 = time.perf_counter()
@@ -142,21 +154,25 @@ def image_name(shown: Sequence[str]) -> str:
 def write_results(out_dir: str | Path, memory: Any, results: Sequence[StepResult],
                   store_root: str | Path | None = None, progress: bool = False) -> Path:
     """Write ``steps.jsonl`` and the distinct memory images of one memory, atomically."""
-    from guimem.core.store import png_bytes
+    if memory.name not in MEMORIES:  # it names the folder
+        raise DataError("memory", f"unknown memory {memory.name!r:.60}; expected one of {MEMORIES}")
 
     def write(folder: Path) -> None:
-        (folder / "images").mkdir()
-        done: set[str] = set()
-        with open(folder / "steps.jsonl", "w", encoding="utf-8") as f:
-            for r in tqdm(results, desc=f"writing [{memory.name}]", unit="step", disable=not progress):
-                name = image_name(r.shown)
-                if name not in done:
-                    image = memory.render_image(r.retrieved, store_root)
-                    (folder / "images" / name).write_bytes(png_bytes(image))
-                    done.add(name)
-                f.write(json.dumps(step_record(r, f"images/{name}"), sort_keys=True) + "\n")
+        (folder / IMAGES).mkdir()
+        records = []
+        for r in tqdm(results, desc=f"writing [{memory.name}]", unit="step", disable=not progress):
+            name = image_name(r.shown)
+            if not (folder / IMAGES / name).exists():
+                (folder / IMAGES / name).write_bytes(png_bytes(memory.render_image(r.retrieved, store_root)))
+            records.append(step_record(r, f"{IMAGES}/{name}"))
+        write_jsonl(folder / STEPS_FILE, records)
 
-    return atomic_write_dir(Path(out_dir) / memory.name, write, kind="guimem.retrieval")
+    return atomic_write_dir(Path(out_dir) / memory.name, write, kind=RETRIEVAL_KIND, legacy=is_legacy_results)
+
+
+def is_legacy_results(folder: Path) -> bool:
+    """Whether ``folder`` holds exactly retrieval results written before kind markers."""
+    return {p.name for p in folder.iterdir()} == {STEPS_FILE, IMAGES} and (folder / IMAGES).is_dir()
 
 
 def step_record(r: StepResult, image: str) -> dict[str, Any]:
@@ -168,17 +184,41 @@ def step_record(r: StepResult, image: str) -> dict[str, Any]:
 
 
 def read_results(path: str | Path) -> list[dict[str, Any]]:
-    """The records of a ``steps.jsonl`` written by :func:`write_results`."""
-    from guimem.core.data import DataError
-
+    """The records of a ``steps.jsonl`` written by :func:`write_results`, each checked: its fields'
+    types, and an image file inside the folder, the one its shown ids name."""
     path = Path(path)
     out = []
-    for i, line in enumerate(path.read_text(encoding="utf-8").splitlines()):
-        try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError as err:
-            raise DataError(f"line {i + 1}", f"malformed JSON: {err.msg}", str(path)) from None
+    for lineno, r in read_jsonl(path):
+        where = f"{path}, line {lineno}"
+        _check_record(r, where)
+        if r["image"] != f"{IMAGES}/{image_name(r['shown'])}":
+            raise DataError("image", f"the shown items name {IMAGES}/{image_name(r['shown'])}, "
+                                     f"not {r['image']!r:.60}", where)
+        if not file_inside(path.parent, r["image"], "image", where).is_file():
+            raise DataError("image", f"{r['image']!r} does not exist", where)
+        out.append(r)
     return out
+
+
+_RECORD_TYPES: dict[str, type | tuple[type, ...]] = {
+    "episode_id": str, "screenshot": str, "text": str, "image": str, "shown": list, "retrieved": list,
+    "nodes": list, "hits": dict, "hit_shown": bool}
+
+
+def _check_record(r: Any, where: str) -> None:
+    """Refuse a ``steps.jsonl`` record whose fields are missing or of the wrong type."""
+    if not isinstance(r, dict):
+        raise DataError("record", f"expected an object, got {type(r).__name__}", where)
+    for key, kind in _RECORD_TYPES.items():
+        if not isinstance(r.get(key), kind):
+            raise DataError(key, f"expected {kind.__name__}, got {r.get(key)!r:.60}", where)
+    check_number(r.get("step"), "step", lo=0, integer=True, path=where)
+    check_number(r.get("tokens"), "tokens", lo=0, integer=True, path=where)
+    for key in ("shown", "retrieved"):
+        if not all(isinstance(i, str) for i in r[key]):
+            raise DataError(key, "expected a list of item ids", where)
+    if not _IMAGE.match(r["image"]):
+        raise DataError("image", f"expected images/<16 hex digits>.png, got {r['image']!r:.60}", where)
 
 
 def by_true_type(results: Iterable[StepResult], k: int) -> dict[str, tuple[int, float]]:
