@@ -1,11 +1,16 @@
 """The frozen miniature actor as a :class:`~guimem.core.policy.Policy`: load, act, hidden states.
+
+Saved as a folder of kind ``guimem.actor`` (:func:`guimem.core.io.atomic_write_dir`):
+``config.json``, ``model.safetensors`` and ``vocab.json``. Loading checks each file before the
+model is built: the config must describe an actor, the weights file must hold exactly the
+actor's tensors in the config's shapes, every weight must be finite, and the vocabulary must
+match the model's word ids; a :class:`~guimem.core.data.DataError` names the file and field.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
+from pathlib import Path
 from typing import Sequence
 
 import torch
@@ -15,8 +20,13 @@ from guimem.actors.mini.config import VOCAB_FILE, ActorConfig
 from guimem.actors.mini.features import Features, ImagePatcher, collate, decode, featurise
 from guimem.actors.mini.model import GuiActor
 from guimem.core.data import DataError
+from guimem.core.io import atomic_write_dir, check_finite, read_json, readable_dir
 from guimem.core.policy import Modality, PolicyInput, PolicyOutput
 from guimem.models.tokenizer import Vocabulary
+
+ACTOR_KIND = "guimem.actor"
+CONFIG_FILE, WEIGHTS_FILE = "config.json", "model.safetensors"
+ACTOR_FILES = frozenset({CONFIG_FILE, WEIGHTS_FILE, VOCAB_FILE})
 
 
 class MiniActor:
@@ -67,31 +77,72 @@ class MiniActor:
                              info={"modality": m, "type_logprob": type_logp[i]})
                 for i, (a, m) in enumerate(zip(actions, modalities))]
 
-    def save(self, path: str) -> None:
+    def save(self, path: str | os.PathLike) -> None:
         """Write ``config.json``, ``model.safetensors`` and ``vocab.json`` to ``path``, atomically."""
-        parent = os.path.dirname(os.path.abspath(path)) or "."
-        os.makedirs(parent, exist_ok=True)
-        tmp = tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(path)}-")
-        try:
-            self.model.save_pretrained(tmp)
-            self.vocab.save(os.path.join(tmp, VOCAB_FILE))
-            old = None
-            if os.path.exists(path):
-                old = tempfile.mkdtemp(dir=parent, prefix=f".{os.path.basename(path)}-old-")
-                os.replace(path, os.path.join(old, "model"))
-            os.replace(tmp, path)
-            if old is not None:
-                shutil.rmtree(old)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
+        def write(folder: Path) -> None:
+            self.model.save_pretrained(folder)
+            self.vocab.save(folder / VOCAB_FILE)
+        atomic_write_dir(Path(path), write, kind=ACTOR_KIND, legacy=is_legacy_actor)
 
     @classmethod
-    def load(cls, path: str, batch_size: int = 64) -> "MiniActor":
-        """Read an actor written by :meth:`save` (safetensors weights, JSON config and vocabulary)."""
-        for name in ("config.json", "model.safetensors", VOCAB_FILE):
-            if not os.path.isfile(os.path.join(path, name)):
-                raise DataError(name, "missing from the actor folder", path)
-        vocab = Vocabulary.load(os.path.join(path, VOCAB_FILE))
-        model = GuiActor.from_pretrained(path)
-        return cls(model, vocab, batch_size)
+    def load(cls, path: str | os.PathLike, batch_size: int = 64) -> "MiniActor":
+        """Read an actor written by :meth:`save`, every file checked before the model is built."""
+        folder = readable_dir(Path(path), "saved actor")
+        for name in sorted(ACTOR_FILES):
+            if not (folder / name).is_file():
+                raise DataError(name, "missing from the actor folder", str(folder))
+        vocab = Vocabulary.load(folder / VOCAB_FILE)
+        _check_weights(folder / WEIGHTS_FILE, _weight_shapes(folder / CONFIG_FILE))
+        model = GuiActor.from_pretrained(folder)
+        for name, weight in model.state_dict().items():
+            check_finite(weight.numpy(), name, str(folder / WEIGHTS_FILE))
+        try:
+            return cls(model, vocab, batch_size)
+        except DataError as err:
+            raise err.at(str(folder / VOCAB_FILE)) from None
+
+
+def _weight_shapes(config_path: Path) -> dict[str, tuple[int, ...]]:
+    """The shape of every weight of the actor ``config.json`` describes (built on the meta device:
+    no memory, no random numbers drawn)."""
+    raw = read_json(config_path)
+    if not isinstance(raw, dict) or raw.get("model_type") != ActorConfig.model_type:
+        got = raw.get("model_type") if isinstance(raw, dict) else raw
+        raise DataError("model_type", f"expected {ActorConfig.model_type!r}, got {got!r:.60}", str(config_path))
+    try:
+        with torch.device("meta"):
+            model = GuiActor(ActorConfig.from_dict(raw))
+    except DataError as err:
+        raise err.at(str(config_path)) from None
+    except (TypeError, ValueError, RuntimeError, KeyError, AttributeError) as err:
+        raise DataError("config", f"does not describe an actor: {type(err).__name__}: {str(err)[:120]}",
+                        str(config_path)) from None
+    return {name: tuple(w.shape) for name, w in model.state_dict().items()}
+
+
+def _check_weights(path: Path, shapes: dict[str, tuple[int, ...]]) -> None:
+    """Refuse a weights file that is not safetensors or does not hold exactly ``shapes``."""
+    from safetensors import SafetensorError, safe_open
+
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            found = {name: tuple(f.get_slice(name).get_shape()) for name in f.keys()}
+    except (SafetensorError, OSError) as err:
+        raise DataError("weights", f"not a readable safetensors file: {str(err)[:120]}", str(path)) from None
+    for name in sorted(shapes.keys() | found.keys()):
+        if name not in found:
+            raise DataError(name, "missing (the config describes it)", str(path))
+        if name not in shapes:
+            raise DataError(name, "not a weight of the actor config.json describes", str(path))
+        if found[name] != shapes[name]:
+            raise DataError(name, f"has shape {list(found[name])}, config.json makes it {list(shapes[name])}", str(path))
+
+
+def is_legacy_actor(folder: Path) -> bool:
+    """Whether ``folder`` holds exactly an actor saved before kind markers."""
+    try:
+        names = {p.name for p in folder.iterdir()}
+        config = read_json(folder / CONFIG_FILE)
+    except (DataError, OSError):
+        return False
+    return names == ACTOR_FILES and isinstance(config, dict) and config.get("model_type") == ActorConfig.model_type
