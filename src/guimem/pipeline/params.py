@@ -219,7 +219,7 @@ class Stage:
                 raise p.error(name, f"not a parameter of {self.notebook}; {hint}")
         for name, field in self.fields.items():
             if name not in values:
-                raise p.error(name, f"missing: {self.notebook} needs it")
+                raise DataError(name, f"missing: {self.notebook} needs it", default.path)
             if (why := field.problem(values[name])) is not None:
                 raise p.error(name, why)
         for check in self.checks:

@@ -1,0 +1,269 @@
+"""Stage parameters: every spec matches its notebook, the committed params.yaml passes, and each
+kind of check (type, range, choice, relation, name) refuses with the params.yaml key or the -p name."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+import yaml
+
+from guimem.core.data import DataError
+from guimem.phone.config import WorldConfig
+from guimem.pipeline.params import (
+    CALLER,
+    COMMAND_LINE,
+    STAGES,
+    Flag,
+    Items,
+    Number,
+    Params,
+    Source,
+    Stage,
+    Text,
+    config_fields,
+)
+from guimem.pipeline.runner import check_parameters, main, notebook_defaults, read_parameters
+
+REPO = Path(__file__).resolve().parents[1]
+DVC_STAGES: dict[str, dict[str, Any]] = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
+RUNNER = ("python", "-m", "guimem.pipeline.runner")
+
+
+# ----------------------------------------------------------------------------- a dvc.yaml stage's command
+def _dvc_text(value: Any) -> str:
+    """A params.yaml value as DVC writes it into a command (booleans in lower case)."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def stage_argv(stage: str, params_path: Path, output: Path) -> list[str]:
+    """The runner's arguments for ``stage`` of dvc.yaml, as DVC runs it with ``params_path`` as params.yaml.
+
+    ``${section.key}`` is filled in from ``params_path``, ``-f params.yaml:...`` reads it, the
+    notebook path is made absolute and the executed notebook goes to ``output``.
+    """
+    params = yaml.safe_load(params_path.read_text())
+
+    def value(match: re.Match) -> str:
+        section, key = match[1].split(".")
+        return _dvc_text(params[section][key])
+
+    tokens = shlex.split(re.sub(r"\$\{([\w.]+)\}", value, DVC_STAGES[stage]["cmd"]))
+    assert tuple(tokens[:3]) == RUNNER, DVC_STAGES[stage]["cmd"]
+    notebook, _, *options = tokens[3:]
+    options = [f"{params_path}:{o.partition(':')[2]}" if o.startswith("params.yaml:") else o for o in options]
+    return [str(REPO / notebook), str(output), *options]
+
+
+def stage_inputs(stage: str, params_path: Path) -> tuple[Path, dict[str, Any], dict[str, Source]]:
+    """The notebook, parameter values and their sources the runner reads for ``stage`` (see :func:`stage_argv`)."""
+    notebook, _, *options = stage_argv(stage, params_path, Path("unused.ipynb"))
+    specs, pairs = [], []
+    while options:
+        flag, *options = options
+        if flag == "-f":
+            specs.append(options.pop(0))
+        else:
+            assert flag == "-p", flag
+            pairs.append((options.pop(0), options.pop(0)))
+    return Path(notebook), *read_parameters(specs, pairs)
+
+
+def edited_params(folder: Path, section: str, key: str, yaml_value: str) -> Path:
+    """A copy of the committed params.yaml in ``folder`` with ``section.key`` set to ``yaml_value`` (as
+    written in YAML; the key is added when the section lacks it)."""
+    lines = (REPO / "params.yaml").read_text().splitlines()
+    start = lines.index(next(line for line in lines if re.match(rf"{section}:(\s|$)", line)))
+    end = next((i for i in range(start + 1, len(lines)) if not lines[i].startswith(" ")), len(lines))
+    at = next((i for i in range(start + 1, end) if lines[i].startswith(f"  {key}:")), None)
+    if at is None:
+        lines.insert(start + 1, f"  {key}: {yaml_value}")
+    else:
+        lines[at] = f"  {key}: {yaml_value}"
+    path = folder / "params.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+# ----------------------------------------------------------------------------- specs, notebooks, params.yaml
+@pytest.mark.parametrize("stem", sorted(STAGES))
+def test_each_spec_names_exactly_its_notebooks_parameters(stem):
+    assert set(STAGES[stem].fields) == set(notebook_defaults(REPO / "notebooks" / f"{stem}.ipynb"))
+
+
+@pytest.mark.parametrize("stem", sorted(STAGES))
+def test_each_notebooks_own_defaults_pass_its_spec(stem):
+    check_parameters(REPO / "notebooks" / f"{stem}.ipynb", {})
+
+
+def test_every_dvc_stage_runs_a_specified_notebook_with_its_params_section():
+    runs = {}
+    for name, stage in DVC_STAGES.items():
+        tokens = shlex.split(stage["cmd"])
+        sections = [t.partition(":")[2] for t in tokens if t.startswith("params.yaml:")]
+        runs[Path(tokens[3]).stem] = sections
+    assert runs == {stem: [spec.section] for stem, spec in STAGES.items()}
+    assert set(yaml.safe_load((REPO / "params.yaml").read_text())) == {"base", *(s.section for s in STAGES.values())}
+
+
+@pytest.mark.parametrize("stage", sorted(DVC_STAGES))
+def test_the_committed_params_yaml_passes_every_stage_as_dvc_runs_it(stage, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(REPO)
+    out = tmp_path / "report.ipynb"
+    assert main([*stage_argv(stage, Path("params.yaml"), out), "--check"]) == 0, capsys.readouterr().err
+    assert not out.exists()
+
+
+# ----------------------------------------------------------------------------- one value
+@pytest.mark.parametrize("field, value, why", [
+    (Number(integer=True), 3, None),
+    (Number(integer=True), 3.0, "expected an integer, got float 3.0"),
+    (Number(integer=True), "1e3", "expected an integer, got str '1e3'"),
+    (Number(integer=True), True, "expected an integer, got bool True"),
+    (Number(integer=True, lo=0), -1, "must be in [0, inf], got -1"),
+    (Number(), 1, None),
+    (Number(), float("nan"), "expected a finite number, got nan"),
+    (Number(), float("inf"), "expected a finite number, got inf"),
+    (Number(lo=0.0, hi=1.0), 1.5, "must be in [0.0, 1.0], got 1.5"),
+    (Number(above=0.0), 0.0, "must be > 0.0, got 0.0"),
+    (Number(above=0.0), 1e-9, None),
+    (Flag(), False, None),
+    (Flag(), "no", "expected true or false, got str 'no'"),
+    (Flag(), 1, "expected true or false, got int 1"),
+    (Text(), "", "expected a non-empty string, got str ''"),
+    (Text(), 3, "expected a non-empty string, got int 3"),
+    (Text(("a", "b")), "c", "expected one of ['a', 'b'], got 'c'"),
+    (Text(("a",), pattern=r"x-\d+"), "x-12", None),
+    (Text(("a",), pattern=r"x-\d+", shown=("a", "x-<n>")), "x-", "expected one of ['a', 'x-<n>'], got 'x-'"),
+    (Items(Number()), (0.5, 1), None),
+    (Items(Number()), 0.5, "expected a list, got float 0.5"),
+    (Items(Number(), length=4), [1, 1, 1], "expected 4 items, got 3: [1, 1, 1]"),
+    (Items(Number(), nonempty=True), [], "expected at least one item, got an empty list"),
+    (Items(Number(lo=0.0)), [1.0, -1.0], "item 1: must be in [0.0, inf], got -1.0"),
+    (Items(Text(), unique=True), ["a", "a"], "expected distinct items, got ['a', 'a']"),
+])
+def test_each_field_refuses_with_a_reason(field, value, why):
+    assert field.problem(value) == why
+
+
+def test_embedder_names_follow_the_factories():
+    image, text = (STAGES["02_graph_build"].fields[k] for k in ("image_embedder", "text_embedder"))
+    good = ["efficientnet_lite0", "efficientnet_lite0-squash", "efficientnet_lite0-pad", "pixels", "pixels-8x16",
+            "hf:models/dino"]
+    assert [image.problem(v) for v in good] == [None] * len(good)
+    assert [image.problem(v) is None for v in ("resnet", "pixels-0x16", "pixels-8", "hf:", "efficientnet")] == [False] * 5
+    assert image.problem("resnet").startswith("expected one of ['efficientnet_lite0', ")
+    assert [text.problem(v) is None for v in ("minilm", "hashing", "hashing-64", "hashing-0", "bert")] == \
+        [True, True, True, False, False]
+
+
+def test_world_fields_are_typed_by_the_configs_defaults():
+    fields = config_fields(WorldConfig)
+    assert set(fields) == {f for f in WorldConfig.__dataclass_fields__}
+    assert fields["themes"].problem("no") is not None and fields["n_train"].problem(3.0) is not None
+    assert fields["dialog_prob"].problem(1) is None and fields["unseen_templates"].problem(["a"]) is None
+
+
+# ----------------------------------------------------------------------------- naming a value where it was set
+def test_a_source_names_the_section_key_and_file_or_how_the_value_came():
+    assert Source("params.yaml", "world").error("themes", "bad").args == ("params.yaml: field 'world.themes': bad",)
+    err = COMMAND_LINE.error("seed", "bad")
+    assert (err.field, err.path, err.message) == ("seed", None, "bad (passed with -p)")
+    assert CALLER.error("seed", "bad").message == "bad (passed to run_notebook)"
+
+
+def test_read_parameters_records_where_each_value_came_from(tmp_path):
+    path = tmp_path / "params.yaml"
+    path.write_text("world:\n  n_train: 10\n  n_test: 4\n")
+    params, sources = read_parameters([f"{path}:world"], [("n_test", "5"), ("seed", "0")])
+    assert params == {"n_train": 10, "n_test": 5, "seed": 0}
+    assert sources == {"n_train": Source(str(path), "world"), "n_test": COMMAND_LINE, "seed": COMMAND_LINE}
+
+
+def test_a_bad_value_is_named_where_it_was_set(tmp_path):
+    notebook = REPO / "notebooks" / "00_world.ipynb"
+    path = edited_params(tmp_path, "world", "themes", '"no"')
+    with pytest.raises(DataError) as err:
+        check_parameters(notebook, *read_parameters([f"{path}:world"], []))
+    assert (err.value.field, err.value.path) == ("world.themes", str(path))
+    with pytest.raises(DataError) as err:
+        check_parameters(notebook, *read_parameters([], [("themes", "no")]))
+    assert (err.value.field, err.value.path, err.value.message) == (
+        "themes", None, "expected true or false, got str 'no' (passed with -p)")
+    with pytest.raises(DataError) as err:
+        check_parameters(notebook, {"themes": "no"})
+    assert err.value.message.endswith("(passed to run_notebook)")
+
+
+def test_a_typo_is_named_with_the_closest_parameter(tmp_path):
+    path = edited_params(tmp_path, "world", "n_trian", "10")
+    with pytest.raises(DataError) as err:
+        check_parameters(REPO / "notebooks" / "00_world.ipynb", *read_parameters([f"{path}:world"], []))
+    assert (err.value.field, err.value.path) == ("world.n_trian", str(path))
+    assert "not a parameter of 00_world; did you mean 'n_train'?" in err.value.message
+
+
+def _stage_notebook(folder: Path, stem: str, source: str) -> Path:
+    """A notebook called like a stage, with ``source`` as its parameters cell."""
+    cell = nbformat.v4.new_code_cell(source)
+    cell.metadata["tags"] = ["parameters"]
+    path = folder / f"{stem}.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[cell]), path)
+    return path
+
+
+def test_a_notebook_default_that_is_bad_missing_or_not_a_literal_names_the_notebook(tmp_path):
+    spec_source = (REPO / "notebooks" / "01_segmentation.ipynb")
+    cell = "\n".join(f"{k} = {v}" for k, v in notebook_defaults(spec_source).items())
+    bad = _stage_notebook(tmp_path, "01_segmentation", cell.replace('segmenter = "rule"', 'segmenter = "rules"'))
+    with pytest.raises(DataError) as err:
+        check_parameters(bad, {})
+    assert (err.value.field, err.value.path) == ("segmenter", str(bad))
+    assert err.value.message.endswith("got 'rules' (the notebook's default)")
+    missing = _stage_notebook(tmp_path, "01_segmentation", cell.replace("max_episodes = 0", ""))
+    with pytest.raises(DataError, match="field 'max_episodes': missing: 01_segmentation needs it"):
+        check_parameters(missing, {})
+    computed = _stage_notebook(tmp_path, "01_segmentation", cell.replace("max_episodes = 0", "max_episodes = int('0')"))
+    with pytest.raises(DataError, match="field 'max_episodes': the default \"int\\('0'\\)\" is not a Python literal"):
+        check_parameters(computed, {})
+
+
+# ----------------------------------------------------------------------------- the code's configs, renamed
+def test_a_config_error_is_renamed_to_the_parameter_and_list_item():
+    p = Params({"tau_sweep": [0.9, 2.0]}, {"tau_sweep": Source("params.yaml", "graph_build")})
+
+    def config(tau: float) -> float:
+        if tau > 1:
+            raise DataError("tau", f"must be in [-1.0, 1.0], got {tau}")
+        return tau
+
+    assert p.build({"tau": "tau_sweep"}, config, 0.9, item=0) == 0.9
+    with pytest.raises(DataError) as err:
+        p.build({"tau": "tau_sweep"}, config, 2.0, item=1)
+    assert (err.value.field, err.value.path, err.value.message) == (
+        "graph_build.tau_sweep", "params.yaml", "item 1: must be in [-1.0, 1.0], got 2.0")
+
+    def other() -> None:
+        raise DataError("graph.tau", "bad")
+
+    with pytest.raises(DataError, match="field 'graph_build.tau_sweep': bad"):  # matched by its last part
+        p.build({"tau": "tau_sweep"}, other)
+
+    def unmapped() -> None:
+        raise DataError("screen_height", "bad")
+
+    with pytest.raises(DataError, match="field 'graph_build.tau_sweep': screen_height: bad"):
+        p.build({"tau": "tau_sweep"}, unmapped)
+
+
+def test_a_stage_runs_its_checks_after_every_field_passes():
+    seen = []
+    stage = Stage("99_x", "x", {"n": Number(integer=True, lo=1)}, (lambda p: seen.append(p["n"]),))
+    stage.validate({"n": 2})
+    with pytest.raises(DataError, match="field 'n': must be in"):
+        stage.validate({"n": 0})
+    assert seen == [2]
