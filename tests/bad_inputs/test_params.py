@@ -1,0 +1,163 @@
+"""Bad stage parameters, each with its exact outcome: a copy of the committed params.yaml with one
+value changed (written as a user would write it in YAML), read as dvc.yaml's stage command reads
+it, refused before any kernel starts with a DataError naming the params.yaml key and the file, or,
+for a value DVC interpolates into a ``-p`` (``${base.seed}``), the parameter and no file.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from guimem.core.data import DataError
+from guimem.pipeline.runner import check_parameters, main
+from test_params import edited_params, stage_argv, stage_inputs
+
+pytestmark = pytest.mark.bad_input
+
+PARAMS = "params.yaml"  # the expected file: the edited copy of params.yaml
+NO_FILE = None  # a -p value: named by its parameter, with "(passed with -p)"
+
+# (case id, dvc stage run, (section, key, value as written in YAML), field named, file named)
+CASES = [
+    # 00_world: WorldConfig's own checks, types from its defaults, and the relations it lacks
+    ("world_themes_the_string_no", "world", ("world", "themes", '"no"'), "world.themes", PARAMS),
+    ("world_shuffle_an_int", "world", ("world", "shuffle", "1"), "world.shuffle", PARAMS),
+    ("world_n_train_1e3_is_a_yaml_string", "world", ("world", "n_train", "1e3"), "world.n_train", PARAMS),
+    ("world_n_train_a_float", "world", ("world", "n_train", "400.0"), "world.n_train", PARAMS),
+    ("world_n_test_negative", "world", ("world", "n_test", "-5"), "world.n_test", PARAMS),
+    ("world_dialog_prob_above_one", "world", ("world", "dialog_prob", "1.5"), "world.dialog_prob", PARAMS),
+    ("world_p_wrong_tap_nan", "world", ("world", "p_wrong_tap", ".nan"), "world.p_wrong_tap", PARAMS),
+    ("world_test_unseen_share_inf", "world", ("world", "test_unseen_share", ".inf"), "world.test_unseen_share", PARAMS),
+    ("world_success_min_above_max", "world", ("world", "success_min", "0.95"), "world.success_min", PARAMS),
+    ("world_image_width_odd", "world", ("world", "image_width", "181"), "world.image_width", PARAMS),
+    ("world_unknown_template", "world", ("world", "unseen_templates", "[notes.nope]"), "world.unseen_templates", PARAMS),
+    ("world_unseen_templates_not_a_list", "world", ("world", "unseen_templates", "notes.rename"),
+     "world.unseen_templates", PARAMS),
+    ("world_typo_n_trian", "world", ("world", "n_trian", "10"), "world.n_trian", PARAMS),
+    ("world_seed_1e3_through_dvc", "world", ("base", "seed", "1e3"), "seed", NO_FILE),
+    ("world_seed_negative_through_dvc", "world", ("base", "seed", "-1"), "seed", NO_FILE),
+    # 01_segmentation: names from smg.segment / smg.llm_segmenter / models.embedding, counts, shares
+    ("segmentation_unknown_segmenter", "segmentation", ("segmentation", "segmenter", "rules"),
+     "segmentation.segmenter", PARAMS),
+    ("segmentation_unknown_judge", "segmentation", ("segmentation", "judge", "gpt"), "segmentation.judge", PARAMS),
+    ("segmentation_judge_evidence_above_one", "segmentation", ("segmentation", "judge_evidence", "2"),
+     "segmentation.judge_evidence", PARAMS),
+    ("segmentation_unknown_llm_mode", "segmentation", ("segmentation", "llm_mode", "greedy"),
+     "segmentation.llm_mode", PARAMS),
+    ("segmentation_llm_sample_negative", "segmentation", ("segmentation", "llm_sample", "-1"),
+     "segmentation.llm_sample", PARAMS),
+    ("segmentation_no_tokens_per_line", "segmentation", ("segmentation", "llm_tokens_per_line", "0"),
+     "segmentation.llm_tokens_per_line", PARAMS),
+    ("segmentation_unknown_text_embedder", "segmentation", ("segmentation", "text_embedder", "bert"),
+     "segmentation.text_embedder", PARAMS),
+    # 02_graph_build: GraphConfig, the memories' constructors and RenderStyle, the sweeps
+    ("graph_tau_above_one", "graph_build", ("graph_build", "tau", "1.5"), "graph_build.tau", PARAMS),
+    ("graph_theta_nan", "graph_build", ("graph_build", "theta", ".nan"), "graph_build.theta", PARAMS),
+    ("graph_k_nodes_negative", "graph_build", ("graph_build", "k_nodes", "-1"), "graph_build.k_nodes", PARAMS),
+    ("graph_flat_k_a_float", "graph_build", ("graph_build", "flat_k", "3.0"), "graph_build.flat_k", PARAMS),
+    ("graph_max_items_negative", "graph_build", ("graph_build", "max_items", "-2"), "graph_build.max_items", PARAMS),
+    ("graph_task_alpha_above_one", "graph_build", ("graph_build", "task_alpha", "1.5"),
+     "graph_build.task_alpha", PARAMS),
+    ("graph_unknown_rank_by", "graph_build", ("graph_build", "rank_by", "score"), "graph_build.rank_by", PARAMS),
+    ("graph_memory_image_too_low", "graph_build", ("graph_build", "memory_image_height", "10"),
+     "graph_build.memory_image_height", PARAMS),
+    ("graph_tau_sweep_out_of_range", "graph_build", ("graph_build", "tau_sweep", "[0.8, 1.2]"),
+     "graph_build.tau_sweep", PARAMS),
+    ("graph_theta_sweep_not_a_list", "graph_build", ("graph_build", "theta_sweep", "0.9"),
+     "graph_build.theta_sweep", PARAMS),
+    ("graph_unknown_image_embedder", "graph_build", ("graph_build", "image_embedder", "resnet"),
+     "graph_build.image_embedder", PARAMS),
+    ("graph_batch_size_zero", "graph_build", ("graph_build", "batch_size", "0"), "graph_build.batch_size", PARAMS),
+    ("graph_typo_tua", "graph_build", ("graph_build", "tua", "0.9"), "graph_build.tua", PARAMS),
+    # 03_retrieval_eval: hit@k list, the tau sweep, and the embedder DVC passes with -p
+    ("retrieval_ks_empty", "retrieval_eval", ("retrieval_eval", "ks", "[]"), "retrieval_eval.ks", PARAMS),
+    ("retrieval_ks_zero", "retrieval_eval", ("retrieval_eval", "ks", "[0, 3]"), "retrieval_eval.ks", PARAMS),
+    ("retrieval_k_nodes_negative", "retrieval_eval", ("retrieval_eval", "k_nodes", "-1"),
+     "retrieval_eval.k_nodes", PARAMS),
+    ("retrieval_tau_sweep_nan", "retrieval_eval", ("retrieval_eval", "tau_sweep", "[.nan]"),
+     "retrieval_eval.tau_sweep", PARAMS),
+    ("retrieval_image_embedder_through_dvc", "retrieval_eval", ("graph_build", "image_embedder", "resnet"),
+     "image_embedder", NO_FILE),
+    # 04_actor: TrainConfig, ActorConfig, the folds, and the ranges they do not check yet
+    ("actor_lr_zero", "actor", ("actor", "lr", "0"), "actor.lr", PARAMS),
+    ("actor_lr_negative", "actor", ("actor", "lr", "-0.003"), "actor.lr", PARAMS),
+    ("actor_epochs_zero", "actor", ("actor", "epochs", "0"), "actor.epochs", PARAMS),
+    ("actor_three_modality_weights", "actor", ("actor", "modality_weights", "[1.0, 1.0, 1.0]"),
+     "actor.modality_weights", PARAMS),
+    ("actor_modality_weights_all_zero", "actor", ("actor", "modality_weights", "[0, 0, 0, 0]"),
+     "actor.modality_weights", PARAMS),
+    ("actor_modality_weight_nan", "actor", ("actor", "modality_weights", "[1, .nan, 1, 1]"),
+     "actor.modality_weights", PARAMS),
+    ("actor_heads_do_not_divide_width", "actor", ("actor", "num_attention_heads", "3"),
+     "actor.num_attention_heads", PARAMS),
+    ("actor_one_fold", "actor", ("actor", "k_folds", "1"), "actor.k_folds", PARAMS),
+    ("actor_exact_match_the_string_yes", "actor", ("actor", "exact_match", '"yes"'), "actor.exact_match", PARAMS),
+    ("actor_goal_dropout_above_one", "actor", ("actor", "goal_dropout", "1.5"), "actor.goal_dropout", PARAMS),
+    ("actor_no_torch_threads", "actor", ("actor", "torch_threads", "0"), "actor.torch_threads", PARAMS),
+    ("actor_seed_a_float_through_dvc", "actor", ("base", "seed", "0.5"), "seed", NO_FILE),
+    # 05_closed_loop: memory and modality names, counts, the actor's answer conventions
+    ("closed_loop_repeated_memory", "closed_loop", ("closed_loop", "memories", "[none, smg, smg]"),
+     "closed_loop.memories", PARAMS),
+    ("closed_loop_unknown_memory", "closed_loop", ("closed_loop", "memories", "[none, graph]"),
+     "closed_loop.memories", PARAMS),
+    ("closed_loop_no_memories", "closed_loop", ("closed_loop", "memories", "[]"), "closed_loop.memories", PARAMS),
+    ("closed_loop_unknown_modality", "closed_loop", ("closed_loop", "modality", "video"),
+     "closed_loop.modality", PARAMS),
+    ("closed_loop_unknown_score_modality", "closed_loop", ("closed_loop", "action_score_modalities", "[text, audio]"),
+     "closed_loop.action_score_modalities", PARAMS),
+    ("closed_loop_score_memory_none", "closed_loop", ("closed_loop", "action_score_memory", "none"),
+     "closed_loop.action_score_memory", PARAMS),
+    ("closed_loop_unknown_coords", "closed_loop", ("closed_loop", "hf_coords", "pixels"),
+     "closed_loop.hf_coords", PARAMS),
+    ("closed_loop_no_seeds", "closed_loop", ("closed_loop", "n_seeds", "0"), "closed_loop.n_seeds", PARAMS),
+    ("closed_loop_empty_actor_model", "closed_loop", ("closed_loop", "actor_model", '""'),
+     "closed_loop.actor_model", PARAMS),
+    ("closed_loop_history_a_float_through_dvc", "closed_loop", ("actor", "max_history", "2.5"),
+     "history_len", NO_FILE),
+]
+
+
+@pytest.mark.parametrize("case, stage, edit, field, file", CASES, ids=[c[0] for c in CASES])
+def test_bad_parameter(case, stage, edit, field, file, tmp_path):
+    params = edited_params(tmp_path, *edit)
+    notebook, values, sources = stage_inputs(stage, params)
+    with pytest.raises(DataError) as err:
+        check_parameters(notebook, values, sources)
+    assert (err.value.field, err.value.path) == (field, str(params) if file == PARAMS else None)
+    assert err.value.message.endswith("(passed with -p)") == (file is NO_FILE)
+
+
+# ----------------------------------------------------------------------------- the command line, end to end
+# (case id, dvc stage, edit, what stderr says)
+CLI_CASES = [
+    ("world_themes", "world", ("world", "themes", '"no"'),
+     "field 'world.themes': expected true or false, got str 'no'"),
+    ("graph_tau", "graph_build", ("graph_build", "tau", "1.5"), "field 'graph_build.tau': must be in [-1.0, 1.0], got 1.5"),
+    ("closed_loop_seed", "closed_loop", ("base", "seed", "1e3"),
+     "error: field 'seed': expected an integer, got float 1000.0 (passed with -p)"),
+]
+
+
+@pytest.mark.parametrize("case, stage, edit, says", CLI_CASES, ids=[c[0] for c in CLI_CASES])
+def test_the_runner_exits_2_names_the_value_and_writes_nothing(case, stage, edit, says, tmp_path, capsys):
+    params = edited_params(tmp_path, *edit)
+    out = tmp_path / "reports" / "stage.ipynb"
+    assert main(stage_argv(stage, params, out)) == 2
+    err = capsys.readouterr().err
+    assert says in err and (edit[0] == "base" or f"{params}: field" in err)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["params.yaml"]  # no report, no reports/ folder
+
+
+@pytest.mark.slow  # a fresh interpreter imports the package: seconds on two cores
+def test_python_m_runner_refuses_before_a_kernel_starts(tmp_path):
+    params = edited_params(tmp_path, "world", "success_min", "0.95")
+    out = tmp_path / "reports" / "00_world.ipynb"
+    run = subprocess.run([sys.executable, "-m", "guimem.pipeline.runner", *stage_argv("world", params, out)],
+                         capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert run.returncode == 2
+    assert run.stderr == (f"error: {params}: field 'world.success_min': must be at most success_max (0.92), "
+                          "got 0.95\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["params.yaml"]
