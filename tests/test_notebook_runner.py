@@ -8,6 +8,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from guimem.core.data import DataError
 from guimem.pipeline.runner import (
     NotebookError,
     enter_repo_root,
@@ -236,6 +237,28 @@ def test_unknown_parameters_and_missing_notebooks_are_refused_before_running(pro
     with pytest.raises(NotebookError, match="overwrite the input"):
         run_notebook(src, src)
     assert not out.exists()
+
+
+def test_a_stage_notebooks_bad_parameter_is_refused_before_running_and_nothing_is_written(project, repo_root, capsys):
+    src = project / "notebooks" / "00_world.ipynb"
+    src.write_bytes((repo_root / "notebooks" / "00_world.ipynb").read_bytes())
+    out = project / "reports" / "00_world.ipynb"
+    with pytest.raises(DataError) as err:
+        run_notebook(src, out, {"n_train": 10, "themes": "no"})
+    assert (err.value.field, err.value.path) == ("themes", None)
+    assert err.value.message == "expected true or false, got str 'no' (passed to run_notebook)"
+    assert main([str(src), str(out), "-p", "n_train", "3.0"]) == 2
+    assert capsys.readouterr().err == "error: field 'n_train': expected an integer, got float 3.0 (passed with -p)\n"
+    assert main([str(src), str(out), "-p", "n_train", "3", "--check"]) == 0
+    assert not (project / "reports").exists() and not (project / "data").exists()
+
+
+def test_check_only_checks_the_names_of_a_notebook_without_a_stage_spec(project, capsys):
+    src, out = project / "notebooks" / "tiny.ipynb", project / "reports" / "tiny.ipynb"
+    assert main([str(src), str(out), "-p", "n", "3.5", "--check"]) == 0  # no spec: any value of a known name
+    assert main([str(src), str(out), "-p", "episodes", "3", "--check"]) == 1
+    assert "unknown parameter(s) episodes" in capsys.readouterr().err
+    assert not out.parent.exists()
 
 
 def test_nbsmoke_finds_the_metrics_parameter(project):
