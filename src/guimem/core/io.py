@@ -359,6 +359,10 @@ def _shape_text(shape: tuple[int | None, ...]) -> str:
     return "[" + ", ".join("n" if n is None else str(n) for n in shape) + "]"
 
 
+def _dtype_text(dtype: np.dtype) -> str:
+    return dtype.name if dtype.isnative else f"{dtype.name} ({dtype.str}, not this machine's byte order)"
+
+
 def read_npy(path: str | os.PathLike, field: str, dtype: Any, shape: tuple[int | None, ...],
              finite: bool = True) -> np.ndarray:
     """The array in the ``.npy`` file ``path``, refused with a :class:`DataError` at ``path`` under
@@ -382,7 +386,7 @@ def read_npy(path: str | os.PathLike, field: str, dtype: Any, shape: tuple[int |
             if (got_dtype != want or len(got_shape) != len(shape)
                     or any(w is not None and g != w for g, w in zip(got_shape, shape))):
                 raise DataError(field, f"expected {want.name} {_shape_text(shape)}, "
-                                       f"got {got_dtype.name} {list(got_shape)}", str(path))
+                                       f"got {_dtype_text(got_dtype)} {list(got_shape)}", str(path))
             size = os.fstat(f.fileno()).st_size - f.tell()
             if size != math.prod(got_shape) * want.itemsize:
                 raise DataError(field, f"holds {size} bytes of data, its header promises "
