@@ -81,6 +81,14 @@ def _fsync_tree(folder: Path) -> None:
         list(pool.map(_fsync_folder, [p for p in entries if p.is_dir()] + [folder]))
 
 
+def _make_parent(path: Path) -> None:
+    """Create the folder ``path`` goes in; a file standing where a folder must be is a :class:`DataError`."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise DataError("path", "cannot be created: a file stands where one of its folders must be", str(path)) from None
+
+
 def _clean_leftovers(target: Path) -> None:
     """Remove temporary siblings ``.<name>.tmp-*`` that interrupted saves of ``target`` left behind."""
     if not target.parent.is_dir():
@@ -100,7 +108,7 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
     path = Path(path)
     if path.is_dir() and not path.is_symlink():
         raise DataError("path", "is a folder; refusing to replace it with a file", str(path))
-    path.parent.mkdir(parents=True, exist_ok=True)
+    _make_parent(path)
     _clean_leftovers(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}{_TMP}")
     try:
@@ -216,7 +224,7 @@ def atomic_write_dir(target: str | os.PathLike, write: Callable[[Path], Any], ki
         check_replaceable(backup, kind, legacy)  # a crash between the renames left only the backup
     else:
         check_replaceable(target, kind, legacy)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    _make_parent(target)
     _clean_leftovers(target)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}{_TMP}", dir=target.parent))
     try:

@@ -3,14 +3,23 @@
 Layout of a store at ``root``::
 
     root/manifest.json          format, version, counts, and free-form metadata (world config, seed)
-    root/episodes/<id>.json     one :class:`guimem.core.data.Episode` each
+    root/episodes/<id>.json     one :class:`guimem.core.data.Episode` each, named by its id
     root/screens/<sha16>.png    screenshots, named by the first 16 hex digits of their SHA-256
+    root/.guimem-kind           the store's kind, ``guimem.episodes`` (see :mod:`guimem.core.io`)
 
 Screenshot paths inside episodes are relative to ``root`` (``screens/ab12....png``).
-Writing is atomic at the store level: everything is written into a temporary folder
-next to ``root`` and renamed into place, so a reader sees the old store or the new
-one, never half of one. Loading validates every episode (via :mod:`guimem.core.data`) and
-every screenshot it points to; each error names the file and the field.
+
+**Saving** goes through :func:`guimem.core.io.atomic_write_dir`: a reader sees the old store or
+the new one, never half of one, and a folder that is not an episode store is refused, not
+replaced. What a save writes, a load reads: every episode is checked as a load would check it
+before anything is written, and screenshot bytes that are not PNG are converted (or refused).
+
+**Loading** checks everything at the door, each error naming the file and the field: every
+episode (via :mod:`guimem.core.data`); its id, safe and equal to its file name; the manifest's
+counts; every screenshot's path (``screens/<sha16>.png``, present, not a link out of the store)
+and, in the full mode (``verify_images=True``), its bytes against the hash in its name, its pixel
+count (from the PNG header, before decoding) and its decoding. Readers fall back to the backup a
+crashed save left (:func:`guimem.core.io.readable_dir`).
 """
 
 from __future__ import annotations
@@ -18,22 +27,28 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import io
-import json
 import os
 import re
-import shutil
-import tempfile
-import uuid
+import struct
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from PIL import Image
 
-from guimem.core.data import DataError, Episode, Observation, Subgoal
+from guimem.core.data import DataError, Episode, Observation, Subgoal, check_json
+from guimem.core.io import atomic_write_dir, check_number, json_text, read_json, read_jsonl, readable_dir, write_jsonl
 
 FORMAT = "guimem.episodes"
 VERSION = 1
+MAX_PIXELS = 40_000_000
+"""Largest screenshot (width x height) accepted, checked from the image header before decoding:
+far above the world's 180x360 and real phone screens (1440x3200 is 4.6 M), far below what
+exhausts memory once decoded."""
+
 _SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+_SCREEN_PATH = re.compile(r"^screens/([0-9a-f]{16})\.png$")
+_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+_FOREIGN_FORMATS = ("JPEG", "WEBP", "BMP", "GIF", "TIFF")  # converted at save; never EPS & co (external tools)
 
 
 def png_bytes(image: Image.Image) -> bytes:
@@ -48,49 +63,172 @@ def screen_path(data: bytes) -> str:
     return f"screens/{hashlib.sha256(data).hexdigest()[:16]}.png"
 
 
+# ----------------------------------------------------------------------------- images
+def _png_size(data: bytes) -> tuple[int, int] | None:
+    """Width and height from the header of the PNG ``data``, or None if it is not a PNG."""
+    if len(data) < 24 or not data.startswith(_PNG_SIGNATURE) or data[12:16] != b"IHDR":
+        return None
+    return struct.unpack(">II", data[16:24])
+
+
+def _check_pixels(width: int, height: int) -> None:
+    if width * height > MAX_PIXELS:
+        raise DataError("", f"has {width}x{height} pixels, over the cap of {MAX_PIXELS:,}")
+
+
+def _decoded(data: bytes, formats: Sequence[str] = ("PNG",)) -> Image.Image:
+    """The RGB image in ``data``; refused (field '') if over :data:`MAX_PIXELS` (checked on the header,
+    before decoding) or if it does not decode as one of ``formats``."""
+    try:
+        with Image.open(io.BytesIO(data), formats=formats) as im:
+            _check_pixels(*im.size)
+            return im.convert("RGB")
+    except DataError:
+        raise
+    except Exception as err:  # PIL raises many types for broken files
+        raise DataError("", f"does not decode: {type(err).__name__}: {err}") from None
+
+
+def _stored_png(image: Any) -> bytes:
+    """The PNG bytes a screenshot is stored as (errors with field ''): PNG bytes as they are, other
+    image bytes converted, PIL images encoded."""
+    if isinstance(image, Image.Image):
+        _check_pixels(*image.size)
+        return png_bytes(image)
+    if not isinstance(image, bytes):
+        raise DataError("", f"expected PNG bytes or a PIL image, got {type(image).__name__}")
+    size = _png_size(image)
+    if size is None:
+        return png_bytes(_decoded(image, _FOREIGN_FORMATS))
+    _check_pixels(*size)
+    try:
+        with Image.open(io.BytesIO(image), formats=("PNG",)) as im:
+            im.verify()  # every chunk and checksum, without decompressing the pixels
+    except Exception as err:
+        raise DataError("", f"does not decode: {type(err).__name__}: {err}") from None
+    return image
+
+
+def _check_content(rel: str, data: bytes, decode: bool) -> None:
+    """Refuse (field '') screenshot bytes that do not match the hash in their name ``rel``, are not a
+    PNG, have too many pixels (header only), or (``decode``) do not decode."""
+    if screen_path(data) != rel:
+        raise DataError("", f"screenshot {rel!r} does not match its content hash "
+                            f"(its bytes hash to {screen_path(data)!r})")
+    size = _png_size(data)
+    if size is None:
+        raise DataError("", f"screenshot {rel!r} is not a PNG")
+    try:
+        _check_pixels(*size)
+        if decode:
+            _decoded(data)
+    except DataError as err:
+        raise DataError("", f"screenshot {rel!r} {err.message}") from None
+
+
+# ----------------------------------------------------------------------------- paths
+def _inside(root: Path, path: Path) -> bool:
+    """Whether ``path``, every link followed, stays inside the store ``root``."""
+    return path.resolve().is_relative_to(root.resolve())
+
+
+def _screen_file(root: Path, rel: str) -> Path:
+    """The file of the screenshot ``rel``; refused (field '') unless ``rel`` is a store path
+    ``screens/<sha16>.png`` that exists and does not resolve outside the store."""
+    if not _SCREEN_PATH.match(rel):
+        raise DataError("", f"must be a path inside the store of the form screens/<16 hex digits>.png, got {rel!r:.80}")
+    target = root / rel
+    if not target.is_file():
+        raise DataError("", f"screenshot {rel!r} " + ("is not a regular file" if target.exists() else "does not exist"))
+    if not _inside(root, target):
+        raise DataError("", f"screenshot {rel!r} resolves outside the store (to {str(target.resolve())!r})")
+    return target
+
+
+def _read_bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as err:
+        raise DataError("", f"unreadable ({err.strerror})") from None
+
+
+def _check_screenshot(root: Path, rel: str, checked: dict[str, DataError | None], full: bool,
+                      path: str, field: str) -> None:
+    """Refuse the screenshot ``rel`` as :func:`_screen_file` does and, if ``full``, as :func:`_check_content`
+    does, with an error at ``path`` under ``field``; each path is checked once per ``checked``."""
+    if rel not in checked:
+        try:
+            target = _screen_file(root, rel)
+            if full:
+                _check_content(rel, _read_bytes(target), decode=True)
+            checked[rel] = None
+        except DataError as err:
+            checked[rel] = err
+    if (err := checked[rel]) is not None:
+        raise err.at(path, field)
+
+
+def _checked_file(root: Path, path: Path) -> Path:
+    """``path`` if it does not resolve outside the store ``root``."""
+    if (path.exists() or path.is_symlink()) and not _inside(root, path):
+        raise DataError("file", f"resolves outside the store (to {str(path.resolve())!r})", str(path))
+    return path
+
+
 # ----------------------------------------------------------------------------- writing
 def save_episodes(episodes: Sequence[Episode], images: Mapping[str, bytes | Image.Image], root: str | os.PathLike,
                   meta: Mapping[str, Any] | None = None) -> Path:
-    """Write ``episodes`` as a complete store at ``root``, replacing any store there.
+    """Write ``episodes`` as a complete store at ``root``, replacing an episode store there.
 
-    Each observation's ``screenshot`` is a key of ``images`` (PNG bytes or a PIL image);
-    it is rewritten to the store path of those pixels, identical screens stored once.
+    Each observation's ``screenshot`` is a key of ``images`` (PNG bytes, other image bytes PIL
+    reads, which are converted to PNG, or a PIL image); it is rewritten to the store path of those
+    pixels, identical screens stored once. A ``root`` that holds anything but an episode store is
+    refused (:class:`DataError`), as is an episode a load would refuse; nothing is written then.
     """
-    root = Path(root)
-    root.parent.mkdir(parents=True, exist_ok=True)
-    _check_ids(episodes)
-    tmp = Path(tempfile.mkdtemp(dir=root.parent, prefix=f".{root.name}.tmp-"))
-    try:
-        (tmp / "episodes").mkdir()
-        (tmp / "screens").mkdir()
+    _check_episodes(episodes)
+    meta = check_json(dict(meta or {}), "meta")
+
+    def write(folder: Path) -> None:
+        (folder / "episodes").mkdir()
+        (folder / "screens").mkdir()
         stored: dict[str, str] = {}  # image key -> store path
-        n_steps = 0
-        for ep in episodes:
-            n_steps += len(ep.steps)
-            ep = _relocate(ep, images, stored, tmp)
-            text = json.dumps(ep.to_dict(), indent=1, ensure_ascii=False, allow_nan=False)
-            (tmp / "episodes" / f"{ep.id}.json").write_text(text + "\n", encoding="utf-8")
-        manifest = {"format": FORMAT, "version": VERSION, "episodes": len(episodes), "steps": n_steps,
-                    "screens": len(set(stored.values())), "meta": dict(meta or {})}
-        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True, allow_nan=False) + "\n")
-        _swap_into_place(tmp, root)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return root
+        for i, ep in enumerate(episodes):
+            ep = _relocate(ep, images, stored, folder, f"episodes[{i}]")
+            (folder / "episodes" / f"{ep.id}.json").write_bytes(json_text(ep.to_dict(), indent=1, sort_keys=False).encode())
+        manifest = {"format": FORMAT, "version": VERSION, "episodes": len(episodes),
+                    "steps": sum(len(ep.steps) for ep in episodes), "screens": len(set(stored.values())), "meta": meta}
+        (folder / "manifest.json").write_bytes(json_text(manifest, indent=1).encode())
+
+    return atomic_write_dir(root, write, kind=FORMAT, legacy=_is_unmarked_store)
 
 
-def _check_ids(episodes: Sequence[Episode]) -> None:
+def _is_unmarked_store(folder: Path) -> bool:
+    """Whether ``folder`` holds an episode store saved before kind markers (its manifest says so)."""
+    try:
+        manifest = read_json(folder / "manifest.json")
+    except DataError:
+        return False
+    return isinstance(manifest, dict) and manifest.get("format") == FORMAT
+
+
+def _check_episodes(episodes: Sequence[Episode]) -> None:
+    """Refuse, before anything is written, what a load would refuse: unsafe or duplicate ids, values
+    that do not read back as they are."""
     seen: dict[str, int] = {}
     for i, ep in enumerate(episodes):
-        if not _SAFE_ID.match(ep.id):
-            raise DataError(f"episodes[{i}].id", f"{ep.id!r} is not a safe file name ([A-Za-z0-9._-], max 128)")
+        if not isinstance(ep.id, str) or not _SAFE_ID.match(ep.id):
+            raise DataError(f"episodes[{i}].id", f"{ep.id!r:.80} is not a safe file name ([A-Za-z0-9._-], max 128)")
         if ep.id in seen:
             raise DataError(f"episodes[{i}].id", f"duplicate id {ep.id!r} (also episodes[{seen[ep.id]}])")
         seen[ep.id] = i
+        try:
+            Episode.from_dict(ep.to_dict())
+        except DataError as err:
+            raise err.at(None, f"episodes[{i}]") from None
 
 
-def _relocate(ep: Episode, images: Mapping[str, bytes | Image.Image], stored: dict[str, str], tmp: Path) -> Episode:
+def _relocate(ep: Episode, images: Mapping[str, bytes | Image.Image], stored: dict[str, str], folder: Path,
+              where: str) -> Episode:
     """The episode with every screenshot key replaced by its store path (writing new PNGs)."""
 
     def place(obs: Observation, field: str) -> Observation:
@@ -98,88 +236,81 @@ def _relocate(ep: Episode, images: Mapping[str, bytes | Image.Image], stored: di
         if key not in stored:
             if key not in images:
                 raise DataError(field, f"no image for screenshot key {key!r} (episode {ep.id!r})")
-            data = images[key]
-            data = data if isinstance(data, bytes) else png_bytes(data)
+            try:
+                data = _stored_png(images[key])
+            except DataError as err:
+                raise DataError(field, f"image {key!r} {err.message} (episode {ep.id!r})") from None
             rel = screen_path(data)
-            target = tmp / rel
-            if not target.exists():
-                target.write_bytes(data)
+            if not (folder / rel).exists():
+                (folder / rel).write_bytes(data)
             stored[key] = rel
         return dataclasses.replace(obs, screenshot=stored[key])
 
-    steps = tuple(dataclasses.replace(s, observation=place(s.observation, f"steps[{i}].screenshot"))
+    steps = tuple(dataclasses.replace(s, observation=place(s.observation, f"{where}.steps[{i}].screenshot"))
                   for i, s in enumerate(ep.steps))
-    return dataclasses.replace(ep, steps=steps, final=place(ep.final, "final.screenshot"))
-
-
-def _swap_into_place(tmp: Path, root: Path) -> None:
-    """Rename the finished ``tmp`` store to ``root``; an old store is moved aside, then removed."""
-    old = None
-    if root.exists():
-        old = root.parent / f".{root.name}.old-{uuid.uuid4().hex[:8]}"
-        os.replace(root, old)
-    os.replace(tmp, root)
-    if old is not None:
-        shutil.rmtree(old)
+    return dataclasses.replace(ep, steps=steps, final=place(ep.final, f"{where}.final.screenshot"))
 
 
 # ----------------------------------------------------------------------------- reading
-def _read_json(path: Path) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise DataError("file", "missing", str(path)) from None
-    except UnicodeDecodeError as err:
-        raise DataError("file", f"not UTF-8 text ({err.reason})", str(path)) from None
-    try:
-        return json.loads(text)  # NaN/Infinity parse, and are then refused by the field they sit in
-    except json.JSONDecodeError as err:
-        raise DataError("json", f"malformed JSON at line {err.lineno} column {err.colno}: {err.msg}", str(path)) from None
-
-
 def read_manifest(root: str | os.PathLike) -> dict[str, Any]:
-    """The validated manifest of the store at ``root``."""
-    path = Path(root) / "manifest.json"
-    m = _read_json(path)
+    """The validated manifest of the store at ``root`` (or of the backup a crashed save left)."""
+    root = readable_dir(root, "episode store")
+    path = _checked_file(root, root / "manifest.json")
+    m = read_json(path)
     if not isinstance(m, dict):
         raise DataError("manifest", f"expected an object, got {type(m).__name__}", str(path))
     if m.get("format") != FORMAT:
-        raise DataError("format", f"expected {FORMAT!r}, got {m.get('format')!r}", str(path))
+        raise DataError("format", f"expected {FORMAT!r}, got {m.get('format')!r:.60}", str(path))
     if m.get("version") != VERSION:
-        raise DataError("version", f"this code reads version {VERSION}, got {m.get('version')!r}", str(path))
+        raise DataError("version", f"this code reads version {VERSION}, got {m.get('version')!r:.60}", str(path))
     for key in ("episodes", "steps", "screens"):
-        if not isinstance(m.get(key), int) or isinstance(m.get(key), bool) or m[key] < 0:
-            raise DataError(key, f"expected a count, got {m.get(key)!r}", str(path))
+        check_number(m.get(key), key, lo=0, integer=True, path=str(path))
     if not isinstance(m.get("meta", {}), dict):
         raise DataError("meta", f"expected an object, got {m.get('meta')!r:.60}", str(path))
+    try:
+        check_json(m.get("meta", {}), "meta")
+    except DataError as err:
+        raise err.at(str(path)) from None
     return m
 
 
 def load_episodes(root: str | os.PathLike, verify_images: bool = True) -> list[Episode]:
     """Every episode of the store at ``root``, sorted by file name, fully validated.
 
-    Raises :class:`DataError` naming the file and the field on malformed JSON, a bad
-    field, an empty episode, a duplicate id, or a screenshot that is missing, outside the
-    store, or (with ``verify_images``) does not decode as an image.
+    Raises :class:`DataError` naming the file and the field on malformed JSON, a bad field, an
+    empty episode, an unsafe id or one that is not its file name, manifest counts that disagree
+    with the store, a file that links outside the store, or a screenshot that is missing or not
+    a store path; with ``verify_images`` (the full mode), also on screenshot bytes that do not
+    match their content hash, exceed :data:`MAX_PIXELS` or do not decode.
     """
-    root = Path(root)
+    root = readable_dir(root, "episode store")
     manifest = read_manifest(root)
+    mpath = str(root / "manifest.json")
     folder = root / "episodes"
     if not folder.is_dir():
         raise DataError("episodes", "missing folder", str(folder))
     files = sorted(folder.glob("*.json"))
     if len(files) != manifest["episodes"]:
         raise DataError("episodes", f"manifest counts {manifest['episodes']} episodes, the folder holds {len(files)}",
-                        str(root / "manifest.json"))
-    episodes, owner, checked = [], {}, {}
+                        mpath)
+    episodes: list[Episode] = []
+    checked: dict[str, DataError | None] = {}
     for f in files:
-        ep = Episode.from_dict(_read_json(f), path=str(f))
-        if ep.id in owner:
-            raise DataError("id", f"duplicate episode id {ep.id!r} (also in {owner[ep.id]})", str(f))
-        owner[ep.id] = f.name
+        ep = Episode.from_dict(read_json(_checked_file(root, f)), path=str(f))
+        if not _SAFE_ID.match(ep.id):
+            raise DataError("id", f"{ep.id!r:.80} is not a safe file name ([A-Za-z0-9._-], max 128)", str(f))
+        if ep.id != f.stem:
+            raise DataError("id", f"{ep.id!r} does not match its file name {f.name!r}", str(f))
         for field, obs in _observations(ep):
             _check_screenshot(root, obs.screenshot, checked, verify_images, str(f), field)
         episodes.append(ep)
+    n_steps = sum(len(ep.steps) for ep in episodes)
+    if n_steps != manifest["steps"]:
+        raise DataError("steps", f"manifest counts {manifest['steps']} steps, the episodes hold {n_steps}", mpath)
+    n_screens = sum(1 for _ in (root / "screens").glob("*.png"))
+    if n_screens != manifest["screens"]:
+        raise DataError("screens", f"manifest counts {manifest['screens']} screens, the folder holds {n_screens}",
+                        mpath)
     return episodes
 
 
@@ -187,88 +318,51 @@ def _observations(ep: Episode) -> list[tuple[str, Observation]]:
     return [(f"steps[{i}].screenshot", s.observation) for i, s in enumerate(ep.steps)] + [("final.screenshot", ep.final)]
 
 
-def _resolve(root: Path, rel: str, path: str | None, field: str) -> Path:
-    p = Path(rel)
-    if p.is_absolute() or ".." in p.parts or not rel:
-        raise DataError(field, f"must be a path inside the store, got {rel!r}", path)
-    return root / p
-
-
-def _check_screenshot(root: Path, rel: str, checked: dict[str, str | None], verify: bool, path: str, field: str) -> None:
-    """Raise if the screenshot ``rel`` is missing or (with ``verify``) undecodable; results are cached."""
-    if rel not in checked:
-        target = _resolve(root, rel, path, field)
-        problem = None
-        if not target.is_file():
-            problem = f"screenshot {rel!r} does not exist"
-        elif verify:
-            problem = _decode_problem(target)
-            problem = problem and f"screenshot {rel!r} {problem}"
-        checked[rel] = problem
-    if checked[rel]:
-        raise DataError(field, checked[rel], path)
-
-
-def _decode_problem(target: Path) -> str | None:
-    """None if the file decodes as an image, else what is wrong with it."""
-    try:
-        with Image.open(target) as im:
-            im.verify()
-        with Image.open(target) as im:
-            im.load()
-    except Exception as err:  # PIL raises many types for broken files
-        return f"does not decode: {type(err).__name__}: {err}"
-    return None
-
-
 def load_screenshot(root: str | os.PathLike, rel_path: str) -> Image.Image:
-    """The screenshot at ``rel_path`` (relative to the store ``root``) as an RGB image."""
-    target = _resolve(Path(root), rel_path, str(root), "screenshot")
+    """The screenshot at ``rel_path`` (a store path ``screens/<sha16>.png``) of the store ``root``, as
+    an RGB image; its bytes are checked against their hash and its pixel count before decoding."""
+    root = readable_dir(root, "episode store")
     try:
-        with Image.open(target) as im:
-            return im.convert("RGB")
-    except FileNotFoundError:
-        raise DataError("screenshot", f"{rel_path!r} does not exist", str(root)) from None
-    except Exception as err:
-        raise DataError("screenshot", f"{rel_path!r} does not decode: {type(err).__name__}: {err}", str(root)) from None
+        data = _read_bytes(_screen_file(root, rel_path))
+        _check_content(rel_path, data, decode=False)
+        return _decoded(data)
+    except DataError as err:
+        raise err.at(str(root), "screenshot") from None
 
 
 # ============================================================================= subgoal files
-def save_subgoals(path: str | Path, subgoals: Iterable[Subgoal]) -> None:
-    """Write subgoals as JSON lines, atomically (a temp file in the same folder, then renamed)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            for sg in subgoals:
-                f.write(json.dumps(sg.to_dict(), ensure_ascii=False, sort_keys=True) + "\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+def save_subgoals(path: str | os.PathLike, subgoals: Iterable[Subgoal]) -> Path:
+    """Write subgoals as JSON lines, atomically; one that would not read back is refused, nothing written."""
+    rows = []
+    for i, sg in enumerate(subgoals):
+        row = sg.to_dict()
+        try:
+            Subgoal.from_dict(row)
+        except DataError as err:
+            raise err.at(str(path), f"subgoals[{i}]") from None
+        rows.append(row)
+    return write_jsonl(path, rows)
 
 
-def load_subgoals(path: str | Path) -> list[Subgoal]:
-    """Read a JSON-lines file of subgoals; a bad line raises :class:`DataError` naming file, line and field."""
-    path = Path(path)
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        raise DataError("path", "no such file", str(path)) from None
+def load_subgoals(path: str | os.PathLike, store_root: str | os.PathLike | None = None) -> list[Subgoal]:
+    """Read a JSON-lines file of subgoals; a bad line raises :class:`DataError` naming file, line and field.
+
+    With ``store_root`` (the episode store the subgoals were cut from), every ``from_screenshot``
+    and ``to_screenshot`` is checked as a loaded episode's is: a store path that exists and does
+    not resolve outside the store.
+    """
+    root = readable_dir(store_root, "episode store") if store_root is not None else None
     out: list[Subgoal] = []
     seen: set[str] = set()
-    for lineno, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
+    checked: dict[str, DataError | None] = {}
+    for lineno, raw in read_jsonl(path):
         where = f"{path}, line {lineno}"
-        try:
-            raw = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise DataError("line", f"invalid JSON ({err.msg} at column {err.colno})", where) from None
         sg = Subgoal.from_dict(raw, path=where)
         if sg.id in seen:
             raise DataError("index", f"duplicate subgoal {sg.id!r}", where)
         seen.add(sg.id)
+        if root is not None:
+            for field in ("from_screenshot", "to_screenshot"):
+                _check_screenshot(root, getattr(sg, field), checked, False, where, field)
         out.append(sg)
     return out
