@@ -300,7 +300,7 @@ def test_load_errors_name_file_line_and_field(tmp_path):
     with pytest.raises(DataError, match=r"bad\.jsonl, line 2: field 'success'"):
         load_subgoals(path)
     path.write_text(_line(sg) + "\n{not json\n")
-    with pytest.raises(DataError, match=r"line 2: field 'line': invalid JSON"):
+    with pytest.raises(DataError, match=r"line 2: field 'line': malformed JSON"):
         load_subgoals(path)
     d = sg.to_dict()
     del d["effect"]
@@ -313,7 +313,7 @@ def test_load_errors_name_file_line_and_field(tmp_path):
     path.write_text(_line(sg, actions=[{"type": "fly"}]) + "\n")
     with pytest.raises(DataError, match=r"line 1: field 'actions\[0\]\.type'"):
         load_subgoals(path)
-    with pytest.raises(DataError, match="no such file"):
+    with pytest.raises(DataError, match="field 'file': missing"):
         load_subgoals(tmp_path / "missing.jsonl")
 
 
