@@ -268,8 +268,9 @@ def json_depth(text: str) -> int:
     if text.count("[") + text.count("{") <= 1:
         return text.count("[") + text.count("{")
     codes = np.frombuffer(_JSON_STRING.sub("", text).encode("utf-8", "replace"), dtype=np.uint8)
-    step = np.isin(codes, (ord("["), ord("{"))).astype(np.int32) - np.isin(codes, (ord("]"), ord("}")))
-    return int(np.cumsum(step).max(initial=0))
+    opens = (codes == ord("[")) | (codes == ord("{"))
+    closes = (codes == ord("]")) | (codes == ord("}"))
+    return int(np.cumsum(opens.astype(np.int32) - closes).max(initial=0))
 
 
 def parse_json(text: str, where: str | None = None, field: str = "json") -> Any:
