@@ -362,6 +362,8 @@ class ProjectedImageEmbedder:
         """The saved projection over ``inner``; refuses one fitted on another embedder's vectors,
         and a basis that does not match its ``projection.json`` (shape, values, name)."""
         folder = readable_dir(Path(folder), "saved projection")
+        for name in (PROJECTION_META, PROJECTION_BASIS):  # a link may not lead out of the folder
+            file_inside(folder, name, "file", str(folder / name))
         meta_path = str(folder / PROJECTION_META)
         meta = read_json(folder / PROJECTION_META)
         if not isinstance(meta, dict):

@@ -194,7 +194,8 @@ def checked_vectors(x: Any, shape: tuple[int, ...], field: str, path: str | None
     a = np.asarray(x)
     if a.shape != shape or a.dtype.kind not in "fiu":
         raise DataError(field, f"expected numbers of shape {list(shape)}, got {a.dtype.name} {list(a.shape)}", path)
-    a = check_finite(a.astype(np.float32), field, path)  # a float64 beyond float32's range becomes inf: refused
+    with np.errstate(over="ignore"):  # a float64 beyond float32's range becomes inf, refused next
+        a = check_finite(a.astype(np.float32), field, path)
     zero = ~a.reshape(-1, shape[-1]).any(axis=1) if a.size else np.zeros(0, bool)
     if zero.any():
         raise DataError(field, f"vector {int(np.argmax(zero))} is all zeros (it has no direction)", path)
@@ -518,6 +519,8 @@ class MemoryGraph:
         caller who wants other thresholds rebuilds.
         """
         folder = readable_dir(Path(path), "saved memory")
+        for name in sorted(GRAPH_FILES):  # a link may not lead out of the folder
+            file_inside(folder, name, "file", str(folder / name))
         manifest, config = _read_manifest(folder)
         mpath = str(folder / MANIFEST)
         if expect is not None:

@@ -153,7 +153,9 @@ class MemoryItem:
         for name in ("anchor", "outcome"):
             relative_path(d[name], name, path)
         first = check_number(d.get("first_step"), "first_step", lo=0, integer=True, path=path)
-        last = check_number(d.get("last_step"), "last_step", lo=first, integer=True, path=path)
+        last = check_number(d.get("last_step"), "last_step", lo=0, integer=True, path=path)
+        if last < first:
+            raise DataError("last_step", f"must be >= first_step ({first}), got {last}", path)
         n = last - first + 1
         for name in ("actions", "phrases", "targets"):
             if not isinstance(d.get(name), list) or len(d[name]) != n:
@@ -404,8 +406,8 @@ class _Base:
                 raise DataError("unit", f"expected a distinct unit id, got {unit!r:.60}", where)
             item = MemoryItem.from_dict(d, where)
             if item.id != f"{self.name}:{unit}" or item.kind != KINDS[self.name]:
-                raise DataError("id", f"a {self.name} item of unit {unit!r} is '{self.name}:{unit}' of kind "
-                                      f"{KINDS[self.name]!r}, got {item.id!r:.60} of kind {item.kind!r}", where)
+                raise DataError("id", f"expected the id '{self.name}:{unit}' and kind {KINDS[self.name]!r}, "
+                                      f"got {item.id!r:.60} of kind {item.kind!r}", where)
             self.items[unit] = item
         missing = [u for u in units if u not in self.items]
         if missing:
@@ -587,6 +589,8 @@ def load_memory(path: str | Path, image_embedder: ImageEmbedder, text_embedder: 
                 store_root: str | Path | None = None) -> GraphMemory | FlatMemory:
     """Read a saved memory, every file checked; refuses one built with other embedders (names the file and field)."""
     folder = readable_dir(Path(path), "saved memory")
+    for name in (MEMORY_FILE, ITEMS_FILE, FLAT_VECTORS):  # a link may not lead out of the folder
+        file_inside(folder, name, "file", str(folder / name))
     mpath = str(folder / MEMORY_FILE)
     meta = read_json(folder / MEMORY_FILE)
     if not isinstance(meta, dict):
@@ -615,8 +619,8 @@ def load_memory(path: str | Path, image_embedder: ImageEmbedder, text_embedder: 
         graph = MemoryGraph.load(folder, expect=memory.graph.config)
         for key in ("tau", "theta"):
             if getattr(graph.config, key) != getattr(memory.graph.config, key):
-                raise DataError(key, f"{MEMORY_FILE} says {getattr(memory.graph.config, key)!r} but the graph's "
-                                f"manifest {getattr(graph.config, key)!r}", mpath)
+                raise DataError(key, f"{MEMORY_FILE} says {getattr(memory.graph.config, key)!r}, the graph's "
+                                f"manifest says {getattr(graph.config, key)!r}", mpath)
         memory.graph = graph
         units = [e.subgoal.id for e in graph.edges]
     memory._read_items(folder, units)

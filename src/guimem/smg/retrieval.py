@@ -186,7 +186,7 @@ def step_record(r: StepResult, image: str) -> dict[str, Any]:
 def read_results(path: str | Path) -> list[dict[str, Any]]:
     """The records of a ``steps.jsonl`` written by :func:`write_results`, each checked: its fields'
     types, and an image file inside the folder, the one its shown ids name."""
-    path = Path(path)
+    path = file_inside(Path(path).parent, Path(path).name, "file", str(path))  # not a link out of its folder
     out = []
     for lineno, r in read_jsonl(path):
         where = f"{path}, line {lineno}"

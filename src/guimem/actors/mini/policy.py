@@ -20,7 +20,7 @@ from guimem.actors.mini.config import VOCAB_FILE, ActorConfig
 from guimem.actors.mini.features import Features, ImagePatcher, collate, decode, featurise
 from guimem.actors.mini.model import GuiActor
 from guimem.core.data import DataError
-from guimem.core.io import atomic_write_dir, check_finite, read_json, readable_dir
+from guimem.core.io import atomic_write_dir, check_finite, file_inside, read_json, readable_dir
 from guimem.core.policy import Modality, PolicyInput, PolicyOutput
 from guimem.models.tokenizer import Vocabulary
 
@@ -89,6 +89,7 @@ class MiniActor:
         """Read an actor written by :meth:`save`, every file checked before the model is built."""
         folder = readable_dir(Path(path), "saved actor")
         for name in sorted(ACTOR_FILES):
+            file_inside(folder, name, "file", str(folder / name))  # a link may not lead out of the folder
             if not (folder / name).is_file():
                 raise DataError(name, "missing from the actor folder", str(folder))
         vocab = Vocabulary.load(folder / VOCAB_FILE)

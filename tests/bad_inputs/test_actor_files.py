@@ -1,0 +1,194 @@
+"""Bad actor folders (``MiniActor.load``) and save targets (``MiniActor.save``), each with its exact
+outcome: a :class:`DataError` naming the file (``config.json``, ``model.safetensors``, ``vocab.json``,
+or the folder when a file is missing) and the field (a config value, a tensor's name, a vocabulary
+field), or the actor read back unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+import torch
+from safetensors.torch import load_file, save_file
+
+from guimem.actors.mini.config import ActorConfig
+from guimem.actors.mini.model import GuiActor
+from guimem.actors.mini.policy import MiniActor
+from guimem.core.data import DataError
+from guimem.core.io import MARKER
+from guimem.models.tokenizer import Vocabulary
+
+pytestmark = pytest.mark.bad_input
+
+TINY = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+            screen_height=32, screen_width=16, memory_image_height=32, memory_image_width=16, patch_size=8,
+            max_memory_tokens=24)
+WEIGHTS = "model.safetensors"
+
+
+def actor() -> MiniActor:
+    vocab = Vocabulary(["[PAD]", "[ACT]", "open", "notes"], n_hash_buckets=4)
+    torch.manual_seed(0)
+    config = ActorConfig(vocab_size=len(vocab), app_names=["Notes", "Shop"], widget_roles=["button"], **TINY)
+    return MiniActor(GuiActor(config), vocab)
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("saved") / "actor"
+    actor().save(folder)
+    return folder
+
+
+@pytest.fixture
+def folder(saved, tmp_path) -> Path:
+    """A fresh copy of the saved actor."""
+    return Path(shutil.copytree(saved, tmp_path / "actor"))
+
+
+def error(call: Callable[[], Any]) -> DataError:
+    with pytest.raises(DataError) as info:
+        call()
+    return info.value
+
+
+# ============================================================================= mutations
+def config(**values: Any) -> Callable[[Path], None]:
+    def mutate(folder: Path) -> None:
+        c = json.loads((folder / "config.json").read_text())
+        c.update(values)
+        (folder / "config.json").write_text(json.dumps(c))
+    return mutate
+
+
+def weights(change: Callable[[dict[str, torch.Tensor]], None]) -> Callable[[Path], None]:
+    def mutate(folder: Path) -> None:
+        tensors = load_file(folder / WEIGHTS)
+        change(tensors)
+        save_file(tensors, folder / WEIGHTS, metadata={"format": "pt"})
+    return mutate
+
+
+def poke(name: str, value: float) -> Callable[[dict[str, torch.Tensor]], None]:
+    def change(tensors: dict[str, torch.Tensor]) -> None:
+        tensors[name] = tensors[name].clone()
+        tensors[name].view(-1)[0] = value
+    return change
+
+
+def write(name: str, data: bytes) -> Callable[[Path], None]:
+    return lambda folder: (folder / name).write_bytes(data)
+
+
+def cut(name: str, keep: int) -> Callable[[Path], None]:
+    return lambda folder: (folder / name).write_bytes((folder / name).read_bytes()[:keep])
+
+
+def remove(name: str) -> Callable[[Path], None]:
+    return lambda folder: (folder / name).unlink()
+
+
+def link_out(name: str) -> Callable[[Path], None]:
+    def mutate(folder: Path) -> None:
+        shutil.move(folder / name, folder.parent / name)
+        (folder / name).symlink_to(folder.parent / name)
+    return mutate
+
+
+def vocab(**values: Any) -> Callable[[Path], None]:
+    def mutate(folder: Path) -> None:
+        v = json.loads((folder / "vocab.json").read_text())
+        v.update(values)
+        (folder / "vocab.json").write_text(json.dumps(v))
+    return mutate
+
+
+# (case id, mutation of a saved actor, field, file ("." = the folder itself))
+CASES: list[tuple[str, Callable[[Path], None], str, str]] = [
+    ("config_missing", remove("config.json"), "config.json", "."),
+    ("weights_missing", remove(WEIGHTS), WEIGHTS, "."),
+    ("vocab_missing", remove("vocab.json"), "vocab.json", "."),
+    ("config_malformed", write("config.json", b'{"model_type": '), "json", "config.json"),
+    ("config_a_list", write("config.json", b"[]"), "model_type", "config.json"),
+    ("config_of_another_model", config(model_type="bert"), "model_type", "config.json"),
+    ("hidden_size_negative", config(hidden_size=-4), "config", "config.json"),
+    ("layers_a_string", config(num_hidden_layers="six"), "config", "config.json"),
+    ("heads_do_not_divide", config(num_attention_heads=3), "num_attention_heads", "config.json"),
+    ("screen_not_whole_patches", config(screen_height=30), "screen_height", "config.json"),
+    ("config_more_words_than_weights", config(vocab_size=50), "embed.words.weight", WEIGHTS),
+    ("config_more_apps_than_weights", config(app_names=["Notes", "Shop", "Clock"]), "app_head.bias", WEIGHTS),
+    ("weights_truncated", cut(WEIGHTS, 5000), "weights", WEIGHTS),
+    ("weights_header_only", cut(WEIGHTS, 8), "weights", WEIGHTS),
+    ("weights_empty", write(WEIGHTS, b""), "weights", WEIGHTS),
+    ("weights_not_safetensors", write(WEIGHTS, b"PK\x03\x04 a zip, say"), "weights", WEIGHTS),
+    ("weight_missing", weights(lambda t: t.pop("type_head.bias")), "type_head.bias", WEIGHTS),
+    ("weight_unknown", weights(lambda t: t.update(bogus=torch.zeros(3))), "bogus", WEIGHTS),
+    ("weight_wrong_shape", weights(lambda t: t.update({"type_head.bias": torch.zeros(11)})), "type_head.bias",
+     WEIGHTS),
+    ("weight_nan", weights(poke("type_head.weight", float("nan"))), "type_head.weight", WEIGHTS),
+    ("weight_inf", weights(poke("ln_final.weight", float("inf"))), "ln_final.weight", WEIGHTS),
+    ("vocab_truncated", cut("vocab.json", 20), "json", "vocab.json"),
+    ("vocab_a_list", write("vocab.json", b"[]"), "vocabulary", "vocab.json"),
+    ("vocab_one_word_more", vocab(tokens=["[PAD]", "[ACT]", "open", "notes", "shop"]), "vocab_size", "vocab.json"),
+    ("vocab_buckets_zero", vocab(n_hash_buckets=0), "n_hash_buckets", "vocab.json"),
+    ("config_link_out", link_out("config.json"), "file", "config.json"),
+    ("weights_link_out", link_out(WEIGHTS), "file", WEIGHTS),
+    ("vocab_link_out", link_out("vocab.json"), "file", "vocab.json"),
+]
+
+
+@pytest.mark.parametrize("case, mutate, field, file", CASES, ids=[c[0] for c in CASES])
+def test_a_broken_actor_folder_names_file_and_field(folder, case, mutate, field, file):
+    mutate(folder)
+    err = error(lambda: MiniActor.load(folder))
+    assert (err.field, os.path.relpath(err.path, folder)) == (field, file), str(err)
+
+
+def test_no_actor_folder(tmp_path):
+    err = error(lambda: MiniActor.load(tmp_path / "none"))
+    assert (err.field, err.path) == ("path", str(tmp_path / "none"))
+    (tmp_path / "a-file").write_text("x")
+    assert error(lambda: MiniActor.load(tmp_path / "a-file")).path == str(tmp_path / "a-file")
+
+
+def test_float64_weights_are_read_back_as_the_same_float32_actor(folder, saved):
+    weights(lambda t: t.update({k: v.double() for k, v in t.items()}))(folder)
+    back = MiniActor.load(folder)
+    for name, w in MiniActor.load(saved).model.state_dict().items():
+        torch.testing.assert_close(back.model.state_dict()[name], w, rtol=0, atol=0)
+
+
+def test_a_crashed_save_is_read_from_its_backup(folder):
+    folder.rename(folder.parent / ".actor.old")  # the moment between the two renames of a save
+    assert MiniActor.load(folder).config.app_names == ["Notes", "Shop"]
+
+
+# ============================================================================= save targets
+def test_save_refuses_a_folder_it_did_not_write_and_keeps_it(tmp_path):
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "table.csv").write_text("a,b")
+    err = error(lambda: actor().save(tmp_path / "results"))
+    assert (err.field, err.path) == ("path", str(tmp_path / "results"))
+    assert [p.name for p in (tmp_path / "results").iterdir()] == ["table.csv"]
+
+
+def test_save_refuses_a_store_of_another_kind(tmp_path):
+    (tmp_path / "memory").mkdir()
+    (tmp_path / "memory" / MARKER).write_text("guimem.memory\n")
+    err = error(lambda: actor().save(tmp_path / "memory"))
+    assert (err.field, err.path) == ("path", str(tmp_path / "memory")) and "guimem.memory store" in err.message
+
+
+def test_save_replaces_an_actor_saved_before_markers(folder):
+    (folder / MARKER).unlink()
+    a = actor()
+    with torch.no_grad():
+        a.model.type_head.bias.add_(1.0)
+    a.save(folder)
+    assert (folder / MARKER).read_text() == "guimem.actor\n"
+    torch.testing.assert_close(MiniActor.load(folder).model.type_head.bias, a.model.type_head.bias, rtol=0, atol=0)
