@@ -15,6 +15,7 @@ from typing import Sequence
 
 import torch
 import torch.nn.functional as F
+from safetensors import SafetensorError, safe_open
 
 from guimem.actors.mini.config import VOCAB_FILE, ActorConfig
 from guimem.actors.mini.features import Features, ImagePatcher, collate, decode, featurise
@@ -123,8 +124,6 @@ def _weight_shapes(config_path: Path) -> dict[str, tuple[int, ...]]:
 
 def _check_weights(path: Path, shapes: dict[str, tuple[int, ...]]) -> None:
     """Refuse a weights file that is not safetensors or does not hold exactly ``shapes``."""
-    from safetensors import SafetensorError, safe_open
-
     try:
         with safe_open(str(path), framework="pt") as f:
             found = {name: tuple(f.get_slice(name).get_shape()) for name in f.keys()}
