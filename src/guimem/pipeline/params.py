@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from guimem.actors.hf.parsing import ANSWER_FORMATS, COORD_CONVENTIONS
+from guimem.actors.mini.config import ActorConfig
+from guimem.actors.mini.train import TrainConfig, assign_folds
 from guimem.core.data import DataError
 from guimem.core.io import check_number
 from guimem.core.policy import MODALITIES
@@ -286,12 +288,6 @@ _MODEL_KEYS = ("hidden_size", "num_hidden_layers", "num_attention_heads", "inter
 
 def _actor(p: Params) -> None:
     """04_actor: the folds, TrainConfig and ActorConfig, built as the notebook builds them."""
-    # torch and transformers come with these: imported only when the actor stage is checked, as in
-    # actors.loading, since every stage's runner (and every notebook, through enter_repo_root) imports
-    # this module, and the two take about 20 s of CPU to import on the 2-core reference machine.
-    from guimem.actors.mini.config import ActorConfig
-    from guimem.actors.mini.train import TrainConfig, assign_folds
-
     p.build({"k_folds": "k_folds"}, assign_folds, (), p["k_folds"], p["seed"])  # no episodes: its check only
     model = {k: p[k] for k in _MODEL_KEYS}
     train = {k: tuple(p[k]) if k == "modality_weights" else p[k] for k in _TRAIN_KEYS}

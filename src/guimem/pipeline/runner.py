@@ -44,6 +44,7 @@ import argparse
 import ast
 import contextlib
 import json
+import logging
 import os
 import re
 import sys
@@ -475,8 +476,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as err:
         parser.error(str(err))
     if args.log_output:
-        import logging
-
         logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     progress = sys.stderr.isatty() if args.progress is None else args.progress
     try:
