@@ -187,15 +187,16 @@ def read_results(path: str | Path) -> list[dict[str, Any]]:
     """The records of a ``steps.jsonl`` written by :func:`write_results`, each checked: its fields'
     types, and an image file inside the folder, the one its shown ids name."""
     path = file_inside(Path(path).parent, Path(path).name, "file", str(path))  # not a link out of its folder
-    out = []
+    out, images = [], set()  # images: those already found inside the folder
     for lineno, r in read_jsonl(path):
         where = f"{path}, line {lineno}"
         _check_record(r, where)
         if r["image"] != f"{IMAGES}/{image_name(r['shown'])}":
             raise DataError("image", f"the shown items name {IMAGES}/{image_name(r['shown'])}, "
                                      f"not {r['image']!r:.60}", where)
-        if not file_inside(path.parent, r["image"], "image", where).is_file():
+        if r["image"] not in images and not file_inside(path.parent, r["image"], "image", where).is_file():
             raise DataError("image", f"{r['image']!r} does not exist", where)
+        images.add(r["image"])
         out.append(r)
     return out
 
