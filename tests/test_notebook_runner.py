@@ -45,6 +45,8 @@ def test_parse_value_types_like_papermill(text, expected):
 def test_parse_value_refuses_a_broken_yaml_list():
     with pytest.raises(ValueError, match="YAML list or map"):
         parse_value("[1, 2")
+    with pytest.raises(ValueError, match="YAML list or map but does not parse: maximum recursion depth"):
+        parse_value("[" * 5000 + "]" * 5000)
 
 
 def test_parse_parameters_refuses_repeats_and_bad_names():

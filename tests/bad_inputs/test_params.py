@@ -13,7 +13,7 @@ import pytest
 
 from guimem.core.data import DataError
 from guimem.pipeline.runner import check_parameters, main
-from test_params import edited_params, stage_argv, stage_inputs
+from test_params import REPO, edited_params, stage_argv, stage_inputs
 
 pytestmark = pytest.mark.bad_input
 
@@ -149,6 +149,30 @@ def test_the_runner_exits_2_names_the_value_and_writes_nothing(case, stage, edit
     err = capsys.readouterr().err
     assert says in err and (edit[0] == "base" or f"{params}: field" in err)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["params.yaml"]  # no report, no reports/ folder
+
+
+# (case id, params.yaml bytes, what the refusal says after "<file>: cannot read parameters: ")
+UNREADABLE = [
+    ("nested_too_deep", b"world: " + b"[" * 5000 + b"]" * 5000 + b"\n", "maximum recursion depth exceeded"),
+    ("not_utf8", b"world:\n  themes: \xff\n", "'utf-8' codec can't decode byte 0xff"),
+    ("malformed_yaml", b"world: [1, 2\n", "while parsing a flow sequence"),
+    ("section_a_list", b"world: [1, 2]\n", None),
+]
+
+
+@pytest.mark.parametrize("case, data, says", UNREADABLE, ids=[c[0] for c in UNREADABLE])
+def test_an_unreadable_params_file_exits_2_naming_it(case, data, says, tmp_path, capsys):
+    params = tmp_path / "params.yaml"
+    params.write_bytes(data)
+    out = tmp_path / "reports" / "00_world.ipynb"
+    with pytest.raises(SystemExit) as exit_:
+        main([str(REPO / "notebooks" / "00_world.ipynb"), str(out), "-f", f"{params}:world"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    expected = f"{params}: 'world' must be a mapping of parameters, got list" if says is None else \
+        f"{params}: cannot read parameters: {says}"
+    assert expected in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["params.yaml"]
 
 
 @pytest.mark.slow  # a fresh interpreter imports the package: seconds on two cores

@@ -101,7 +101,7 @@ def parse_value(text: str) -> Any:
     if text.lstrip().startswith(("[", "{")):
         try:
             return yaml.safe_load(text)
-        except yaml.YAMLError as err:
+        except (yaml.YAMLError, RecursionError) as err:
             raise ValueError(f"parameter value {text!r} looks like a YAML list or map but does not parse: {err}") from err
     return text
 
@@ -134,7 +134,7 @@ def params_from_yaml(spec: str) -> dict[str, Any]:
     path, key = source.path, source.section
     try:
         data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as err:
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError) as err:  # recursion: nested too deep
         raise ValueError(f"{path}: cannot read parameters: {err}") from err
     for part in key.split(".") if key else []:
         if not isinstance(data, dict) or part not in data:
