@@ -299,7 +299,7 @@ def test_save_load_round_trip_gives_identical_outputs(tmp_path, vocab, model):
     actor = MiniActor(model, vocab)
     actor.save(tmp_path / "actor")
     actor.save(tmp_path / "actor")  # overwriting an existing folder is atomic too
-    assert sorted(p.name for p in (tmp_path / "actor").iterdir()) == ["config.json", "model.safetensors", "vocab.json"]
+    assert sorted(p.name for p in (tmp_path / "actor").iterdir()) == [".guimem-kind", "config.json", "model.safetensors", "vocab.json"]
     back = MiniActor.load(tmp_path / "actor")
     assert back.config.model_type == "guimem_actor" and back.config.app_names == ["Notes", "Shop"]
     inputs = [an_input(m) for m in MODALITIES]
