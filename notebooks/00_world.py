@@ -70,7 +70,7 @@ from guimem.phone.config import WorldConfig
 from guimem.phone.demonstrator import generate_dataset, run_episode
 from guimem.phone.tasks import TEMPLATES, make_task, subgoal_reuse
 from guimem.phone.world import World
-from guimem.pipeline.runner import enter_repo_root
+from guimem.pipeline.paths import enter_repo_root
 from guimem.viz.plotting import figure_path, save_figure
 
 enter_repo_root()

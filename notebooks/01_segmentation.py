@@ -64,7 +64,7 @@ from guimem.core.data import group_by_episode
 from guimem.core.io import write_metrics
 from guimem.core.store import load_episodes, save_subgoals
 from guimem.models.embedding import cached_text_embedder
-from guimem.pipeline.runner import enter_repo_root
+from guimem.pipeline.paths import enter_repo_root
 from guimem.smg.judge import LLMJudge, RuleJudge
 from guimem.smg.llm_segmenter import LLMSegmenter, LLMStats
 from guimem.smg.scores import (

@@ -61,7 +61,7 @@ import torch
 
 from guimem.core.io import write_metrics
 from guimem.core.store import load_episodes, load_subgoals
-from guimem.pipeline.runner import enter_repo_root
+from guimem.pipeline.paths import enter_repo_root
 from guimem.smg.memories import MEMORIES, build_memory, load_memory, memory_embedders
 from guimem.smg.retrieval import by_true_type, embed_queries, evaluate_memory, step_queries, summarize, write_results
 from guimem.viz.plotting import MEMORY_COLORS, MEMORY_LABELS, figure_path, save_figure, write_plot_data

@@ -105,7 +105,7 @@ from guimem.eval.memory_effect import names_target_split, right_experience_split
 from guimem.eval.metrics import paired_counts, step_accuracy
 from guimem.eval.scoring import step_table
 from guimem.models.embedding import embed_screenshots
-from guimem.pipeline.runner import enter_repo_root
+from guimem.pipeline.paths import enter_repo_root
 from guimem.smg.memories import MEMORIES, build_memory, load_memories, memory_embedders
 from guimem.smg.retrieval import read_results
 from guimem.viz.plotting import MEMORY_LABELS, MODALITY_COLORS, figure_path, save_figure, write_plot_data

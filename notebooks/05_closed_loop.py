@@ -93,7 +93,7 @@ from guimem.eval.metrics import MatchConfig
 from guimem.eval.scoring import step_scores
 from guimem.eval.tables import PAPER_SR, comparison_lines, ended_counts, in_short, markdown_table, mean_steps
 from guimem.phone.world import World
-from guimem.pipeline.runner import enter_repo_root
+from guimem.pipeline.paths import enter_repo_root
 from guimem.smg.memories import load_memories
 from guimem.viz.plotting import MEMORY_LABELS, figure_path, save_figure, table_figure
 

@@ -9,14 +9,13 @@ import nbformat
 import pytest
 
 from guimem.core.data import DataError
+from guimem.pipeline.paths import enter_repo_root, repo_root
 from guimem.pipeline.runner import (
     NotebookError,
-    enter_repo_root,
     main,
     params_from_yaml,
     parse_parameters,
     parse_value,
-    repo_root,
     run_notebook,
     scrub_notebook,
     scrub_progress,

@@ -56,12 +56,12 @@ import yaml
 
 from guimem.core.data import DataError
 from guimem.pipeline.params import CALLER, COMMAND_LINE, STAGES, Source
+from guimem.pipeline.paths import repo_root
 
 KERNEL_NAME = "python3"
 KERNEL_ENV: dict[str, str] = {"PYTHONHASHSEED": "0", "HF_HUB_OFFLINE": "1"}  # set unless already set
 # The kernel's own log says only that its loopback socket is unencrypted; user warnings still show.
 KERNEL_ARGS: tuple[str, ...] = ("--IPKernelApp.log_level=ERROR",)
-ROOT_MARKER = "dvc.yaml"  # the repository root is the nearest folder holding this file
 
 _RUN_TIMES = ("start_time", "end_time", "duration")
 _WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
@@ -202,28 +202,6 @@ def check_parameters(path: Path, parameters: Mapping[str, Any], sources: Mapping
 
 
 # ----------------------------------------------------------------------------- paths
-def repo_root(start: str | os.PathLike[str] | None = None) -> Path:
-    """The nearest folder at or above ``start`` (default: the working directory) holding ``dvc.yaml``."""
-    here = Path(start if start is not None else os.getcwd()).resolve()
-    for folder in (here, *here.parents):
-        if (folder / ROOT_MARKER).is_file():
-            return folder
-    raise FileNotFoundError(f"{here}: no {ROOT_MARKER} here or in any parent folder (not inside the repository?)")
-
-
-def enter_repo_root() -> Path:
-    """From ``<repo>/notebooks`` (where JupyterLab starts a kernel) move to ``<repo>``; return the cwd.
-
-    Call it in a notebook's first code cell so that its relative default paths resolve as
-    they do under DVC. Anywhere else it changes nothing: under the runner the kernel already
-    starts at the root, and a test's ``tmp_path`` stays where it is.
-    """
-    here = Path.cwd()
-    if here.name == "notebooks" and not (here / ROOT_MARKER).is_file() and (here.parent / ROOT_MARKER).is_file():
-        os.chdir(here.parent)
-    return Path.cwd()
-
-
 def _relative(path: str, root: Path) -> str:
     """``path`` relative to ``root`` when it lies under it, else unchanged."""
     try:
