@@ -84,7 +84,7 @@ train_root = Path(world_dir) / "train"
 episodes = load_episodes(train_root)  # validates every episode and screenshot
 episodes = episodes[:max_train_episodes] if max_train_episodes else episodes
 keep = {e.id for e in episodes}
-subgoals = [s for s in load_subgoals(Path(subgoals_dir) / "train.jsonl") if s.episode_id in keep]
+subgoals = [s for s in load_subgoals(Path(subgoals_dir) / "train.jsonl", store_root=train_root) if s.episode_id in keep]
 screen_of = {o.screenshot: o.screen for e in episodes for o in e.observations}  # true screen types: analysis only
 print(f"{len(episodes)} training episodes, {len(subgoals)} subgoals, {len(screen_of)} distinct screenshots")
 

@@ -141,7 +141,7 @@ for t, (n, _) in per_type["smg"].items():
 # %%
 smg = memories["smg"]
 built = [train[e] for e in smg.graph.episodes]  # the episodes the SMG holds, in ingest order
-train_subgoals = [s for s in load_subgoals(Path(subgoals_dir) / "train.jsonl") if s.episode_id in smg.graph.episodes]
+train_subgoals = [s for s in load_subgoals(Path(subgoals_dir) / "train.jsonl", store_root=train_root) if s.episode_id in smg.graph.episodes]
 tau_rows = []
 for t in tau_sweep:
     m = build_memory("smg", built, train_subgoals, train_root, images, texts, tau=t,

@@ -116,7 +116,7 @@ train_root, test_root = Path(world_dir) / "train", Path(world_dir) / "test"
 train = load_episodes(train_root, verify_images=False)  # validated by 00_world
 train = train[:max_train_episodes] if max_train_episodes else train
 test = load_episodes(test_root, verify_images=False)
-subgoals = group_by_episode(s for s in load_subgoals(Path(subgoals_dir) / "train.jsonl"))
+subgoals = group_by_episode(s for s in load_subgoals(Path(subgoals_dir) / "train.jsonl", store_root=train_root))
 print(f"{len(train)} training episodes ({sum(len(e.steps) for e in train)} steps), "
       f"{len(test)} held-out episodes ({sum(len(e.steps) for e in test)} steps)")
 
