@@ -246,6 +246,17 @@ def atomic_write_dir(target: str | os.PathLike, write: Callable[[Path], Any], ki
     return target
 
 
+def saved_before_markers(folder: Path, manifest: str, files: Callable[[Any], set[str] | None]) -> bool:
+    """Whether ``folder`` is a store saved before kind markers existed: its ``manifest`` reads as
+    JSON and ``files(manifest)`` (None: not such a store) names exactly the files it holds."""
+    try:
+        names = {p.name for p in Path(folder).iterdir()}
+        expected = files(read_json(Path(folder) / manifest))
+    except (DataError, OSError):
+        return False
+    return expected is not None and names == expected
+
+
 def readable_dir(target: str | os.PathLike, what: str = "saved store") -> Path:
     """``target``, or its backup left by a save that crashed between its two renames."""
     target = Path(target)

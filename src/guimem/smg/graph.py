@@ -69,6 +69,7 @@ from guimem.core.io import (
     read_npy,
     readable_dir,
     relative_path,
+    saved_before_markers,
     write_json,
     write_jsonl,
 )
@@ -556,12 +557,8 @@ class MemoryGraph:
 
 def is_legacy_graph(folder: Path) -> bool:
     """Whether ``folder`` holds exactly a graph saved before kind markers (its manifest names the format)."""
-    try:
-        names = {p.name for p in folder.iterdir()}
-        manifest = read_json(folder / MANIFEST)
-    except (DataError, OSError):
-        return False
-    return names == GRAPH_FILES and isinstance(manifest, dict) and manifest.get("format") == FORMAT
+    return saved_before_markers(folder, MANIFEST, lambda m: GRAPH_FILES if isinstance(m, dict)
+                                and m.get("format") == FORMAT else None)
 
 
 def _read_manifest(folder: Path) -> tuple[dict[str, Any], GraphConfig]:

@@ -69,6 +69,7 @@ from guimem.core.io import (
     read_npy,
     readable_dir,
     relative_path,
+    saved_before_markers,
     write_json,
     write_jsonl,
 )
@@ -664,15 +665,11 @@ def _read_flat(folder: Path, meta: Mapping[str, Any], memory: FlatMemory) -> lis
 
 def is_legacy_memory(folder: Path) -> bool:
     """Whether ``folder`` holds exactly a memory saved before kind markers (its ``memory.json`` names one)."""
-    try:
-        names = {p.name for p in folder.iterdir()}
-        meta = read_json(folder / MEMORY_FILE)
-    except (DataError, OSError):
-        return False
-    if not isinstance(meta, dict) or meta.get("memory") not in MEMORIES:
-        return False
-    own = {FLAT_VECTORS} if meta["memory"] == "flat" else GRAPH_FILES
-    return names == own | {MEMORY_FILE, ITEMS_FILE}
+    def files(meta: Any) -> set[str] | None:
+        if not isinstance(meta, dict) or meta.get("memory") not in MEMORIES:
+            return None
+        return ({FLAT_VECTORS} if meta["memory"] == "flat" else GRAPH_FILES) | {MEMORY_FILE, ITEMS_FILE}
+    return saved_before_markers(folder, MEMORY_FILE, files)
 
 
 def memory_embedders(memories_dir: str | Path, image_embedder: str = "efficientnet_lite0",

@@ -21,7 +21,7 @@ from guimem.actors.mini.config import VOCAB_FILE, ActorConfig
 from guimem.actors.mini.features import Features, ImagePatcher, collate, decode, featurise
 from guimem.actors.mini.model import GuiActor
 from guimem.core.data import DataError
-from guimem.core.io import atomic_write_dir, check_finite, file_inside, read_json, readable_dir
+from guimem.core.io import atomic_write_dir, check_finite, file_inside, read_json, readable_dir, saved_before_markers
 from guimem.core.policy import Modality, PolicyInput, PolicyOutput
 from guimem.models.tokenizer import Vocabulary
 
@@ -140,9 +140,5 @@ def _check_weights(path: Path, shapes: dict[str, tuple[int, ...]]) -> None:
 
 def is_legacy_actor(folder: Path) -> bool:
     """Whether ``folder`` holds exactly an actor saved before kind markers."""
-    try:
-        names = {p.name for p in folder.iterdir()}
-        config = read_json(folder / CONFIG_FILE)
-    except (DataError, OSError):
-        return False
-    return names == ACTOR_FILES and isinstance(config, dict) and config.get("model_type") == ActorConfig.model_type
+    return saved_before_markers(folder, CONFIG_FILE, lambda c: ACTOR_FILES if isinstance(c, dict)
+                                and c.get("model_type") == ActorConfig.model_type else None)
