@@ -19,28 +19,8 @@ output (the input of the first decoder layer), index ``i`` the output of decoder
 ``i``, and the last index the last layer's output after the final norm (what the LM head
 reads).
 
-Two answer formats are understood, whichever the prompt asked for:
-
-- JSON, e.g. ``{"action": "tap", "point": [x, y]}``, with code fences or prose around it,
-  also single-quoted Python dicts and Qwen2.5-VL's ``mobile_use`` tool calls
-  (``{"name": "mobile_use", "arguments": {"action": "click", "coordinate": [x, y]}}``);
-- UI-TARS / Qwen-VL calls, e.g. ``click(start_box='(x,y)')``, ``long_press(...)``,
-  ``type(content='...')``, ``scroll(start_box='(x,y)', direction='down')``,
-  ``drag(start_box=..., end_box=...)``, ``press_back()``, ``press_home()``,
-  ``open_app(app_name='...')``, ``finished()``, optionally after ``Thought: ...``.
-
-Coordinates in answers follow a *convention* (:data:`COORD_CONVENTIONS`), a parameter:
-``relative_1000`` (UI-TARS and Qwen2-VL: integers on a 0-1000 grid), ``absolute_resized``
-(Qwen2.5-VL, UI-TARS-1.5: pixels of the image as resized by the processor),
-``absolute_original`` (pixels of the screenshot as given) or ``normalized`` (0-1). A point
-may be written ``[x, y]``, ``(x,y)``, ``<point>x y</point>``, or as a box ``(x1,y1,x2,y2)``
-(its centre is taken). Everything is converted to the data model's normalized [0, 1].
-
-Scrolls and swipes: an Action ``swipe`` records the finger's motion from ``point`` to
-``end``. ``scroll(direction=d)`` asks to bring into view the content lying in direction
-``d``, so the finger moves the opposite way (scroll ``down``: finger swipes up); a
-``swipe`` given only a direction moves the finger that way. Either spans ``swipe_length``
-of the screen, its start moved inwards if needed so that the whole motion stays on screen.
+Answers are read by :func:`guimem.actors.hf.parsing.parse_answer`: JSON or UI-TARS-style calls,
+coordinates in the convention the actor is given (:data:`~guimem.actors.hf.parsing.COORD_CONVENTIONS`).
 
 An answer that cannot be parsed never becomes a plausible action silently: the output
 carries :data:`FALLBACK_ACTION` (``impossible``) and ``info["parse_error"]`` says why.
