@@ -353,3 +353,23 @@ def test_check_number_returns_good_values():
     assert check_number(0.5, "tau", lo=-1, hi=1) == 0.5
     assert check_number(3, "k", lo=1, integer=True) == 3
     assert check_number(-1, "tau", lo=-1, hi=1) == -1
+
+
+def test_a_stale_backup_of_another_kind_is_refused_not_deleted(tmp_path):
+    target = tmp_path / "store"
+    atomic_write_dir(target, lambda d: (d / "a.txt").write_text("a"), kind="guimem.a")
+    os.replace(target, tmp_path / ".store.old")  # a crash between the renames left only the backup
+    target.mkdir()  # ... and someone made an empty folder where the store was
+    with pytest.raises(DataError, match=r"\.store\.old.*guimem\.a store"):
+        atomic_write_dir(target, lambda d: (d / "b.txt").write_text("b"), kind="guimem.b")
+    assert (tmp_path / ".store.old" / "a.txt").read_text() == "a"
+
+
+def test_saved_files_and_folders_get_the_usual_permissions(tmp_path):
+    old = os.umask(0o022)
+    try:
+        f = atomic_write_text(tmp_path / "x.json", "{}")
+        d = atomic_write_dir(tmp_path / "d", lambda p: (p / "y").write_text("y"), kind="guimem.test")
+    finally:
+        os.umask(old)
+    assert (f.stat().st_mode & 0o777, d.stat().st_mode & 0o777) == (0o644, 0o755)

@@ -89,8 +89,17 @@ def _make_parent(path: Path) -> None:
         raise DataError("path", "cannot be created: a file stands where one of its folders must be", str(path)) from None
 
 
+def _usual_mode(folder: bool) -> int:
+    """The permissions a plain ``open``/``mkdir`` would give under the current umask (mkstemp and
+    mkdtemp make private 0600/0700 entries, which a saved store must not keep)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return (0o777 if folder else 0o666) & ~umask
+
+
 def _clean_leftovers(target: Path) -> None:
-    """Remove temporary siblings ``.<name>.tmp-*`` that interrupted saves of ``target`` left behind."""
+    """Remove temporary siblings ``.<name>.tmp-*`` that interrupted saves of ``target`` left behind
+    (one save of a target at a time: a second, concurrent save of the same target is not supported)."""
     if not target.parent.is_dir():
         return
     prefix = f".{target.name}{_TMP}"  # matched literally: a name may hold glob characters ("run[1]")
@@ -112,6 +121,7 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
     _clean_leftovers(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}{_TMP}")
     try:
+        os.chmod(tmp, _usual_mode(folder=False))
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
@@ -220,19 +230,19 @@ def atomic_write_dir(target: str | os.PathLike, write: Callable[[Path], Any], ki
     """
     target = Path(target)
     backup = target.parent / f".{target.name}.old"
-    if not target.exists() and backup.is_dir():
-        check_replaceable(backup, kind, legacy)  # a crash between the renames left only the backup
-    else:
-        check_replaceable(target, kind, legacy)
+    check_replaceable(target, kind, legacy)
+    if backup.exists() or backup.is_symlink():
+        check_replaceable(backup, kind, legacy)  # left by a crash between the renames; replaced below
     _make_parent(target)
     _clean_leftovers(target)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}{_TMP}", dir=target.parent))
     try:
+        os.chmod(tmp, _usual_mode(folder=True))
         write(tmp)
         (tmp / MARKER).write_text(kind + "\n", encoding="utf-8")
         _fsync_tree(tmp)
         if backup.exists() and target.exists():
-            shutil.rmtree(backup)  # a stale backup from an earlier crash; target is complete
+            shutil.rmtree(backup)  # a stale backup (of this kind, checked above); target is complete
         if target.exists():
             os.replace(target, backup)
         os.replace(tmp, target)
