@@ -156,7 +156,7 @@ def test_traces_round_trip_and_bad_lines_name_file_and_line(tmp_path):
     d = json.loads(path.read_text())
     d["steps"][0]["action"]["type"] = "fly"
     path.write_text(json.dumps(d) + "\n")
-    with pytest.raises(DataError, match=r"traces.jsonl: field 'line 1.steps\[0\]|traces.jsonl: field 'line 1"):
+    with pytest.raises(DataError, match=r"traces.jsonl, line 1: field 'steps\[0\]\.action\.type'"):
         load_traces(path)
     path.write_text("{not json\n")
     with pytest.raises(DataError, match="line 1"):

@@ -59,7 +59,7 @@ def _kind_name(kind: type | tuple[type, ...]) -> str:
     return "/".join("object" if k is Mapping else k.__name__ for k in kinds)
 
 
-def _object(value: Any, name: str = "") -> Mapping[str, Any]:
+def as_object(value: Any, name: str = "") -> Mapping[str, Any]:
     """``value`` if it is an object; else a DataError for the field ``name`` ('' for the value at hand)."""
     if not isinstance(value, Mapping):
         raise DataError(name, f"expected an object, got {type(value).__name__} {value!r:.60}")
@@ -74,7 +74,9 @@ def _text(name: str, value: str) -> str:
     return value
 
 
-def _get(d: Mapping[str, Any], key: str, kind: type | tuple[type, ...], optional: bool = False):
+def get_field(d: Mapping[str, Any], key: str, kind: type | tuple[type, ...], optional: bool = False):
+    """``d[key]`` checked to be a ``kind`` (an int passes for a float, a bool never for a number);
+    missing or null is an error unless ``optional`` (then None). The data model's one field reader."""
     if key not in d or d[key] is None:
         if optional:
             return None
@@ -89,15 +91,15 @@ def _get(d: Mapping[str, Any], key: str, kind: type | tuple[type, ...], optional
     return _text(key, value) if isinstance(value, str) else value
 
 
-def _index(d: Mapping[str, Any], key: str, optional: bool = False) -> int | None:
+def get_index(d: Mapping[str, Any], key: str, optional: bool = False) -> int | None:
     """The position ``d[key]``: an integer in [0, MAX_INDEX]."""
-    value = _get(d, key, int, optional)
+    value = get_field(d, key, int, optional)
     if value is not None and not 0 <= value <= MAX_INDEX:
         raise DataError(key, f"must be in [0, {MAX_INDEX}], got {value!r:.60}")
     return value
 
 
-def _nested(name: str, parse: Callable[[Any], Any], value: Any) -> Any:
+def nested_field(name: str, parse: Callable[[Any], Any], value: Any) -> Any:
     """``parse(value)``, its errors placed under the field ``name``."""
     try:
         return parse(value)
@@ -187,9 +189,9 @@ class Action:
 
     @classmethod
     def from_dict(cls, d: Any) -> "Action":
-        d = _object(d)
-        text = _get(d, "text", str, optional=True)
-        return cls(type=_get(d, "type", str), point=d.get("point"), end=d.get("end"), text=text)
+        d = as_object(d)
+        text = get_field(d, "text", str, optional=True)
+        return cls(type=get_field(d, "type", str), point=d.get("point"), end=d.get("end"), text=text)
 
     def describe(self) -> str:
         """A short human-readable form, e.g. ``tap (0.50, 0.12)`` or ``type "milk"``."""
@@ -232,10 +234,10 @@ class UIElement:
 
     @classmethod
     def from_dict(cls, d: Any) -> "UIElement":
-        d = _object(d)
-        return cls(id=_get(d, "id", str), role=_get(d, "role", str), text=_get(d, "text", str),
-                   description=_get(d, "description", str), bounds=_get(d, "bounds", (list, tuple)),
-                   clickable=_get(d, "clickable", bool), selected=_get(d, "selected", bool, optional=True) or False)
+        d = as_object(d)
+        return cls(id=get_field(d, "id", str), role=get_field(d, "role", str), text=get_field(d, "text", str),
+                   description=get_field(d, "description", str), bounds=get_field(d, "bounds", (list, tuple)),
+                   clickable=get_field(d, "clickable", bool), selected=get_field(d, "selected", bool, optional=True) or False)
 
 
 @dataclass(frozen=True)
@@ -251,8 +253,8 @@ class SubgoalLabel:
 
     @classmethod
     def from_dict(cls, d: Any) -> "SubgoalLabel":
-        d = _object(d)
-        return cls(index=_index(d, "index"), type=_get(d, "type", str), text=_get(d, "text", str))
+        d = as_object(d)
+        return cls(index=get_index(d, "index"), type=get_field(d, "type", str), text=get_field(d, "text", str))
 
 
 @dataclass(frozen=True)
@@ -275,11 +277,11 @@ class Observation:
 
     @classmethod
     def from_dict(cls, d: Any) -> "Observation":
-        d = _object(d)
-        elements = tuple(_nested(f"elements[{i}]", UIElement.from_dict, e)
-                         for i, e in enumerate(_get(d, "elements", list)))
-        return cls(screenshot=_get(d, "screenshot", str), elements=elements,
-                   screen=_get(d, "screen", str, optional=True))
+        d = as_object(d)
+        elements = tuple(nested_field(f"elements[{i}]", UIElement.from_dict, e)
+                         for i, e in enumerate(get_field(d, "elements", list)))
+        return cls(screenshot=get_field(d, "screenshot", str), elements=elements,
+                   screen=get_field(d, "screen", str, optional=True))
 
 
 @dataclass(frozen=True)
@@ -307,9 +309,9 @@ class Step:
     @classmethod
     def from_dict(cls, d: Any) -> "Step":
         observation = Observation.from_dict(d)  # a step is its observation's fields plus these
-        action = _nested("action", Action.from_dict, _get(d, "action", Mapping))
-        raw = _get(d, "subgoal", Mapping, optional=True)
-        subgoal = _nested("subgoal", SubgoalLabel.from_dict, raw) if raw is not None else None
+        action = nested_field("action", Action.from_dict, get_field(d, "action", Mapping))
+        raw = get_field(d, "subgoal", Mapping, optional=True)
+        subgoal = nested_field("subgoal", SubgoalLabel.from_dict, raw) if raw is not None else None
         return cls(observation=observation, action=action, subgoal=subgoal)
 
 
@@ -342,14 +344,14 @@ class Episode:
     @classmethod
     def from_dict(cls, d: Any, path: str | None = None) -> "Episode":
         try:
-            d = _object(d, "episode")
+            d = as_object(d, "episode")
             success = d.get("success")
             if success is not None and not isinstance(success, bool):
                 raise DataError("success", f"expected true, false or null, got {success!r:.60}")
-            steps = tuple(_nested(f"steps[{i}]", Step.from_dict, s) for i, s in enumerate(_get(d, "steps", list)))
-            final = _nested("final", Observation.from_dict, _get(d, "final", Mapping))
-            provenance = check_json(dict(_get(d, "provenance", Mapping, optional=True) or {}), "provenance")
-            return cls(id=_get(d, "id", str), app=_get(d, "app", str), goal=_get(d, "goal", str),
+            steps = tuple(nested_field(f"steps[{i}]", Step.from_dict, s) for i, s in enumerate(get_field(d, "steps", list)))
+            final = nested_field("final", Observation.from_dict, get_field(d, "final", Mapping))
+            provenance = check_json(dict(get_field(d, "provenance", Mapping, optional=True) or {}), "provenance")
+            return cls(id=get_field(d, "id", str), app=get_field(d, "app", str), goal=get_field(d, "goal", str),
                        steps=steps, final=final, success=success, provenance=provenance)
         except DataError as err:
             raise err.at(path) from None
@@ -399,16 +401,16 @@ class Subgoal:
     @classmethod
     def from_dict(cls, d: Any, path: str | None = None) -> "Subgoal":
         try:
-            d = _object(d, "subgoal")
-            actions = tuple(_nested(f"actions[{i}]", Action.from_dict, a)
-                            for i, a in enumerate(_get(d, "actions", list, optional=True) or []))
-            return cls(episode_id=_get(d, "episode_id", str), index=_index(d, "index"),
-                       first_step=_index(d, "first_step"), last_step=_index(d, "last_step"),
-                       from_screenshot=_get(d, "from_screenshot", str), to_screenshot=_get(d, "to_screenshot", str),
-                       text=_get(d, "text", str), effect=_get(d, "effect", str),
-                       behaviour=_get(d, "behaviour", str), success=_get(d, "success", str),
-                       successor=_index(d, "successor", optional=True), goal=_get(d, "goal", str, optional=True) or "",
-                       app=_get(d, "app", str, optional=True) or "", actions=actions)
+            d = as_object(d, "subgoal")
+            actions = tuple(nested_field(f"actions[{i}]", Action.from_dict, a)
+                            for i, a in enumerate(get_field(d, "actions", list, optional=True) or []))
+            return cls(episode_id=get_field(d, "episode_id", str), index=get_index(d, "index"),
+                       first_step=get_index(d, "first_step"), last_step=get_index(d, "last_step"),
+                       from_screenshot=get_field(d, "from_screenshot", str), to_screenshot=get_field(d, "to_screenshot", str),
+                       text=get_field(d, "text", str), effect=get_field(d, "effect", str),
+                       behaviour=get_field(d, "behaviour", str), success=get_field(d, "success", str),
+                       successor=get_index(d, "successor", optional=True), goal=get_field(d, "goal", str, optional=True) or "",
+                       app=get_field(d, "app", str, optional=True) or "", actions=actions)
         except DataError as err:
             raise err.at(path) from None
 

@@ -13,9 +13,7 @@ analyses (SwitchMem's routing statistics) can replay what the actor saw.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -23,13 +21,13 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 from tqdm.auto import tqdm
 
-from guimem.core.data import Action, DataError
-from guimem.core.env import Env, WorldObservation
+from guimem.core.data import Action, DataError, as_object, get_field, nested_field
+from guimem.core.env import Env, Task, WorldObservation
+from guimem.core.io import read_jsonl, write_jsonl
 from guimem.core.policy import Modality, Policy, PolicyInput
 from guimem.core.store import read_manifest
 from guimem.phone.config import WorldConfig
 from guimem.phone.tasks import task_from_dict
-from guimem.phone.world import Task
 from guimem.smg.memories import Memory
 
 """The SMG paper's success rates (%), SPA-Bench subset, Qwen3-VL-8B actor."""
@@ -47,6 +45,9 @@ class Replay:
     run: int = 0  # seed index: success rates are averaged per run, spread taken over runs
 
 
+ENDINGS: tuple[str, ...] = ("done", "impossible", "budget")  # how an episode ends
+
+
 @dataclass(frozen=True)
 class TraceStep:
     """One tick of one episode: what was retrieved and what the actor did."""
@@ -57,6 +58,16 @@ class TraceStep:
 
     def to_dict(self) -> dict[str, Any]:
         return {"screen_key": self.screen_key, "action": self.action.to_dict(), "retrieved": list(self.retrieved)}
+
+    @classmethod
+    def from_dict(cls, d: Any) -> "TraceStep":
+        d = as_object(d)
+        retrieved = get_field(d, "retrieved", list)
+        for i, item in enumerate(retrieved):
+            if not isinstance(item, str):
+                raise DataError(f"retrieved[{i}]", f"expected a memory item id, got {item!r:.60}")
+        return cls(get_field(d, "screen_key", str), nested_field("action", Action.from_dict, get_field(d, "action", dict)),
+                   tuple(retrieved))
 
 
 @dataclass(frozen=True)
@@ -77,6 +88,19 @@ class Trace:
         d = {f: getattr(self, f) for f in ("episode", "memory", "modality", "seed", "run", "goal", "ended", "success")}
         d["steps"] = [s.to_dict() for s in self.steps]  # (dataclasses.asdict would deep-copy every step first)
         return d
+
+    @classmethod
+    def from_dict(cls, d: Any) -> "Trace":
+        """A trace written by :meth:`to_dict`; a bad field is a :class:`DataError` naming it."""
+        d = as_object(d)
+        steps = get_field(d, "steps", list)
+        ended = get_field(d, "ended", str)
+        if ended not in ENDINGS:
+            raise DataError("ended", f"expected one of {ENDINGS}, got {ended!r:.60}")
+        return cls(get_field(d, "episode", str), get_field(d, "memory", str), get_field(d, "modality", str),
+                   get_field(d, "seed", int), get_field(d, "run", int), get_field(d, "goal", str),
+                   tuple(nested_field(f"steps[{i}]", TraceStep.from_dict, s) for i, s in enumerate(steps)),
+                   ended, get_field(d, "success", bool))
 
 
 @dataclass
@@ -333,35 +357,17 @@ def stalled_share(traces: Iterable[Trace], min_steps: int = 5) -> dict[str, floa
     return {name: float(np.mean(flags)) for name, flags in by.items()}
 
 
-def save_traces(path: str | os.PathLike, traces: Sequence[Trace]) -> None:
+def save_traces(path: str | os.PathLike, traces: Sequence[Trace]) -> Path:
     """Write traces as JSON lines, atomically."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            for t in traces:
-                f.write(json.dumps(t.to_dict(), sort_keys=True) + "\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    return write_jsonl(path, (t.to_dict() for t in traces))
 
 
 def load_traces(path: str | os.PathLike) -> list[Trace]:
     """Read traces written by :func:`save_traces`; errors name the file, line and field."""
     traces = []
-    for n, line in enumerate(Path(path).read_text().splitlines(), 1):
+    for lineno, d in read_jsonl(path):
         try:
-            d = json.loads(line)
-            steps = tuple(TraceStep(s["screen_key"], Action.from_dict(s["action"]), tuple(s["retrieved"]))
-                          for s in d["steps"])
-            traces.append(Trace(d["episode"], d["memory"], d["modality"], int(d["seed"]), int(d["run"]), d["goal"], steps,
-                                d["ended"], bool(d["success"])))
-        except json.JSONDecodeError as err:
-            raise DataError(f"line {n}", f"malformed JSON: {err.msg}", str(path)) from None
-        except KeyError as err:
-            raise DataError(f"line {n}.{err.args[0]}", "missing", str(path)) from None
+            traces.append(Trace.from_dict(d))
         except DataError as err:
-            raise err.at(str(path), f"line {n}") from None
+            raise err.at(f"{path}, line {lineno}") from None
     return traces

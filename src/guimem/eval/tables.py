@@ -9,12 +9,11 @@ from __future__ import annotations
 import math
 from typing import Any, Iterable, Mapping, Sequence
 
-from guimem.eval.closed_loop import Trace
+from guimem.eval.closed_loop import ENDINGS, Trace
 
 PAPER_SR: dict[str, float] = {"none": 34.19, "flat": 30.77, "action_graph": 38.46, "task_graph": 36.75, "smg": 45.30}
 """The SMG paper's success rates (SPA-Bench single-app level 3, Qwen3-VL-8B actor, mean of 3 runs)."""
 
-ENDINGS: tuple[str, ...] = ("done", "impossible", "budget")  # how an episode ends
 
 
 def markdown_table(table: Mapping[str, Mapping[str, Any]], paper: Mapping[str, float], order: Sequence[str],
