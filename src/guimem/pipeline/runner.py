@@ -43,7 +43,6 @@ from __future__ import annotations
 import argparse
 import ast
 import contextlib
-import json
 import logging
 import os
 import re
@@ -52,9 +51,14 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
 import nbformat
+import papermill
 import yaml
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
+from papermill.exceptions import PapermillExecutionError
+from papermill.translators import papermill_translators
 
 from guimem.core.data import DataError
+from guimem.core.io import atomic_write_text, read_json
 from guimem.pipeline.params import CALLER, COMMAND_LINE, STAGES, Source
 from guimem.pipeline.paths import repo_root
 
@@ -164,9 +168,10 @@ def read_parameters(params_from: Sequence[str], pairs: Sequence[Sequence[str]]) 
 
 def notebook_defaults(path: Path) -> dict[str, str]:
     """The names of the notebook's ``parameters`` cell and their defaults as source text, as papermill reads them."""
-    from papermill.translators import papermill_translators
-
-    nb = nbformat.read(path, as_version=4)
+    try:
+        nb = nbformat.read(path, as_version=4)
+    except (OSError, ValueError) as err:  # nbformat's NotJSONError and ValidationError are ValueErrors
+        raise NotebookError(f"{path}: cannot read the notebook: {err}") from None
     cells = [c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", [])]
     translator = papermill_translators.find_translator(KERNEL_NAME, "python")
     return {p.name: p.default for p in translator.inspect(cells[0])} if cells else {}
@@ -344,33 +349,20 @@ def _environment(defaults: Mapping[str, str]) -> Iterator[None]:
 def _input_cell_ids(path: Path) -> set[str]:
     """The cell ids written in the notebook file itself (nbformat invents random ones if absent)."""
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as err:
-        raise NotebookError(f"{path}: cannot read the notebook: {err}") from err
-    return {c["id"] for c in raw.get("cells", []) if isinstance(c, dict) and isinstance(c.get("id"), str)}
+        raw = read_json(path)
+    except DataError as err:
+        raise NotebookError(f"cannot read the notebook: {err}") from err
+    cells = raw.get("cells", []) if isinstance(raw, dict) else []
+    return {c["id"] for c in cells if isinstance(c, dict) and isinstance(c.get("id"), str)}
 
 
 def _failure_message(path: Path, err: Exception) -> str:
     """The notebook, the failing cell and its error, with the traceback in plain text."""
-    from papermill.exceptions import PapermillExecutionError
-
     if isinstance(err, PapermillExecutionError):
         trace = _ANSI.sub("", "\n".join(err.traceback))
         return (f"{path}: cell {err.cell_index} (In [{err.exec_count}]) raised {err.ename}: {err.evalue}\n"
                 f"{trace}")
     return f"{path}: execution failed: {type(err).__name__}: {err}"
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` via a temporary file in the same folder and ``os.replace``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "x", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def run_notebook(
@@ -398,8 +390,6 @@ def run_notebook(
     :class:`NotebookError` when the notebook cannot be read, a parameter is unknown or a cell
     fails; nothing is written then.
     """
-    import papermill
-    from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
     src, dst = Path(input_path), Path(output_path)
     if not src.is_file():
@@ -421,7 +411,7 @@ def run_notebook(
             raise NotebookError(_failure_message(src, err)) from err
     nb.metadata.papermill["output_path"] = str(dst)
     scrub_notebook(nb, root, input_ids)
-    _write_atomic(dst, nbformat.writes(nb) + "\n")
+    atomic_write_text(dst, nbformat.writes(nb) + "\n")
     return dst
 
 
