@@ -20,7 +20,7 @@ from guimem.phone.toolkit import (
     View,
     W,
     Widget,
-    _info,
+    info_page,
     slug,
     stable_int,
 )
@@ -63,13 +63,13 @@ class SettingsApp(App):
     def s_main(self, b: Builder, v: View) -> None:
         b.topbar("Settings", back=False, icons=[("search", "icon:search", ("push", "settings/search", ""))])
         items = [(label, f"row:{slug(label)}", ("push", f"settings/{s}", "")) for label, s in self.SECTIONS]
-        items += [(label, f"row:{slug(label)}", _info("settings", label)) for label in self.DEAD_ENDS]
+        items += [(label, f"row:{slug(label)}", info_page("settings", label)) for label in self.DEAD_ENDS]
         self.nav_rows(b, v, items)
 
     def s_network(self, b: Builder, v: View) -> None:
         b.topbar("Network & internet")
         entries = self.toggle_entries(v, [("wifi", "Wi-Fi"), ("bluetooth", "Bluetooth"), ("airplane", "Airplane mode")])
-        b.rows(entries + [Entry("row:data_usage", "Data usage", tap=_info("settings", "Data usage"), chevron=True)])
+        b.rows(entries + [Entry("row:data_usage", "Data usage", tap=info_page("settings", "Data usage"), chevron=True)])
 
     def s_display(self, b: Builder, v: View) -> None:
         b.topbar("Display")
@@ -121,7 +121,7 @@ class SettingsApp(App):
         b.text("Battery 76% · about 9 h left", big=True)
         b.rows([Entry("toggle:battery_saver", "Battery saver", kind="toggle", on=v.data["prefs"]["battery_saver"],
                       tap=("op", "toggle", "prefs", "battery_saver")),
-                Entry("row:battery_usage", "Battery usage", tap=_info("settings", "Battery usage"), chevron=True)])
+                Entry("row:battery_usage", "Battery usage", tap=info_page("settings", "Battery usage"), chevron=True)])
 
     def s_search(self, b: Builder, v: View) -> None:
         b.topbar("Search settings")
@@ -232,7 +232,7 @@ class NotesApp(App):
         self.nav_rows(b, v, [("Display", "row:display", ("push", "notes/display", "")),
                              ("Editor", "row:editor", ("push", "notes/editor_settings", "")),
                              ("Backup", "row:backup", ("push", "notes/backup", "")),
-                             ("About", "row:about", _info("notes", "About"))], row_h=32)
+                             ("About", "row:about", info_page("notes", "About"))], row_h=32)
 
     def s_display(self, b: Builder, v: View) -> None:
         b.topbar("Display")
@@ -259,9 +259,9 @@ class NotesApp(App):
 
     def o_overflow(self, b: Builder, v: View, arg: str) -> None:
         b.menu(v.perm("overflow", [("Preferences", "menu:preferences", ("push", "notes/preferences", "")),
-                                   ("Sort by", "menu:sort_by", _info("notes", "Sort by")),
+                                   ("Sort by", "menu:sort_by", info_page("notes", "Sort by")),
                                    ("Trash", "menu:trash", ("push", "notes/trash", "")),
-                                   ("Help", "menu:help", _info("notes", "Help"))]))
+                                   ("Help", "menu:help", info_page("notes", "Help"))]))
 
     def o_item_menu(self, b: Builder, v: View, title: str) -> None:
         note = self.find(v.data, title) or {"pinned": False}
@@ -429,8 +429,8 @@ class MessagesApp(App):
         self.nav_rows(b, v, [("Notifications", "row:notifications", ("push", "messages/notifications", "")),
                              ("Appearance", "row:appearance", ("push", "messages/appearance", "")),
                              ("Privacy", "row:privacy", ("push", "messages/privacy", "")),
-                             ("Storage", "row:storage", _info("messages", "Storage")),
-                             ("Help", "row:help", _info("messages", "Help"))], row_h=32)
+                             ("Storage", "row:storage", info_page("messages", "Storage")),
+                             ("Help", "row:help", info_page("messages", "Help"))], row_h=32)
 
     def s_appearance(self, b: Builder, v: View) -> None:
         b.topbar("Appearance")
@@ -448,12 +448,12 @@ class MessagesApp(App):
         b.topbar("Calls", back=False)
         b.tabs(v.perm("tabs", self.TABS), v.page.screen)
         b.rows([Entry(f"item:{slug(first_name(c['contact']))}", c["contact"], sub=f"{2 + i} days ago",
-                      tap=_info("messages", "Call details")) for i, c in enumerate(v.data["chats"][:6])])
+                      tap=info_page("messages", "Call details")) for i, c in enumerate(v.data["chats"][:6])])
 
     def o_thread_menu(self, b: Builder, v: View, contact: str) -> None:
         chat = self.chat(v.data, contact) or {"muted": False}
         b.menu(v.perm("thread_menu", [("Unmute" if chat["muted"] else "Mute", "menu:mute", ("op", "mute", contact)),
-                                      ("Block", "menu:block", _info("messages", "Blocked contacts")),
+                                      ("Block", "menu:block", info_page("messages", "Blocked contacts")),
                                       ("Delete chat", "menu:delete", ("overlay", "messages/confirm_delete", contact))]))
 
     def o_chat_menu(self, b: Builder, v: View, contact: str) -> None:
@@ -620,7 +620,7 @@ class ShopApp(App):
         self.nav_rows(b, v, [("Orders", "row:orders", ("push", "shop/orders", "")),
                              ("Wishlist", "row:wishlist", ("push", "shop/wishlist", "")),
                              ("Settings", "row:settings", ("push", "shop/settings", "")),
-                             ("Help", "row:help", _info("shop", "Help"))], row_h=32)
+                             ("Help", "row:help", info_page("shop", "Help"))], row_h=32)
 
     def s_orders(self, b: Builder, v: View) -> None:
         b.topbar("Orders")
@@ -628,7 +628,7 @@ class ShopApp(App):
         if not orders:
             b.text("No orders yet", style="sub")
         b.rows([Entry(f"item:order_{i + 1}", f"Order #{i + 1}", sub=f"{o['n']} items · {o['delivery']}",
-                      tap=_info("shop", f"Order #{i + 1}")) for i, o in enumerate(orders)])
+                      tap=info_page("shop", f"Order #{i + 1}")) for i, o in enumerate(orders)])
 
     def s_wishlist(self, b: Builder, v: View) -> None:
         b.topbar("Wishlist")
@@ -638,8 +638,8 @@ class ShopApp(App):
         b.topbar("Settings")
         self.nav_rows(b, v, [("Appearance", "row:appearance", ("push", "shop/appearance", "")),
                              ("Notifications", "row:notifications", ("push", "shop/notifications", "")),
-                             ("Payment methods", "row:payment_methods", _info("shop", "Payment methods")),
-                             ("Addresses", "row:addresses", _info("shop", "Addresses"))], row_h=32)
+                             ("Payment methods", "row:payment_methods", info_page("shop", "Payment methods")),
+                             ("Addresses", "row:addresses", info_page("shop", "Addresses"))], row_h=32)
 
     def s_appearance(self, b: Builder, v: View) -> None:
         b.topbar("Appearance")
@@ -786,11 +786,11 @@ class GalleryApp(App):
 
     def o_more(self, b: Builder, v: View, arg: str) -> None:
         b.menu(v.perm("more", [("Settings", "menu:settings", ("push", "gallery/settings", "")),
-                               ("Select", "menu:select", _info("gallery", "Select")),
-                               ("Help", "menu:help", _info("gallery", "Help"))]))
+                               ("Select", "menu:select", info_page("gallery", "Select")),
+                               ("Help", "menu:help", info_page("gallery", "Help"))]))
 
     def o_viewer_more(self, b: Builder, v: View, subject: str) -> None:
-        b.menu(v.perm("viewer_more", [("Details", "menu:details", _info("gallery", "Details")),
+        b.menu(v.perm("viewer_more", [("Details", "menu:details", info_page("gallery", "Details")),
                                       ("Edit", "menu:edit", ("push", "gallery/editor", subject)),
                                       ("Set as wallpaper", "menu:wallpaper", ("close",))]))
 
@@ -941,8 +941,8 @@ class ClockApp(App):
         b.topbar("Settings")
         self.nav_rows(b, v, [("Display", "row:display", ("push", "clock/display", "")),
                              ("Alarms", "row:alarms", ("push", "clock/alarm_settings", "")),
-                             ("Help", "row:help", _info("clock", "Help")),
-                             ("Feedback", "row:feedback", _info("clock", "Feedback"))], row_h=32)
+                             ("Help", "row:help", info_page("clock", "Help")),
+                             ("Feedback", "row:feedback", info_page("clock", "Feedback"))], row_h=32)
 
     def s_display(self, b: Builder, v: View) -> None:
         b.topbar("Display")
@@ -954,8 +954,8 @@ class ClockApp(App):
 
     def o_more(self, b: Builder, v: View, arg: str) -> None:
         b.menu(v.perm("more", [("Settings", "menu:settings", ("push", "clock/settings", "")),
-                               ("Help", "menu:help", _info("clock", "Help")),
-                               ("Feedback", "menu:feedback", _info("clock", "Feedback"))]))
+                               ("Help", "menu:help", info_page("clock", "Help")),
+                               ("Feedback", "menu:feedback", info_page("clock", "Feedback"))]))
 
     def o_alarm_menu(self, b: Builder, v: View, aid: str) -> None:
         b.menu(v.perm("alarm_menu", [("Delete", "menu:delete", ("overlay", "clock/confirm_delete", aid)),

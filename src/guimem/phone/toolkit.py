@@ -443,5 +443,5 @@ class App:
             state.stack.pop()
 
 
-def _info(app: str, topic: str) -> Cmd:
+def info_page(app: str, topic: str) -> Cmd:
     return ("push", f"{app}/info", topic)

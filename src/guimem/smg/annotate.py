@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
 
 from guimem.core.data import Action, Episode, Observation, Step, UIElement
 from guimem.core.describe import (
@@ -18,8 +18,6 @@ from guimem.smg.screens import (
     UNTITLED,
     Context,
     Reading,
-    _label,
-    _quoted,
     blind,
     choice_states,
     element_name,
@@ -27,11 +25,9 @@ from guimem.smg.screens import (
     field_name,
     looks_same,
     read_episode,
+    screen_in_prose,
+    visible_label,
 )
-
-if TYPE_CHECKING:  # pragma: no cover
-    pass
-
 
 _VERBS = {"tap": "tap", "long_press": "long press", "swipe": "scroll", "type": "type", "back": "back",
           "home": "home", "enter": "enter", "open_app": "open app", "done": "done", "impossible": "impossible"}
@@ -52,7 +48,7 @@ def effect_of(before: Observation, after: Observation, ctx0: Context, ctx1: Cont
     """One sentence on what changed between two screens (their contexts and UI trees)."""
     clauses: list[str] = []
     if ctx0.name != ctx1.name:
-        clauses.append(f"the screen changed from {_quoted(ctx0.name)} to {_quoted(ctx1.name)}")
+        clauses.append(f"the screen changed from {screen_in_prose(ctx0.name)} to {screen_in_prose(ctx1.name)}")
     if ctx0.overlay != ctx1.overlay:
         if ctx0.overlay is not None:
             clauses.append("the menu closed" if ctx0.overlay == "menu" else f"the '{ctx0.overlay}' window closed")
@@ -70,13 +66,13 @@ def effect_of(before: Observation, after: Observation, ctx0: Context, ctx1: Cont
             if cid in states0 and states0[cid] != state:
                 clauses.append(f"'{element_name(by_id[cid], after.elements)}' switched {state}")
         if not clauses:
-            labels0 = {_label(e) for e in before.elements if _label(e)}
-            labels1 = {_label(e) for e in after.elements if _label(e)}
+            labels0 = {visible_label(e) for e in before.elements if visible_label(e)}
+            labels1 = {visible_label(e) for e in after.elements if visible_label(e)}
             new, gone = len(labels1 - labels0), len(labels0 - labels1)
             if new or gone:
-                clauses.append(f"the content of {_quoted(ctx1.name)} changed ({new} new, {gone} gone)")
+                clauses.append(f"the content of {screen_in_prose(ctx1.name)} changed ({new} new, {gone} gone)")
             elif not looks_same(before, after):
-                clauses.append(f"{_quoted(ctx1.name)} looks different (same UI tree)")
+                clauses.append(f"{screen_in_prose(ctx1.name)} looks different (same UI tree)")
     if not clauses:
         return NO_CHANGE
     sentence = "; ".join(clauses[:3])
@@ -91,7 +87,7 @@ def _touch_name(target: UIElement | None, step: Step) -> str:
     if target is None:
         return f"the screen at {region_words(step.action.point)}"
     if is_labeled(target):
-        return f"'{_label(target)}'"
+        return f"'{visible_label(target)}'"
     return f"the unlabeled {target.role} at {region_words(target.center)}"
 
 
@@ -145,11 +141,11 @@ def span_intent(episode: Episode, first: int, last: int, reading: Reading | None
     if a.type == "swipe":
         direction = swipe_direction(a)
         verb = f"scroll {direction}" if direction != "none" else "swipe in place"
-        return f"{verb} on {_quoted(ctx0.name)}"
+        return f"{verb} on {screen_in_prose(ctx0.name)}"
     if a.type == "back":
         if ctx0.overlay is not None and ctx1.overlay is None:
             return "close the menu" if ctx0.overlay == "menu" else f"close the '{ctx0.overlay}' window"
-        return f"go back to {_quoted(ctx1.name)}"
+        return f"go back to {screen_in_prose(ctx1.name)}"
     if a.type == "enter":
         return "submit the text"
     if a.type == "home":

@@ -21,7 +21,7 @@ import numpy as np
 from guimem.core.data import DataError, Episode
 from guimem.smg.annotate import span_intent
 from guimem.smg.screens import blind, trajectory_text
-from guimem.smg.segmenters import Span, _Base, rule_spans, spans_from_starts
+from guimem.smg.segmenters import SegmenterBase, Span, rule_spans, spans_from_starts
 
 if TYPE_CHECKING:  # pragma: no cover
     from guimem.models.llm import LocalLLM
@@ -199,7 +199,7 @@ class LLMStats:
 LLM_MODES: tuple[str, ...] = ("guided", "free")
 
 
-class LLMSegmenter(_Base):
+class LLMSegmenter(SegmenterBase):
     """Boundaries and intents proposed by a local LLM; an unparseable answer falls back to :func:`rule_spans`.
 
     Two ways of asking (``mode``):

@@ -11,16 +11,13 @@ from __future__ import annotations
 import textwrap
 from collections import Counter
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
 from guimem.core.data import DataError, Episode, Subgoal
 from guimem.smg.annotate import behaviour_of
 from guimem.smg.segmenters import Span
-
-if TYPE_CHECKING:  # pragma: no cover
-    pass
 
 
 def boundaries(parts: Sequence[Span | Subgoal]) -> list[int]:

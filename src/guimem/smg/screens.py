@@ -10,7 +10,7 @@ model reads (for segmentation and judging).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
 
 from guimem.core.data import Episode, Observation, Step, UIElement
 from guimem.core.describe import (
@@ -18,10 +18,6 @@ from guimem.core.describe import (
     describe_actions,
     target_element,
 )
-
-if TYPE_CHECKING:  # pragma: no cover
-    pass
-
 
 TITLE_BAND = (0.02, 0.15)  # a top-bar title lies inside this vertical band (normalized y)
 OVERLAY_ROLES = frozenset({"dialog", "menu", "sheet", "popup", "alert"})  # roles of a window drawn over the screen
@@ -40,7 +36,7 @@ def blind(episode: Episode) -> Episode:
 
 
 # ============================================================================= reading a screen
-def _label(element: UIElement) -> str:
+def visible_label(element: UIElement) -> str:
     """An element's visible text, else its description, else ''."""
     return element.text.strip() or element.description.strip()
 
@@ -49,8 +45,8 @@ def screen_title(elements: Sequence[UIElement]) -> str:
     """The title in the top bar: the element with id ``title``, else the first non-clickable
     text lying inside :data:`TITLE_BAND`; '' when there is none."""
     for e in elements:
-        if e.id == "title" and _label(e):
-            return _label(e)
+        if e.id == "title" and visible_label(e):
+            return visible_label(e)
     for e in elements:
         if e.role == "text" and not e.clickable and e.text.strip() \
                 and TITLE_BAND[0] <= e.bounds[1] and e.bounds[3] <= TITLE_BAND[1]:
@@ -119,7 +115,7 @@ def screen_contexts(observations: Sequence[Observation]) -> list[Context]:
     return out
 
 
-def _quoted(name: str) -> str:
+def screen_in_prose(name: str) -> str:
     """A screen name in prose: titles quoted, descriptive names (``the home screen``) as they are."""
     return name if name in (UNTITLED, HOME) else f"'{name}'"
 

@@ -91,7 +91,7 @@ class Segmenter(Protocol):
         ...
 
 
-class _Base:
+class SegmenterBase:
     """Shared :meth:`segment`: spans from the subclass, verdicts from the judge."""
 
     name = ""
@@ -109,7 +109,7 @@ class _Base:
         return build_subgoals(episode, spans, verdicts.subgoals)
 
 
-class GroundTruthSegmenter(_Base):
+class GroundTruthSegmenter(SegmenterBase):
     """Spans from the world's :class:`~guimem.core.data.SubgoalLabel` runs (analysis only)."""
 
     name = "ground_truth"
@@ -173,7 +173,7 @@ def rule_spans(episode: Episode) -> list[Span]:
     return [Span(g[0], g[-1], span_intent(ep, g[0], g[-1], r)) for g in groups]
 
 
-class RuleSegmenter(_Base):
+class RuleSegmenter(SegmenterBase):
     """Boundaries from the screens and the actions only (never the labels or the true screen types).
 
     Each step is read as *effective* (the screen changed), *noise* (nothing visible
