@@ -308,7 +308,7 @@ def test_load_errors_name_file_line_and_field(tmp_path):
     with pytest.raises(DataError, match=r"line 1: field 'effect': missing"):
         load_subgoals(path)
     path.write_text(_line(sg) + "\n" + _line(sg) + "\n")
-    with pytest.raises(DataError, match=r"line 2: field 'index': duplicate subgoal"):
+    with pytest.raises(DataError, match=r"line 2: field 'id': duplicate subgoal"):
         load_subgoals(path)
     path.write_text(_line(sg, actions=[{"type": "fly"}]) + "\n")
     with pytest.raises(DataError, match=r"line 1: field 'actions\[0\]\.type'"):

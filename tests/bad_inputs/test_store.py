@@ -418,7 +418,7 @@ SUBGOAL_CASES = [
     ("integer past 32 bits", _lines(_subgoal(successor=2**40)), False, 1, "successor", "must be in [0, 2147483647]"),
     ("nested too deep", _lines(_subgoal(), "[" * 80 + "]" * 80), False, 2, "line", "nested deeper than 64"),
     ("malformed line", _lines(_subgoal(), "{not json"), False, 2, "line", "malformed JSON"),
-    ("duplicate subgoal", _lines(_subgoal(), _subgoal()), False, 2, "index", "duplicate subgoal 'ep-0001#0'"),
+    ("duplicate subgoal", _lines(_subgoal(), _subgoal()), False, 2, "id", "duplicate subgoal 'ep-0001#0'"),
     ("actions item a list", _lines(_subgoal(actions=[[]])), False, 1, "actions[0]", "expected an object, got list"),
     ("success unknown", _lines(_subgoal(success="maybe")), False, 1, "success", "expected one of"),
 ]

@@ -36,7 +36,16 @@ from typing import Any, Iterable, Mapping, Sequence
 from PIL import Image
 
 from guimem.core.data import DataError, Episode, Observation, Subgoal, check_json
-from guimem.core.io import atomic_write_dir, check_number, json_text, read_json, read_jsonl, readable_dir, write_jsonl
+from guimem.core.io import (
+    atomic_write_dir,
+    check_number,
+    json_text,
+    read_json,
+    read_jsonl,
+    readable_dir,
+    saved_before_markers,
+    write_jsonl,
+)
 
 FORMAT = "guimem.episodes"
 VERSION = 1
@@ -203,12 +212,9 @@ def save_episodes(episodes: Sequence[Episode], images: Mapping[str, bytes | Imag
 
 
 def _is_unmarked_store(folder: Path) -> bool:
-    """Whether ``folder`` holds an episode store saved before kind markers (its manifest says so)."""
-    try:
-        manifest = read_json(folder / "manifest.json")
-    except DataError:
-        return False
-    return isinstance(manifest, dict) and manifest.get("format") == FORMAT
+    """Whether ``folder`` holds exactly an episode store saved before kind markers (its manifest says so)."""
+    return saved_before_markers(folder, "manifest.json", lambda m: {"manifest.json", "episodes", "screens"}
+                                if isinstance(m, dict) and m.get("format") == FORMAT else None)
 
 
 def _check_episodes(episodes: Sequence[Episode]) -> None:
@@ -359,7 +365,7 @@ def load_subgoals(path: str | os.PathLike, store_root: str | os.PathLike | None 
         where = f"{path}, line {lineno}"
         sg = Subgoal.from_dict(raw, path=where)
         if sg.id in seen:
-            raise DataError("index", f"duplicate subgoal {sg.id!r}", where)
+            raise DataError("id", f"duplicate subgoal {sg.id!r}", where)
         seen.add(sg.id)
         if root is not None:
             for field in ("from_screenshot", "to_screenshot"):
