@@ -39,7 +39,8 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from guimem.core.data import Subgoal  # noqa: E402
-from guimem.models.embedding import EfficientNetLite0Embedder, open_image  # noqa: E402
+from guimem.core.store import open_image  # noqa: E402
+from guimem.models.embedding import EfficientNetLite0Embedder  # noqa: E402
 from guimem.phone.config import WorldConfig  # noqa: E402
 from guimem.phone.demonstrator import generate_dataset  # noqa: E402
 from guimem.smg.graph import GraphConfig, MemoryGraph, normalize_rows  # noqa: E402

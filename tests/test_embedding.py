@@ -227,3 +227,12 @@ def test_worker_processes_give_the_same_vectors(tmp_path):
     serial = cached_image_embedder("efficientnet_lite0", tmp_path / "b", batch_size=4, workers=1)
     assert parallel._parallel(2) and not serial._parallel(2)
     np.testing.assert_array_equal(parallel.embed_files(paths), serial.embed_files(paths))
+
+
+def test_a_projection_larger_than_the_embedding_is_refused_by_name():
+    from guimem.core.data import DataError
+    from guimem.models.embedding import PixelEmbedder, fit_projection
+
+    inner = PixelEmbedder()
+    with pytest.raises(DataError, match=r"field 'pca_dim': must be an integer in \[1, 1536\]"):
+        fit_projection(inner, np.ones((4, inner.dim)), inner.dim + 1)

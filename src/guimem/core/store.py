@@ -98,6 +98,16 @@ def _decoded(data: bytes, formats: Sequence[str] = ("PNG",)) -> Image.Image:
         raise DataError("", f"does not decode: {type(err).__name__}: {err}") from None
 
 
+def open_image(path: str | os.PathLike, field: str = "image") -> Image.Image:
+    """The image file at ``path`` decoded to RGB (PNG, or JPEG, WebP, BMP, GIF, TIFF), its pixel count
+    checked on the header before decoding; every failure is a :class:`DataError` naming the file.
+    The one way guimem decodes an image file outside a store's own checks."""
+    try:
+        return _decoded(_read_bytes(Path(path)), ("PNG", *_FOREIGN_FORMATS))
+    except DataError as err:
+        raise err.at(str(path), field) from None
+
+
 def _stored_png(image: Any) -> bytes:
     """The PNG bytes a screenshot is stored as (errors with field ''): PNG bytes as they are, other
     image bytes converted, PIL images encoded."""

@@ -77,6 +77,7 @@ from guimem.core.io import (
     relative_path,
     write_json,
 )
+from guimem.core.store import open_image
 
 DEFAULT_CACHE_DIR = Path(".cache/guimem/embeddings")
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
@@ -347,7 +348,7 @@ class ProjectedImageEmbedder:
         """``[n, rank]`` for image files (through the inner embedder's cache when it has one)."""
         if hasattr(self.inner, "embed_files"):
             return self.project(self.inner.embed_files(paths, progress=progress))
-        return self.embed([open_image(Path(p)) for p in paths])
+        return self.embed([open_image(Path(p), "screenshot") for p in paths])
 
     def save(self, folder: str | Path) -> Path:
         """``basis.npy`` and ``projection.json`` in ``folder`` (written atomically)."""
@@ -396,6 +397,9 @@ def fit_projection(inner: ImageEmbedder, vectors: np.ndarray, rank: int) -> Proj
     Each direction's sign is fixed (its largest-magnitude entry positive), so the basis is
     reproducible wherever the SVD runs.
     """
+    if isinstance(rank, bool) or not isinstance(rank, int) or not 1 <= rank <= inner.dim:
+        raise DataError("pca_dim", f"must be an integer in [1, {inner.dim}] (the {inner.name} embedding's size), "
+                                   f"got {rank!r}")
     x = np.asarray(vectors, dtype=np.float64)  # [n, dim]
     if len(x) < rank:
         raise DataError("rank", f"need at least {rank} vectors to fit a rank-{rank} projection, got {len(x)}")
@@ -547,7 +551,7 @@ def _embed_files_in_worker(name: str, batch_size: int, paths: list[str]) -> np.n
     torch.set_num_threads(1)
     if (name, batch_size) not in _WORKER_EMBEDDERS:
         _WORKER_EMBEDDERS[name, batch_size] = make_image_embedder(name, batch_size)
-    return _WORKER_EMBEDDERS[name, batch_size].embed([open_image(Path(p)) for p in paths])
+    return _WORKER_EMBEDDERS[name, batch_size].embed([open_image(Path(p), "screenshot") for p in paths])
 
 
 class CachedImageEmbedder:
@@ -577,7 +581,7 @@ class CachedImageEmbedder:
     def _compute_files(self, files: list[str], chunks: list[list[int]]) -> Iterable[np.ndarray]:
         """Vectors of ``files[chunk]`` for each chunk, in order (in workers when it pays off)."""
         if not self._parallel(len(chunks)):
-            yield from (self.inner.embed([open_image(Path(files[i])) for i in c]) for c in chunks)
+            yield from (self.inner.embed([open_image(Path(files[i]), "screenshot") for i in c]) for c in chunks)
             return
         batch, done = self.inner.batch_size, 0
         try:
@@ -589,7 +593,7 @@ class CachedImageEmbedder:
                     done += 1
         except BrokenProcessPool as err:  # e.g. a __main__ that spawned workers cannot re-import (stdin)
             warnings.warn(f"embedding workers failed ({err}); embedding the rest in this process", RuntimeWarning)
-            yield from (self.inner.embed([open_image(Path(files[i])) for i in c]) for c in chunks[done:])
+            yield from (self.inner.embed([open_image(Path(files[i]), "screenshot") for i in c]) for c in chunks[done:])
 
     def embed_files(self, paths: Sequence[str | Path], progress: bool = False) -> np.ndarray:
         """``[n, dim]`` for image files, keyed by their bytes; decoded only on a cache miss."""
@@ -631,15 +635,6 @@ def _file_key_checked(path: Path) -> str:
         raise DataError("screenshot", f"cannot read image file: {err.strerror or err}", str(path)) from None
 
 
-def open_image(path: Path) -> Image.Image:
-    """An image file decoded to RGB; a missing or broken file is a :class:`DataError` naming it."""
-    try:
-        with Image.open(path) as im:
-            return im.convert("RGB")
-    except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as err:
-        raise DataError("screenshot", f"cannot decode image: {err}", str(path)) from None
-
-
 def embed_screenshots(embedder: ImageEmbedder, store_root: str | Path, rel_paths: Iterable[str],
                       progress: bool = False) -> dict[str, np.ndarray]:
     """Unit vectors ``[dim]`` per distinct screenshot path (relative to ``store_root``).
@@ -658,7 +653,7 @@ def embed_screenshots(embedder: ImageEmbedder, store_root: str | Path, rel_paths
     if hasattr(embedder, "embed_files"):  # cached embedders read files by content hash
         vectors = embedder.embed_files(files, progress=progress)
     else:
-        vectors = embedder.embed([open_image(f) for f in files])
+        vectors = embedder.embed([open_image(f, "screenshot") for f in files])
     return dict(zip(unique, vectors))
 
 

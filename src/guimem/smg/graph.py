@@ -73,7 +73,8 @@ from guimem.core.io import (
     write_json,
     write_jsonl,
 )
-from guimem.models.embedding import ImageEmbedder, TextEmbedder, embed_screenshots, open_image
+from guimem.core.store import open_image
+from guimem.models.embedding import ImageEmbedder, TextEmbedder, embed_screenshots
 from guimem.viz.plotting import SUCCESS_COLORS
 
 FORMAT = "guimem.memory_graph"

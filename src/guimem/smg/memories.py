@@ -73,6 +73,7 @@ from guimem.core.io import (
     write_json,
     write_jsonl,
 )
+from guimem.core.store import open_image
 from guimem.models.embedding import (
     DEFAULT_CACHE_DIR,
     ImageEmbedder,
@@ -81,7 +82,6 @@ from guimem.models.embedding import (
     cached_image_embedder,
     cached_text_embedder,
     embed_screenshots,
-    open_image,
 )
 from guimem.models.tokenizer import words
 from guimem.smg.annotate import effect_of

@@ -36,7 +36,7 @@ from guimem.actors.mini.policy import MiniActor
 from guimem.core.data import ACTION_TYPES, Action, DataError, Episode
 from guimem.core.describe import target_element
 from guimem.core.policy import MODALITIES, Modality, PolicyInput
-from guimem.core.store import load_screenshot
+from guimem.core.store import load_screenshot, open_image
 from guimem.eval.metrics import MatchConfig, step_accuracy
 from guimem.models.tokenizer import Vocabulary
 from guimem.smg.memories import Memory
@@ -154,8 +154,7 @@ def examples_from_retrieval(episodes: Sequence[Episode], store_root: str | Path,
                                     str(Path(retrieval_dir) / kind))
                 text, image_path = records[key]
                 if image_path not in images:
-                    with Image.open(image_path) as im:
-                        images[image_path] = im.convert("RGB")
+                    images[image_path] = open_image(image_path)
                 out.append(ActorExample(PolicyInput(inp.screenshot, inp.elements, inp.goal, inp.history, text,
                                                     images[image_path]), action, episode.id, i, kind))
     return out
