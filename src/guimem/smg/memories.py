@@ -678,8 +678,9 @@ def memory_embedders(memories_dir: str | Path, image_embedder: str = "efficientn
     """The cached embedders saved memories were built with (the screen projection in
     ``<memories_dir>/projection`` applied when graph_build fitted one)."""
     images: ImageEmbedder = cached_image_embedder(image_embedder, cache_dir, workers=workers)
-    if (Path(memories_dir) / "projection").is_dir():
-        images = ProjectedImageEmbedder.load(Path(memories_dir) / "projection", images)
+    projection = Path(memories_dir) / "projection"
+    if projection.is_dir() or projection.with_name(".projection.old").is_dir():  # the backup a crashed save left
+        images = ProjectedImageEmbedder.load(projection, images)
     return images, cached_text_embedder(text_embedder, cache_dir)
 
 

@@ -32,7 +32,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from guimem.core.data import DataError, Episode
-from guimem.core.io import atomic_write_dir, check_number, file_inside, read_jsonl, write_jsonl
+from guimem.core.io import atomic_write_dir, check_number, file_inside, read_jsonl, readable_dir, write_jsonl
 from guimem.core.store import png_bytes
 from guimem.models.embedding import ImageEmbedder, embed_screenshots
 from guimem.smg.graph import check_k
@@ -185,8 +185,10 @@ def step_record(r: StepResult, image: str) -> dict[str, Any]:
 
 def read_results(path: str | Path) -> list[dict[str, Any]]:
     """The records of a ``steps.jsonl`` written by :func:`write_results`, each checked: its fields'
-    types, and an image file inside the folder, the one its shown ids name."""
-    path = file_inside(Path(path).parent, Path(path).name, "file", str(path))  # not a link out of its folder
+    types, and an image file inside the folder, the one its shown ids name. Use :func:`results_dir`
+    for the folder that was read (a crash between a save's renames leaves only its backup)."""
+    folder = readable_dir(Path(path).parent, "retrieval results")  # or the backup a crashed save left
+    path = file_inside(folder, Path(path).name, "file", str(path))  # not a link out of its folder
     out, images = [], set()  # images: those already found inside the folder
     for lineno, r in read_jsonl(path):
         where = f"{path}, line {lineno}"
@@ -199,6 +201,11 @@ def read_results(path: str | Path) -> list[dict[str, Any]]:
         images.add(r["image"])
         out.append(r)
     return out
+
+
+def results_dir(retrieval_dir: str | Path, memory: str) -> Path:
+    """The folder holding ``memory``'s results under ``retrieval_dir`` (or the backup a crashed save left)."""
+    return readable_dir(Path(retrieval_dir) / memory, "retrieval results")
 
 
 _RECORD_TYPES: dict[str, type | tuple[type, ...]] = {

@@ -40,7 +40,7 @@ from guimem.core.store import load_screenshot, open_image
 from guimem.eval.metrics import MatchConfig, step_accuracy
 from guimem.models.tokenizer import Vocabulary
 from guimem.smg.memories import Memory
-from guimem.smg.retrieval import read_results
+from guimem.smg.retrieval import read_results, results_dir
 
 
 @dataclass(frozen=True)
@@ -140,7 +140,7 @@ def examples_from_retrieval(episodes: Sequence[Episode], store_root: str | Path,
     """
     records: dict[tuple[str, str, int], tuple[str, str]] = {}
     for kind in kinds:
-        folder = Path(retrieval_dir) / kind
+        folder = results_dir(retrieval_dir, kind)
         for r in read_results(folder / "steps.jsonl"):
             records[(kind, r["episode_id"], int(r["step"]))] = (r["text"], str(folder / r["image"]))
     images: dict[str, Image.Image] = {}
