@@ -32,10 +32,12 @@ from guimem.actors.mini.config import ActorConfig
 from guimem.actors.mini.features import collate, stack_targets, targets_for
 from guimem.actors.mini.model import GuiActor
 from guimem.actors.mini.policy import MiniActor
-from guimem.actors.mini.train import ActorExample, build_vocabulary
+from guimem.actors.mini.train import build_vocabulary
 from guimem.core.data import Action, UIElement
+from guimem.core.io import write_json
 from guimem.core.policy import MODALITIES, PolicyInput
 from guimem.eval.closed_loop import Replay, run_closed_loop
+from guimem.eval.examples import ActorExample
 from guimem.phone.config import WorldConfig
 from guimem.phone.tasks import TEMPLATES, sample_task
 from guimem.phone.world import World
@@ -179,10 +181,7 @@ def main() -> dict:
     result["closed_loop_steps_per_s"] = played[-1] / with_memo
     result["closed_loop_steps_per_episode"] = played[-1] / LOOP_EPISODES
     result["machine"] = f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch threads 1"
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    tmp = OUT.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
-    os.replace(tmp, OUT)
+    write_json(OUT, result)
     return result
 
 

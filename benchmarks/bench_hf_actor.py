@@ -21,6 +21,7 @@ from PIL import Image
 
 from guimem.actors.hf.policy import HFVLMActor
 from guimem.actors.hf.tiny import tiny_random_qwen2_vl
+from guimem.core.io import write_json
 from guimem.core.policy import PolicyInput
 
 N_INPUTS = 8  # inputs per timed run (one batch of 8)
@@ -79,7 +80,7 @@ def main() -> dict:
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, torch threads 1",
     }
     OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps(result, indent=2) + "\n")
+    write_json(OUT, result, indent=2, sort_keys=False)
     return result
 
 

@@ -39,6 +39,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from guimem.core.data import Subgoal  # noqa: E402
+from guimem.core.io import write_json  # noqa: E402
 from guimem.core.store import open_image  # noqa: E402
 from guimem.models.embedding import EfficientNetLite0Embedder  # noqa: E402
 from guimem.phone.config import WorldConfig  # noqa: E402
@@ -174,7 +175,7 @@ def main() -> dict:
                    f"{os.getloadavg()[0]:.1f} at the end",
     }
     OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps(result, indent=2) + "\n")
+    write_json(OUT, result, indent=2, sort_keys=False)
     return result
 
 

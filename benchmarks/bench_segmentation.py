@@ -23,6 +23,7 @@ from pathlib import Path
 
 import torch
 
+from guimem.core.io import write_json
 from guimem.models.llm import load_llm
 from guimem.phone.config import WorldConfig
 from guimem.phone.demonstrator import demonstrate, plan_tasks
@@ -73,5 +74,5 @@ def main() -> dict:
 if __name__ == "__main__":
     out = main()
     OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps(out, indent=2) + "\n")
+    write_json(OUT, out, indent=2, sort_keys=False)
     print(json.dumps(out, indent=2))

@@ -20,6 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from guimem.core.io import write_json
 from guimem.core.store import png_bytes
 from guimem.phone.config import WorldConfig
 from guimem.phone.demonstrator import generate_dataset, plan_tasks, run_episode
@@ -84,7 +85,7 @@ def main() -> dict:
         "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, one process",
     }
     OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps(result, indent=2) + "\n")
+    write_json(OUT, result, indent=2, sort_keys=False)
     return result
 
 

@@ -144,8 +144,7 @@ built = [train[e] for e in smg.graph.episodes]  # the episodes the SMG holds, in
 train_subgoals = [s for s in load_subgoals(Path(subgoals_dir) / "train.jsonl", store_root=train_root) if s.episode_id in smg.graph.episodes]
 tau_rows = []
 for t in tau_sweep:
-    m = build_memory("smg", built, train_subgoals, train_root, images, texts, tau=t,
-                     theta=smg.graph.config.theta, k=smg.k, rank_by=smg.rank_by, style=smg.style)
+    m = build_memory("smg", built, train_subgoals, train_root, images, texts, **{**smg.settings(), "tau": t})
     s = summarize(evaluate_memory(m, queries, vectors, train, ks=ks, k=k_nodes or None))
     tau_rows.append({"tau": t, "nodes": m.graph.n_nodes, **{c: s[c] for c in bars + ["tokens_mean"]}})
 fig, ax = plt.subplots(figsize=(5, 3.2))

@@ -88,25 +88,18 @@ import numpy as np
 import torch
 
 from guimem.actors.mini.config import STRICT_MATCH
-from guimem.actors.mini.train import (
-    TrainConfig,
-    build_kfold_examples,
-    examples_from_retrieval,
-    majority_action,
-    memory_names_target,
-    sample_held_out,
-    train_actor,
-)
+from guimem.actors.mini.train import TrainConfig, majority_action, train_actor
 from guimem.core.data import group_by_episode
 from guimem.core.io import write_metrics
 from guimem.core.policy import MODALITIES
 from guimem.core.store import load_episodes, load_subgoals
+from guimem.eval.examples import build_kfold_examples, examples_from_retrieval, memory_names_target, sample_held_out
 from guimem.eval.memory_effect import names_target_split, right_experience_split
 from guimem.eval.metrics import paired_counts, step_accuracy
 from guimem.eval.scoring import step_table
 from guimem.models.embedding import embed_screenshots
 from guimem.pipeline.paths import enter_repo_root
-from guimem.smg.memories import MEMORIES, build_memory, load_memories, memory_embedders
+from guimem.smg.memories import MEMORIES, load_memories, memory_embedders, rebuild_like
 from guimem.smg.retrieval import read_results
 from guimem.viz.plotting import MEMORY_LABELS, MODALITY_COLORS, figure_path, save_figure, write_plot_data
 
@@ -139,17 +132,8 @@ queries = embed_screenshots(images, train_root, [s.screenshot for e in train for
 
 
 def rebuild(kind, episodes):
-    """The memory ``kind`` with the saved one's parameters, built from ``episodes`` only."""
-    m = saved[kind]
-    params = {"k": m.k, "style": m.style}
-    if kind != "flat":
-        params |= {"tau": m.graph.config.tau, "theta": m.graph.config.theta}
-    if kind in ("smg", "action_graph"):
-        params["rank_by"] = m.rank_by
-    if kind == "task_graph":
-        params["alpha"] = m.alpha
-    return build_memory(kind, episodes, [s for e in episodes for s in subgoals.get(e.id, [])], train_root,
-                        images, texts, **params)
+    """The memory ``kind`` with the saved one's settings, built from ``episodes`` only."""
+    return rebuild_like(saved[kind], episodes, [s for e in episodes for s in subgoals.get(e.id, [])], train_root)
 
 
 examples = build_kfold_examples(train, train_root, rebuild, MEMORIES, k_folds, seed, kinds_per_step,

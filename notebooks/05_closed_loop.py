@@ -75,7 +75,6 @@ import matplotlib.pyplot as plt
 import torch
 
 from guimem.actors.loading import load_actor
-from guimem.actors.mini.train import examples_from_retrieval
 from guimem.core.io import atomic_write_text, write_metrics
 from guimem.core.store import load_episodes
 from guimem.eval.closed_loop import (
@@ -89,6 +88,7 @@ from guimem.eval.closed_loop import (
     stalled_share,
     success_table,
 )
+from guimem.eval.examples import examples_from_retrieval
 from guimem.eval.metrics import MatchConfig
 from guimem.eval.scoring import step_scores
 from guimem.eval.tables import PAPER_SR, comparison_lines, ended_counts, in_short, markdown_table, mean_steps

@@ -44,20 +44,12 @@ from guimem.actors.mini.features import (
 )
 from guimem.actors.mini.model import GuiActor, decision_facts
 from guimem.actors.mini.policy import MiniActor
-from guimem.actors.mini.train import (
-    ActorExample,
-    TrainConfig,
-    assign_folds,
-    build_kfold_examples,
-    build_vocabulary,
-    modality_batches,
-    train_actor,
-    type_class_weights,
-)
+from guimem.actors.mini.train import TrainConfig, build_vocabulary, modality_batches, train_actor, type_class_weights
 from guimem.core.data import ACTION_TYPES, Action, DataError, Episode, Observation, Step, UIElement
 from guimem.core.describe import swipe_direction
 from guimem.core.policy import MODALITIES, PolicyInput
 from guimem.core.store import load_episodes, save_episodes
+from guimem.eval.examples import ActorExample, assign_folds, build_kfold_examples
 from guimem.models.tokenizer import ACT, Vocabulary, find_span, span_text, tokenize
 
 torch.set_num_threads(1)

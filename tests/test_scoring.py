@@ -12,9 +12,10 @@ from PIL import Image
 from guimem.actors.mini.config import ActorConfig
 from guimem.actors.mini.model import GuiActor
 from guimem.actors.mini.policy import MiniActor
-from guimem.actors.mini.train import ActorExample, build_vocabulary
+from guimem.actors.mini.train import build_vocabulary
 from guimem.core.data import Action, UIElement
 from guimem.core.policy import FeaturisingPolicy, PolicyInput, PolicyOutput
+from guimem.eval.examples import ActorExample
 from guimem.eval.metrics import MatchConfig, step_accuracy
 from guimem.eval.scoring import step_scores, step_table
 

@@ -33,10 +33,11 @@ from typing import Any, Protocol, TypeVar
 
 from guimem.actors.hf.parsing import ANSWER_FORMATS, COORD_CONVENTIONS
 from guimem.actors.mini.config import ActorConfig
-from guimem.actors.mini.train import TrainConfig, assign_folds
+from guimem.actors.mini.train import TrainConfig
 from guimem.core.data import DataError
 from guimem.core.io import check_number
 from guimem.core.policy import MODALITIES
+from guimem.eval.examples import assign_folds
 from guimem.models.embedding import IMAGE_EMBEDDERS, TEXT_EMBEDDERS, HashingTextEmbedder, PixelEmbedder
 from guimem.phone.config import WorldConfig
 from guimem.phone.demonstrator import unseen_types_covered

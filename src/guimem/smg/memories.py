@@ -431,6 +431,11 @@ class GraphMemory(_Base):
         self.graph = MemoryGraph(GraphConfig(image_embedder.name, image_embedder.dim,
                                              text_embedder.name, text_embedder.dim, tau, theta))
 
+    def settings(self) -> dict[str, Any]:
+        """The :func:`make_memory` arguments that build an empty memory like this one."""
+        return {"tau": self.graph.config.tau, "theta": self.graph.config.theta, "k": self.k,
+                "rank_by": self.rank_by, "style": self.style}
+
     def add(self, episodes: Sequence[Episode], subgoals: Sequence[Subgoal], store_root: str | Path) -> None:
         """Ingest episodes in order (units in step order); episodes already in the graph add nothing.
         Everything is checked first: a DataError leaves the memory as it was."""
@@ -494,6 +499,11 @@ class TaskGraphMemory(GraphMemory):
         super().__init__("task_graph", image_embedder, text_embedder, tau, theta, k, "goal", style)
         self.alpha = alpha
 
+    def settings(self) -> dict[str, Any]:
+        """The :func:`make_memory` arguments that build an empty memory like this one."""
+        c = self.graph.config
+        return {"tau": c.tau, "theta": c.theta, "k": self.k, "alpha": self.alpha, "style": self.style}
+
     def retrieve(self, screenshot: Image.Image | np.ndarray, goal: str, k: int | None = None) -> Retrieved:
         """The ``k`` trajectories with the best combined first-screen and goal similarity."""
         g = self.graph
@@ -527,6 +537,10 @@ class FlatMemory(_Base):
         self.index = NodeIndex(image_embedder.dim)
         self.units: list[str] = []  # row -> unit id
         self.episodes: set[str] = set()
+
+    def settings(self) -> dict[str, Any]:
+        """The :func:`make_memory` arguments that build an empty memory like this one."""
+        return {"k": self.k, "style": self.style}
 
     def add(self, episodes: Sequence[Episode], subgoals: Sequence[Subgoal], store_root: str | Path) -> None:
         """Append every subgoal of episodes not yet in the memory, in episode then index order.
@@ -584,6 +598,14 @@ def build_memory(name: str, episodes: Sequence[Episode], subgoals: Sequence[Subg
     memory = make_memory(name, image_embedder, text_embedder, **params)
     memory.add(episodes, subgoals, store_root)
     return memory
+
+
+def rebuild_like(memory: GraphMemory | FlatMemory, episodes: Sequence[Episode], subgoals: Sequence[Subgoal],
+                 store_root: str | Path) -> GraphMemory | FlatMemory:
+    """A memory of the same kind, settings and embedders as ``memory``, built from ``episodes`` only
+    (e.g. the training folds a held-out fold may read)."""
+    return build_memory(memory.name, episodes, subgoals, store_root, memory.image_embedder, memory.text_embedder,
+                        **memory.settings())
 
 
 def load_memory(path: str | Path, image_embedder: ImageEmbedder, text_embedder: TextEmbedder,

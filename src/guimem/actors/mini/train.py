@@ -11,12 +11,10 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 import torch
-from PIL import Image
 from tqdm.auto import tqdm
 
 from guimem.actors.mini.config import IGNORE, STRICT_MATCH, ActorConfig, history_tokens
@@ -33,153 +31,11 @@ from guimem.actors.mini.features import (
 )
 from guimem.actors.mini.model import GuiActor
 from guimem.actors.mini.policy import MiniActor
-from guimem.core.data import ACTION_TYPES, Action, DataError, Episode
-from guimem.core.describe import target_element
-from guimem.core.policy import MODALITIES, Modality, PolicyInput
-from guimem.core.store import load_screenshot, open_image
+from guimem.core.data import ACTION_TYPES, Action, DataError
+from guimem.core.policy import MODALITIES, Modality
+from guimem.eval.examples import ActorExample
 from guimem.eval.metrics import MatchConfig, step_accuracy
 from guimem.models.tokenizer import Vocabulary
-from guimem.smg.memories import Memory
-from guimem.smg.retrieval import read_results, results_dir
-
-
-@dataclass(frozen=True)
-class ActorExample:
-    """One behaviour-cloning example: what the actor saw and what the demonstrator did."""
-
-    input: PolicyInput  # memory_text / memory_image: the retrieved experience (either may be None)
-    target: Action
-    episode_id: str = ""
-    step: int = -1
-    memory_kind: str | None = None  # which memory produced the experience (None: no memory)
-
-
-MemoryFactory = Callable[[str, Sequence[Episode]], Memory]
-"""``factory(kind, episodes)``: a memory of ``kind`` built from exactly ``episodes``."""
-
-
-def assign_folds(episode_ids: Sequence[str], k: int, seed: int) -> dict[str, int]:
-    """Each episode id to one of ``k`` folds of (nearly) equal size, shuffled by ``seed``."""
-    if k < 2:
-        raise DataError("k_folds", f"needs at least 2 folds so every memory excludes its episode, got {k}")
-    ids = sorted(set(episode_ids))
-    order = np.random.default_rng(seed).permutation(len(ids))
-    return {ids[j]: rank % k for rank, j in enumerate(order)}
-
-
-def episode_steps(episode: Episode, store_root: str | Path, max_history: int) -> list[tuple[PolicyInput, Action]]:
-    """Every step of ``episode`` as a memory-less input (screen, tree, goal, recent history) and its action."""
-    out = []
-    for i, step in enumerate(episode.steps):
-        history = tuple(s.action for s in episode.steps[max(0, i - max_history):i]) if max_history else ()
-        screenshot = load_screenshot(store_root, step.screenshot)
-        out.append((PolicyInput(screenshot, step.elements, episode.goal, history), step.action))
-    return out
-
-
-def _with_memory(inp: PolicyInput, memory: Memory, query: Any, renders: dict) -> PolicyInput:
-    """``inp`` with the memory's retrieval for ``query`` rendered as text and as image (renders memoised)."""
-    retrieved = memory.retrieve(query, inp.goal)
-    key = (id(memory), tuple(getattr(retrieved, "ids", ())) or id(retrieved))
-    if key not in renders:
-        renders[key] = (memory.render_text(retrieved), memory.render_image(retrieved))
-    text, image = renders[key]
-    return PolicyInput(inp.screenshot, inp.elements, inp.goal, inp.history, text, image)
-
-
-def build_examples(episodes: Sequence[Episode], store_root: str | Path, memories: Mapping[str, Memory],
-                   kinds_per_step: int | None = None, seed: int = 0, max_history: int = 4,
-                   query_vectors: Mapping[str, np.ndarray] | None = None, progress: bool = True) -> list[ActorExample]:
-    """Examples of ``episodes`` with experience retrieved from ``memories`` (built without them).
-
-    Each step gets ``kinds_per_step`` memory kinds drawn at random (all of them when None), one
-    example per kind; ``query_vectors`` (screenshot path -> embedding) spare re-embedding screens.
-    """
-    kinds = sorted(memories)
-    n_kinds = len(kinds) if kinds_per_step is None else min(kinds_per_step, len(kinds))
-    rng = np.random.default_rng(seed)
-    renders: dict = {}
-    out: list[ActorExample] = []
-    for episode in tqdm(episodes, desc="examples", unit="episode", disable=not progress):
-        for i, (inp, action) in enumerate(episode_steps(episode, store_root, max_history)):
-            shot = episode.steps[i].screenshot
-            query = query_vectors[shot] if query_vectors is not None and shot in query_vectors else inp.screenshot
-            chosen = kinds if n_kinds == len(kinds) else sorted(rng.choice(kinds, n_kinds, replace=False).tolist())
-            for kind in chosen:
-                out.append(ActorExample(_with_memory(inp, memories[kind], query, renders), action, episode.id, i, kind))
-    return out
-
-
-def build_kfold_examples(episodes: Sequence[Episode], store_root: str | Path, factory: MemoryFactory,
-                         kinds: Sequence[str], k_folds: int, seed: int, kinds_per_step: int | None = 1,
-                         max_history: int = 4, query_vectors: Mapping[str, np.ndarray] | None = None,
-                         progress: bool = True) -> list[ActorExample]:
-    """Training examples whose memory never holds their own episode (no leakage).
-
-    The episodes are split into ``k_folds`` folds; the steps of fold ``f`` read memories of every
-    kind built by ``factory`` from the other folds only. Returned in the order of ``episodes``.
-    """
-    folds = assign_folds([e.id for e in episodes], k_folds, seed)
-    by_id: dict[str, list[ActorExample]] = {}
-    for f in range(k_folds):
-        inside = [e for e in episodes if folds[e.id] == f]
-        outside = [e for e in episodes if folds[e.id] != f]
-        memories = {kind: factory(kind, outside) for kind in kinds}
-        for ex in build_examples(inside, store_root, memories, kinds_per_step, seed + 1 + f, max_history,
-                                 query_vectors, progress):
-            by_id.setdefault(ex.episode_id, []).append(ex)
-    return [ex for e in episodes for ex in by_id.get(e.id, [])]
-
-
-def examples_from_retrieval(episodes: Sequence[Episode], store_root: str | Path, retrieval_dir: str | Path,
-                            kinds: Sequence[str], max_history: int = 4) -> list[ActorExample]:
-    """Held-out examples with the memory the ``retrieval_eval`` stage retrieved for every step.
-
-    Reads ``<retrieval_dir>/<kind>/steps.jsonl`` (text block and image path per step); one
-    example per step and kind, in episode, step and ``kinds`` order.
-    """
-    records: dict[tuple[str, str, int], tuple[str, str]] = {}
-    for kind in kinds:
-        folder = results_dir(retrieval_dir, kind)
-        for r in read_results(folder / "steps.jsonl"):
-            records[(kind, r["episode_id"], int(r["step"]))] = (r["text"], str(folder / r["image"]))
-    images: dict[str, Image.Image] = {}
-    out = []
-    for episode in episodes:
-        for i, (inp, action) in enumerate(episode_steps(episode, store_root, max_history)):
-            for kind in kinds:
-                key = (kind, episode.id, i)
-                if key not in records:
-                    raise DataError("steps.jsonl", f"no retrieved memory for {episode.id} step {i}",
-                                    str(Path(retrieval_dir) / kind))
-                text, image_path = records[key]
-                if image_path not in images:
-                    images[image_path] = open_image(image_path)
-                out.append(ActorExample(PolicyInput(inp.screenshot, inp.elements, inp.goal, inp.history, text,
-                                                    images[image_path]), action, episode.id, i, kind))
-    return out
-
-
-def sample_held_out(examples: Sequence[ActorExample], max_steps: int, seed: int) -> list[ActorExample]:
-    """The examples of a fixed random sample of ``max_steps`` held-out steps (every step when
-    ``max_steps`` is 0 or more than there are), in their original order; all memory kinds of a
-    sampled step are kept, so conditions stay paired."""
-    steps = sorted({(ex.episode_id, ex.step) for ex in examples})
-    if max_steps and max_steps < len(steps):
-        rng = np.random.default_rng(seed)
-        steps = [steps[i] for i in sorted(rng.choice(len(steps), max_steps, replace=False))]
-    keep = set(steps)
-    return [ex for ex in examples if (ex.episode_id, ex.step) in keep]
-
-
-def memory_names_target(example: ActorExample) -> bool:
-    """Whether the memory text quotes the label of the element the demonstrator touched while the
-    goal does not: a step where (textual) experience carries what the goal leaves out."""
-    target = target_element(example.target, example.input.elements)
-    if target is None or not target.text or example.input.memory_text is None:
-        return False
-    label = target.text.lower()
-    return f'"{label}"' in example.input.memory_text.lower() and label not in example.input.goal.lower()
 
 
 def majority_action(actions: Sequence[Action], grid: tuple[int, int]) -> Action:
