@@ -45,6 +45,7 @@ class Replay:
     run: int = 0  # seed index: success rates are averaged per run, spread taken over runs
 
 
+NO_MEMORY = "none"  # the memory name of episodes played without one
 ENDINGS: tuple[str, ...] = ("done", "impossible", "budget")  # how an episode ends
 
 

@@ -37,19 +37,19 @@ from guimem.actors.mini.train import TrainConfig
 from guimem.core.data import DataError
 from guimem.core.io import check_number
 from guimem.core.policy import MODALITIES
+from guimem.eval.closed_loop import NO_MEMORY
 from guimem.eval.examples import assign_folds
 from guimem.models.embedding import IMAGE_EMBEDDERS, TEXT_EMBEDDERS, HashingTextEmbedder, PixelEmbedder
 from guimem.phone.config import WorldConfig
 from guimem.phone.demonstrator import unseen_types_covered
 from guimem.smg.graph import GraphConfig
+from guimem.smg.judge import JUDGES
 from guimem.smg.llm_segmenter import LLM_MODES
 from guimem.smg.memories import MEMORIES, RenderStyle, make_memory
 from guimem.smg.segment import SEGMENTERS
 
 T = TypeVar("T")
 
-JUDGES: tuple[str, ...] = ("rule", "llm")  # 01_segmentation's success judges (smg.judge has no such list yet)
-NO_MEMORY = "none"  # 05_closed_loop's memory entry for playing without one
 
 
 # ============================================================================ where a value came from

@@ -42,6 +42,8 @@ from guimem.smg.screens import (
     trajectory_text,
 )
 
+JUDGES: tuple[str, ...] = ("rule", "llm")  # the success judges: RuleJudge, LLMJudge
+
 STOPWORDS = frozenset("""a an the to of in on for and or with from into onto at by as is it its this that
 be my me your you then than so up out off all any some set turn make go open find show app screen
 please new called named titled say says add remove delete create start send share restore pin mark
