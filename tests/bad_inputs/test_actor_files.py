@@ -16,10 +16,10 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
+from bad_inputs.corpus import error
 from guimem.actors.mini.config import ActorConfig
 from guimem.actors.mini.model import GuiActor
 from guimem.actors.mini.policy import MiniActor
-from guimem.core.data import DataError
 from guimem.core.io import MARKER
 from guimem.models.tokenizer import Vocabulary
 
@@ -49,12 +49,6 @@ def saved(tmp_path_factory) -> Path:
 def folder(saved, tmp_path) -> Path:
     """A fresh copy of the saved actor."""
     return Path(shutil.copytree(saved, tmp_path / "actor"))
-
-
-def error(call: Callable[[], Any]) -> DataError:
-    with pytest.raises(DataError) as info:
-        call()
-    return info.value
 
 
 # ============================================================================= mutations

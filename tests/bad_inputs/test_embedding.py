@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from guimem.core.data import DataError
+from bad_inputs.corpus import error
 from guimem.models.embedding import (
     CachedImageEmbedder,
     EmbeddingCache,
@@ -33,12 +33,6 @@ from guimem.models.embedding import (
 from guimem.models.tokenizer import Vocabulary
 
 pytestmark = pytest.mark.bad_input
-
-
-def error(call: Callable[[], Any]) -> DataError:
-    with pytest.raises(DataError) as info:
-        call()
-    return info.value
 
 
 @pytest.fixture

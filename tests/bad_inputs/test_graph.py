@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 from typing import Any, Callable
@@ -19,7 +18,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from guimem.core.data import DataError, Subgoal
+from bad_inputs.corpus import error, files_of, located
+from guimem.core.data import Subgoal
 from guimem.core.io import MARKER
 from guimem.models.embedding import HashingTextEmbedder, PixelEmbedder
 from guimem.smg.graph import GraphConfig, MemoryGraph, add_subgoals, build_graph
@@ -43,21 +43,6 @@ def graph() -> MemoryGraph:
     g.add_episode([sub("e0", 0, 0, 0), sub("e0", 1, 1, 1, "close it", "no")],
                   {"e0/s0.png": E[0], "e0/s1.png": E[1], "e0/s2.png": E[2]}, np.stack([E[0], E[1]]))
     return g
-
-
-def error(call: Callable[[], Any]) -> DataError:
-    with pytest.raises(DataError) as info:
-        call()
-    return info.value
-
-
-def located(err: DataError, root: Path) -> str | None:
-    """The file ``err`` names, relative to ``root`` (its ', line N' dropped)."""
-    return None if err.path is None else os.path.relpath(err.path.split(", line ")[0], root)
-
-
-def files_of(folder: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
 
 
 # ============================================================================= a saved graph, one file broken

@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -21,7 +20,7 @@ from typing import Any, Callable
 import numpy as np
 import pytest
 
-from guimem.core.data import DataError
+from bad_inputs.corpus import error, files_of, located
 from guimem.core.io import MARKER
 from guimem.smg.memories import RenderStyle, build_memory, load_memories, load_memory, make_memory
 from guimem.smg.retrieval import evaluate_memory, read_results, step_queries, write_results
@@ -46,21 +45,6 @@ def store(tmp_path) -> tuple[Path, list, list]:
 def build(name: str, store, **params: Any):
     root, eps, subs = store
     return build_memory(name, eps, subs, root, *embedders(root), tau=0.99, theta=0.9, **params)
-
-
-def error(call: Callable[[], Any]) -> DataError:
-    with pytest.raises(DataError) as info:
-        call()
-    return info.value
-
-
-def located(err: DataError, root: Path) -> str | None:
-    """The file ``err`` names, relative to ``root`` (its ', line N' dropped)."""
-    return None if err.path is None else os.path.relpath(err.path.split(", line ")[0], root)
-
-
-def files_of(folder: Path) -> dict[str, bytes]:
-    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
 
 
 # ============================================================================= a saved memory, one file broken
