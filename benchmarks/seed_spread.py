@@ -10,7 +10,7 @@ For each seed in ``SEEDS`` this runs the ``actor`` and ``closed_loop`` stages ex
 workspace's ``data/`` (run ``dvc repro`` first) and writing everything under a temporary folder;
 only the seed differs. Writes ``benchmarks/results/seed_spread.json``: per headline metric, its
 value at each seed, mean and standard deviation. Run: ``python benchmarks/seed_spread.py``
-(about 8 minutes per seed on 2 cores).
+(about 10 minutes per seed on 2 cores); ``python benchmarks/seed_spread.py 3 4`` runs other seeds.
 """
 
 from __future__ import annotations
@@ -73,12 +73,29 @@ def headline(actor: dict, loop: dict) -> dict[str, float]:
     return out
 
 
+def write_summary(runs: dict[int, dict[str, float]], seconds: dict[int, float]) -> dict:
+    """Per headline metric: its value at each seed measured so far, their mean and (population) std."""
+    seeds = sorted(runs)
+    names = sorted(runs[seeds[0]])
+    result = {
+        "what": "actor and closed-loop headline metrics, trained and played with each seed (same data)",
+        "seeds": seeds,
+        "seconds_per_seed": seconds,
+        "metrics": {n: {"per_seed": [runs[s][n] for s in seeds],
+                        "mean": round(statistics.fmean(runs[s][n] for s in seeds), 4),
+                        "std": round(statistics.pstdev(runs[s][n] for s in seeds), 4)} for n in names},
+    }
+    write_json(OUT, result)
+    return result
+
+
 def main() -> None:
+    seeds = tuple(int(a) for a in sys.argv[1:]) or SEEDS
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
     runs: dict[int, dict[str, float]] = {}
     seconds: dict[int, float] = {}
     with tempfile.TemporaryDirectory(prefix="guimem-seeds-") as root:
-        for seed in SEEDS:
+        for seed in seeds:
             tmp = Path(root) / f"seed{seed}"
             t0 = time.perf_counter()
             for stage in STAGES:
@@ -87,16 +104,9 @@ def main() -> None:
             seconds[seed] = round(time.perf_counter() - t0, 1)
             metrics = {s: json.loads((tmp / s / f"{s}.json").read_text()) for s in STAGES}
             runs[seed] = headline(metrics["actor"], metrics["closed_loop"])
-    names = sorted(runs[SEEDS[0]])
-    result = {
-        "what": "actor and closed-loop headline metrics, trained and played with each seed (same data)",
-        "seeds": list(SEEDS),
-        "seconds_per_seed": seconds,
-        "metrics": {n: {"per_seed": [runs[s][n] for s in SEEDS],
-                        "mean": round(statistics.fmean(runs[s][n] for s in SEEDS), 4),
-                        "std": round(statistics.pstdev(runs[s][n] for s in SEEDS), 4)} for n in names},
-    }
-    write_json(OUT, result)
+            write_summary(runs, seconds)  # after every seed: an interrupted run keeps what it measured
+    result = write_summary(runs, seconds)
+    names = sorted(result["metrics"])
     for n in names:
         m = result["metrics"][n]
         print(f"{n:50s} {m['mean']:8.4f} ± {m['std']:.4f}  {m['per_seed']}")
