@@ -6,6 +6,7 @@
 #   make test-fast  set up, then run the fast tier: unit tests and the bad-input corpus, no notebook, nothing slow
 #   make lab     set up, then open the notebooks in JupyterLab
 #   make bench   set up, then run every benchmark script in benchmarks/
+#   make plots   set up, then write dvc_plots/index.html (dvc plots show): every plot in dvc.yaml, opens offline
 #   make lock    rewrite requirements.lock and environment.yml from the installed .venv
 
 SHELL := /bin/bash
@@ -19,6 +20,9 @@ STAMP := $(VENV)/.guimem-installed
 PIP := $(VENV)/bin/python -m pip --disable-pip-version-check
 PYTEST_ARGS ?=
 LAB_ARGS ?=
+PLOTS_ARGS ?=
+# The page `dvc plots show/diff` fill in (plots.html_template in .dvc/config, relative to .dvc/).
+PLOTS_TEMPLATE := build/dvc_plots_template.html
 
 # Stage commands (`python -m guimem.pipeline.runner ...`) must find the venv's python; nothing
 # may be fetched from a model hub at run time.
@@ -26,7 +30,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: help setup repro test test-fast lab bench lock
+.PHONY: help setup repro test test-fast lab bench plots lock
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/'
@@ -62,6 +66,16 @@ bench: setup  ## run every benchmarks/*.py; each writes its results to a file
 	@scripts="$(wildcard benchmarks/*.py)"; \
 	if [ -z "$$scripts" ]; then echo "no benchmarks/*.py yet"; fi; \
 	for f in $$scripts; do echo "== $$f"; python "$$f"; done
+
+# DVC's default page loads Vega from a CDN, so its data-backed plots are blank offline; this page
+# inlines Vega, Vega-Lite and Vega-Embed from the installed vl-convert-python (not committed: ~0.9 MB),
+# and is rewritten whenever .venv changes. Once it exists, plain `dvc plots show` and
+# `dvc plots diff <rev>` use it too.
+$(PLOTS_TEMPLATE): $(STAMP) src/guimem/pipeline/plots_html.py
+	python -m guimem.pipeline.plots_html $@
+
+plots: setup $(PLOTS_TEMPLATE)  ## write dvc_plots/index.html: every plot in dvc.yaml, viewable offline (PLOTS_ARGS for dvc plots show)
+	dvc plots show $(PLOTS_ARGS)
 
 # The lock is the installed .venv (setuptools included: torch needs it at run time) less pip,
 # the project itself (editable) and the no-deps packages;
