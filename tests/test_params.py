@@ -82,8 +82,9 @@ def edited_params(folder: Path, section: str, key: str, yaml_value: str) -> Path
     at = next((i for i in range(start + 1, end) if lines[i].startswith(f"  {key}:")), None)
     if at is None:
         lines.insert(start + 1, f"  {key}: {yaml_value}")
-    else:
-        lines[at] = f"  {key}: {yaml_value}"
+    else:  # the key's line, and the item lines of a block list under it
+        after = next((i for i in range(at + 1, end) if not lines[i].startswith("  - ")), end)
+        lines[at:after] = [f"  {key}: {yaml_value}"]
     path = folder / "params.yaml"
     path.write_text("\n".join(lines) + "\n")
     return path
@@ -92,12 +93,12 @@ def edited_params(folder: Path, section: str, key: str, yaml_value: str) -> Path
 # ----------------------------------------------------------------------------- specs, notebooks, params.yaml
 @pytest.mark.parametrize("stem", sorted(STAGES))
 def test_each_spec_names_exactly_its_notebooks_parameters(stem):
-    assert set(STAGES[stem].fields) == set(notebook_defaults(REPO / "notebooks" / f"{stem}.ipynb"))
+    assert set(STAGES[stem].fields) == set(notebook_defaults(REPO / "notebooks" / f"{stem}.py"))
 
 
 @pytest.mark.parametrize("stem", sorted(STAGES))
 def test_each_notebooks_own_defaults_pass_its_spec(stem):
-    check_parameters(REPO / "notebooks" / f"{stem}.ipynb", {})
+    check_parameters(REPO / "notebooks" / f"{stem}.py", {})
 
 
 def test_every_dvc_stage_runs_a_specified_notebook_with_its_params_section():
@@ -185,7 +186,7 @@ def test_read_parameters_records_where_each_value_came_from(tmp_path):
 
 
 def test_a_bad_value_is_named_where_it_was_set(tmp_path):
-    notebook = REPO / "notebooks" / "00_world.ipynb"
+    notebook = REPO / "notebooks" / "00_world.py"
     path = edited_params(tmp_path, "world", "themes", '"no"')
     with pytest.raises(DataError) as err:
         check_parameters(notebook, *read_parameters([f"{path}:world"], []))
@@ -202,7 +203,7 @@ def test_a_bad_value_is_named_where_it_was_set(tmp_path):
 def test_a_typo_is_named_with_the_closest_parameter(tmp_path):
     path = edited_params(tmp_path, "world", "n_trian", "10")
     with pytest.raises(DataError) as err:
-        check_parameters(REPO / "notebooks" / "00_world.ipynb", *read_parameters([f"{path}:world"], []))
+        check_parameters(REPO / "notebooks" / "00_world.py", *read_parameters([f"{path}:world"], []))
     assert (err.value.field, err.value.path) == ("world.n_trian", str(path))
     assert "not a parameter of 00_world; did you mean 'n_train'?" in err.value.message
 
@@ -217,7 +218,7 @@ def _stage_notebook(folder: Path, stem: str, source: str) -> Path:
 
 
 def test_a_notebook_default_that_is_bad_missing_or_not_a_literal_names_the_notebook(tmp_path):
-    spec_source = (REPO / "notebooks" / "01_segmentation.ipynb")
+    spec_source = (REPO / "notebooks" / "01_segmentation.py")
     cell = "\n".join(f"{k} = {v}" for k, v in notebook_defaults(spec_source).items())
     bad = _stage_notebook(tmp_path, "01_segmentation", cell.replace('segmenter = "rule"', 'segmenter = "rules"'))
     with pytest.raises(DataError) as err:
