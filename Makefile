@@ -7,6 +7,8 @@
 #   make lab     set up, then open the notebooks in JupyterLab
 #   make bench   set up, then run every benchmark script in benchmarks/
 #   make plots   set up, then write dvc_plots/index.html (dvc plots show): every plot in dvc.yaml, opens offline
+#   make metrics set up, then print every stage's headline numbers, one per row
+#   make compare set up, then print what differs between the workspace, HEAD and its experiments (dvc exp show)
 #   make lock    rewrite requirements.lock and environment.yml from the installed .venv
 
 SHELL := /bin/bash
@@ -30,12 +32,12 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: help setup repro test test-fast lab bench plots lock
+.PHONY: help setup repro test test-fast lab bench plots metrics compare lock
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/'
 
-setup: $(STAMP)  ## create or update .venv (idempotent)
+setup: $(STAMP) $(PLOTS_TEMPLATE)  ## create or update .venv and the offline plots page (idempotent)
 
 # Rebuilt only when the pins or the project's metadata change. --no-compile: Python compiles what
 # is imported on first use, instead of pip compiling all ~17k files (a minute or two of CPU) up front.
@@ -59,8 +61,22 @@ test-fast: setup  ## the fast tier: unit tests and the bad-input corpus, no note
 
 # JupyterLab refuses to run as root unless told; containers and CI machines often are root.
 LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
-lab: setup  ## open JupyterLab on the notebooks
+# The notebooks are jupytext scripts (notebooks/*.py): this venv's JupyterLab opens a .py file as a
+# notebook on double-click (right-click > Open With > Editor for plain text); jupytext.toml says how
+# it is saved back.
+LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.json
+$(LAB_OVERRIDES): $(STAMP)
+	python -c 'import json, pathlib; p = pathlib.Path("$@"); p.parent.mkdir(parents=True, exist_ok=True); \
+	p.write_text(json.dumps({"@jupyterlab/docmanager-extension:plugin": {"defaultViewers": {"python": "Jupytext Notebook"}}}, indent=2) + "\n")'
+
+lab: setup $(LAB_OVERRIDES)  ## open JupyterLab on the notebooks (they write to scratch/, never to the pipeline's outputs)
 	jupyter lab $(LAB_ROOT) $(LAB_ARGS)
+
+metrics: setup  ## print every stage's headline numbers, one per row (REV=<git revision>: as committed there)
+	python -m guimem.pipeline.report metrics $(if $(REV),--rev $(REV))
+
+compare: setup  ## print the parameters and headline numbers that differ between the workspace, HEAD and its experiments
+	python -m guimem.pipeline.report experiments
 
 bench: setup  ## run every benchmarks/*.py; each writes its results to a file
 	@scripts="$(wildcard benchmarks/*.py)"; \

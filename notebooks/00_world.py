@@ -1,16 +1,3 @@
-# ---
-# jupyter:
-#   jupytext:
-#     formats: ipynb,py:percent
-#     text_representation:
-#       extension: .py
-#       format_name: percent
-#   kernelspec:
-#     display_name: Python 3
-#     language: python
-#     name: python3
-# ---
-
 # %% [markdown]
 # # 00 · The world: a miniature phone, its tasks, and the demonstrations memory is built from
 #
@@ -28,9 +15,15 @@
 # assumes it.
 #
 # **Reads** nothing (the world is code). **Writes** `data/world/train/` and `data/world/test/`
-# (episode stores: `episodes/<id>.json`, `screens/<sha>.png`, `manifest.json`),
-# `metrics/world.json`, and three figures: `figures/world_gallery.png`,
-# `figures/world_filmstrip.png`, `figures/world_summary.png`.
+# (episode stores: `episodes/<id>.json`, `screens/<sha>.png`, `manifest.json`), its headline
+# numbers to `metrics/world.json`, every count behind them to `results/world.json`, and three
+# figures: `figures/world_gallery.png`, `figures/world_filmstrip.png`, `figures/world_summary.png`.
+#
+# **Running it yourself.** `dvc repro` runs this notebook with the paths above. Opened in
+# JupyterLab (`make lab`), its defaults below write everything under `scratch/` instead, so
+# trying a parameter here never touches the pipeline's outputs (`dvc status` stays clean); the
+# later notebooks keep reading `data/`. Saving the notebook keeps only your edits to its cells
+# (`git checkout notebooks/00_world.py` undoes them).
 #
 # **Paper.** The stand-in for the trajectory data of the SMG paper (§4, SPA-Bench / AITW-style
 # trajectories with subgoals) and the environment of its closed-loop table.
@@ -54,18 +47,20 @@ success_max = 0.92  # upper end of that range
 test_param_share = 0.25  # share of each template's parameter combinations kept for the test split
 unseen_templates = ["settings.search_toggle", "notes.rename", "messages.mute", "shop.wishlist", "clock.label_alarm"]  # test-only templates
 test_unseen_share = 0.3  # share of test episodes drawn from the unseen templates
-out_dir = "data/world"  # where the train/ and test/ episode stores are written
-figures_dir = "figures"  # where the figures go
-metrics_path = "metrics/world.json"  # this stage's metrics
+out_dir = "scratch/world"  # where the train/ and test/ episode stores are written (the pipeline: data/world)
+figures_dir = "scratch/figures"  # where the figures go (the pipeline: figures)
+metrics_path = "scratch/metrics/world.json"  # headline numbers (the pipeline: metrics/world.json)
+results_path = "scratch/results/world.json"  # every count behind them (the pipeline: results/world.json)
 
 # %%
 import json
 from pathlib import Path
 
 from guimem.core.data import Action
-from guimem.core.io import write_metrics
+from guimem.core.io import write_metrics, write_stage_results
 from guimem.core.store import load_episodes, load_screenshot
 from guimem.phone import render
+from guimem.phone.catalogue import LOGICAL_SIZE
 from guimem.phone.config import WorldConfig
 from guimem.phone.demonstrator import generate_dataset, run_episode
 from guimem.phone.tasks import TEMPLATES, make_task, subgoal_reuse
@@ -91,7 +86,7 @@ config = WorldConfig(
 # picture says that one is a magnifier and the other a ⋮ menu.
 
 # %%
-world = World(config)
+world = World(WorldConfig(**{**config.to_dict(), "dialog_prob": 0.0}))  # no popup over the screen we look at
 world.reset(make_task("notes.display", (("option", "Dark mode"), ("state", "on"))), seed=seed)
 obs, done, info = world.step(Action("open_app", text="Notes"))
 print(obs.screen, "—", len(obs.elements), "elements")
@@ -109,7 +104,7 @@ render.annotate(obs.image, obs.elements).resize((270, 540))
 
 # %%
 x0, y0, x1, y1 = world.layout.find("icon:more").box  # hidden from agents: the world's own widget
-obs, done, info = world.step(Action("tap", point=((x0 + x1) / 2 / 180, (y0 + y1) / 2 / 360)))
+obs, done, info = world.step(Action("tap", point=((x0 + x1) / 2 / LOGICAL_SIZE[0], (y0 + y1) / 2 / LOGICAL_SIZE[1])))
 print(info["effect"], "->", obs.screen, [e.text for e in obs.elements if e.role == "menu_item"])
 
 # %% [markdown]
@@ -207,10 +202,11 @@ save_figure(fig, figure_path(figures_dir, "world", "summary"))
 
 # %% [markdown]
 # ## Metrics
-# Counts, rates and the catalogue of the world, for `dvc metrics show`.
+# The headline numbers (`dvc metrics show`, `make metrics`), and every count and rate of the
+# world behind them (`results/world.json`).
 
 # %%
-metrics = {
+results = {
     "episodes": stats["episodes"], "steps": stats["steps"],
     "train_episodes": stats["train"]["episodes"], "test_episodes": stats["test"]["episodes"],
     "demonstrator_success_rate": stats["success_rate"],
@@ -225,5 +221,8 @@ metrics = {
     "episodes_with_popup": stats["train"]["episodes_with_popup"] + stats["test"]["episodes_with_popup"],
     "demonstrator_modes": stats["train"]["modes"],
 }
+write_stage_results(results_path, results)
+metrics = {k: results[k] for k in ("train_episodes", "test_episodes", "steps", "mean_steps", "demonstrator_success_rate",
+                                   "unique_screenshots", "templates", "subgoal_types")}
 write_metrics(metrics_path, metrics)
-metrics
+print(json.dumps(metrics, indent=1))

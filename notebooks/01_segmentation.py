@@ -1,16 +1,3 @@
-# ---
-# jupyter:
-#   jupytext:
-#     formats: ipynb,py:percent
-#     text_representation:
-#       extension: .py
-#       format_name: percent
-#   kernelspec:
-#     display_name: Python 3
-#     language: python
-#     name: python3
-# ---
-
 # %% [markdown]
 # # 01 · Segmentation: cutting trajectories into subgoals, and judging them
 #
@@ -27,8 +14,15 @@
 # remembering too, so each subgoal carries a success label.
 #
 # **Reads** `data/world/{train,test}/`. **Writes** `data/segmentation/{train,test}.jsonl`
-# (one subgoal per line), `metrics/segmentation.json`, `figures/segmentation_boundaries.png`
-# and `figures/segmentation_judge_confusion.png`.
+# (one subgoal per line), its headline numbers to `metrics/segmentation.json`, every score
+# behind them to `results/segmentation.json`, `figures/segmentation_boundaries.png` and
+# `figures/segmentation_judge_confusion.png`.
+#
+# **Running it yourself.** `dvc repro` runs this notebook with the paths above. Opened in
+# JupyterLab (`make lab`), it reads the pipeline's `data/` and its defaults below write under
+# `scratch/`, so trying a parameter here never touches the pipeline's outputs. Saving the
+# notebook keeps only your edits to its cells (`git checkout notebooks/01_segmentation.py`
+# undoes them).
 #
 # **Paper.** The segmentation step of the Subgoal-aware Memory Graph (SMG): trajectories are
 # split into subgoals with an LLM and each is stored as ⟨s_from, s_to; text, effect,
@@ -38,7 +32,7 @@
 
 # %% tags=["parameters"]
 world_dir = "data/world"  # episode stores from 00_world (train/ and test/ are read)
-out_dir = "data/segmentation"  # where {train,test}.jsonl are written
+out_dir = "scratch/segmentation"  # where {train,test}.jsonl are written (the pipeline: data/segmentation)
 segmenter = "rule"  # the segmenter whose subgoals are written: rule, llm or ground_truth
 judge = "rule"  # the success judge: rule (default) or llm (SmolLM2's yes/no probabilities per episode)
 judge_evidence = 0.5  # rule judge: share of the goal's key words the agent must have acted on (or made appear) for "yes"
@@ -50,8 +44,9 @@ llm_cache_dir = ".cache/guimem/llm"  # de-quantized SmolLM2 kept here after the 
 text_embedder = "minilm"  # embedder for intent agreement: minilm (all-MiniLM-L6-v2) or hashing
 embed_cache_dir = ".cache/guimem/embeddings"  # content-hash embedding cache (not tracked)
 max_episodes = 0  # size knob: only the first N episodes of each split (0: all)
-figures_dir = "figures"  # where the figures go
-metrics_path = "metrics/segmentation.json"  # this stage's metrics
+figures_dir = "scratch/figures"  # where the figures go (the pipeline: figures)
+metrics_path = "scratch/metrics/segmentation.json"  # headline numbers (the pipeline: metrics/segmentation.json)
+results_path = "scratch/results/segmentation.json"  # every score behind them (the pipeline: results/segmentation.json)
 
 # %%
 import json
@@ -61,7 +56,7 @@ from pathlib import Path
 import torch
 
 from guimem.core.data import group_by_episode
-from guimem.core.io import write_metrics
+from guimem.core.io import write_metrics, write_stage_results
 from guimem.core.store import load_episodes, save_subgoals
 from guimem.models.embedding import cached_text_embedder
 from guimem.pipeline.paths import enter_repo_root
@@ -106,7 +101,7 @@ print({split: len(eps) for split, eps in episodes.items()}, "episodes")
 # trajectory, as the LLM will also see it, and the kind the rule segmenter reads in each step.
 
 # %%
-example = next(e for e in episodes["test"] if len(e.steps) >= 6)
+example = next((e for e in episodes["test"] if len(e.steps) >= 6), max(episodes["test"], key=lambda e: len(e.steps)))
 reading = read_episode(example)
 lines = trajectory_text(example).splitlines()
 print("\n".join(lines[:2]))
@@ -200,7 +195,7 @@ if sample:
     example = sample[0]
     shown = {"truth": truth["test"][example.id], "rule": rule_spans(example), "SmolLM2": llm_spans[example.id]}
 fig = draw_boundaries(example, shown)
-boundaries_png = save_figure(fig, figure_path(figures_dir, "segmentation", "boundaries"))
+save_figure(fig, figure_path(figures_dir, "segmentation", "boundaries"))
 
 # %% [markdown]
 # ## The success judge against the truth
@@ -217,10 +212,17 @@ judge_scores = {split: judge_confusion(verdicts[split], [e.success for e in epis
 for split, js in judge_scores.items():
     print(split, json.dumps(js.to_dict()))
 fig = draw_judge_confusion(judge_scores)
-confusion_png = save_figure(fig, figure_path(figures_dir, "segmentation", "judge_confusion"))
+save_figure(fig, figure_path(figures_dir, "segmentation", "judge_confusion"))
+
+# %% [markdown]
+# ## Metrics
+# The headline numbers, all on the test split (`dvc metrics show`, `make metrics`): the chosen
+# segmenter's boundary F1 and intent agreement beside the every-step reference, the judge's
+# accuracy and coverage, and SmolLM2's boundary F1 on its sample (null when it did not run).
+# Every score behind them, both splits, goes to `results/segmentation.json`.
 
 # %%
-metrics = {
+results = {
     "segmenter": segmenter,
     "judge": judge,
     "boundary_tolerance": boundary_tolerance,
@@ -232,5 +234,16 @@ metrics = {
     "judge_scores": {split: js.to_dict() for split, js in judge_scores.items()},
     "llm": {"sample": len(sample), "mode": llm_mode, **llm_counts, "scores": llm_scores},
 }
+write_stage_results(results_path, results)
+test_scores, test_judge = scores["test"][segmenter], judge_scores["test"]
+metrics = {
+    "test_subgoals": len(subgoals["test"]),
+    "boundary_f1": test_scores["f1"],
+    "every_step_boundary_f1": scores["test"]["every_step"]["f1"],
+    "intent_agreement": test_scores.get("intent_agreement"),
+    "judge_accuracy": round(test_judge.accuracy, 4),
+    "judge_coverage": round(test_judge.coverage, 4),
+    "llm_boundary_f1": llm_scores["llm"]["f1"] if llm_scores else None,
+}
 write_metrics(metrics_path, metrics)
-print(json.dumps({k: metrics[k] for k in ("episodes", "subgoals", "llm")}, indent=1))
+print(json.dumps(metrics, indent=1))

@@ -1,16 +1,3 @@
-# ---
-# jupyter:
-#   jupytext:
-#     formats: ipynb,py:percent
-#     text_representation:
-#       extension: .py
-#       format_name: percent
-#   kernelspec:
-#     display_name: Python 3
-#     language: python
-#     name: python3
-# ---
-
 # %% [markdown]
 # # 02 · Graph build: the Subgoal-aware Memory Graph and the baseline memories
 #
@@ -29,7 +16,15 @@
 # **Reads** `data/world/train/` (episodes and screenshots) and `data/segmentation/train.jsonl`
 # (subgoals). **Writes** `data/graph_build/{smg,flat,action_graph,task_graph}/` (plain files:
 # JSON, `.npy`; no pickle), `data/graph_build/projection/` (the fitted PCA of screen
-# embeddings), `metrics/graph_build.json` and `figures/graph_build_{sweeps,graph,memory}.png`.
+# embeddings), its headline numbers to `metrics/graph_build.json`, every count behind them to
+# `results/graph_build.json`, the τ and θ sweeps to `plots/graph_build_{tau,theta}_sweep.csv`,
+# and `figures/graph_build_{sweeps,graph,memory}.png`.
+#
+# **Running it yourself.** `dvc repro` runs this notebook with the paths above. Opened in
+# JupyterLab (`make lab`), it reads the pipeline's `data/` and its defaults below write under
+# `scratch/`, so trying a parameter here never touches the pipeline's outputs. Saving the
+# notebook keeps only your edits to its cells (`git checkout notebooks/02_graph_build.py`
+# undoes them).
 #
 # **Paper.** The SMG construction (nodes merged at cosine ≥ τ = 0.9 with running-mean
 # embeddings; subgoal edges deduplicated per source node at equal target and success and
@@ -38,7 +33,7 @@
 # %% tags=["parameters"]
 world_dir = "data/world"  # episode stores from 00_world (train/ is read)
 subgoals_dir = "data/segmentation"  # subgoals from 01_segmentation (train.jsonl is read)
-out_dir = "data/graph_build"  # one folder per memory, plus projection/
+out_dir = "scratch/graph_build"  # one folder per memory, plus projection/ (the pipeline: data/graph_build)
 image_embedder = "efficientnet_lite0"  # screen embedder: efficientnet_lite0[-squash|-pad], pixels, hf:<local path>
 text_embedder = "minilm"  # intent embedder: minilm (all-MiniLM-L6-v2) or hashing
 pca_dim = 64  # project screen embeddings onto their top principal directions (0: keep every dimension)
@@ -59,9 +54,10 @@ max_train_episodes = 0  # size knob: use only the first N training episodes (0: 
 batch_size = 8  # screens per embedding micro-batch
 embed_workers = 2  # processes embedding new screens (one torch thread each: same vectors whatever the count)
 cache_dir = ".cache/guimem/embeddings"  # content-hash embedding cache (not tracked)
-figures_dir = "figures"  # where the figures go
-plots_dir = "plots"  # where the data behind the curves and sweeps goes (CSV; dvc.yaml's plots)
-metrics_path = "metrics/graph_build.json"  # this stage's metrics
+figures_dir = "scratch/figures"  # where the figures go (the pipeline: figures)
+plots_dir = "scratch/plots"  # the data behind the sweeps, CSV (the pipeline: plots, read by dvc.yaml's plots)
+metrics_path = "scratch/metrics/graph_build.json"  # headline numbers (the pipeline: metrics/graph_build.json)
+results_path = "scratch/results/graph_build.json"  # every count behind them (the pipeline: results/graph_build.json)
 
 # %%
 import json
@@ -70,7 +66,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import torch
 
-from guimem.core.io import write_metrics
+from guimem.core.io import write_metrics, write_stage_results
 from guimem.core.store import load_episodes, load_subgoals
 from guimem.models.embedding import cached_image_embedder, cached_text_embedder, embed_screenshots, fit_projection
 from guimem.pipeline.paths import enter_repo_root
@@ -158,15 +154,15 @@ theta_rows = []
 for th in theta_sweep:
     g = build_graph(subgoals, images, texts, train_root, tau=tau, theta=th)
     theta_rows.append({"theta": th, "edges": g.n_edges, "dedup_ratio": g.stats()["dedup_ratio"]})
-fig, (a, b, c) = plt.subplots(1, 3, figsize=(10, 3.0))
+fig, (a, b, c) = plt.subplots(1, 3, figsize=(10.5, 3.2), layout="constrained")
 a.plot([r["tau"] for r in tau_rows], [r["purity"] for r in tau_rows], "o-", color=MEMORY_COLORS["smg"])
-a.set(xlabel="τ (merge threshold)", ylabel="node purity", title="Purer nodes as τ rises ...")
+a.set(xlabel="τ (merge threshold)", ylabel="node purity", ylim=(0, 1), title="Purer nodes as τ rises ...")
 b.plot([r["tau"] for r in tau_rows], [r["nodes"] for r in tau_rows], "s-", color=MEMORY_COLORS["smg"])
 b.axhline(len(set(screen_of.values())), color="#999999", ls="--", lw=1, label="true screen types")
-b.set(xlabel="τ (merge threshold)", ylabel="nodes", title="... and more of them")
+b.set(xlabel="τ (merge threshold)", ylabel="nodes", ylim=(0, None), title="... and more of them")
 b.legend(fontsize=7)
 c.plot([r["theta"] for r in theta_rows], [r["dedup_ratio"] for r in theta_rows], "o-", color=MEMORY_COLORS["smg"])
-c.set(xlabel="θ (dedup threshold)", ylabel="share of subgoals dropped", title=f"Dedup at τ = {tau}")
+c.set(xlabel="θ (dedup threshold)", ylabel="share of subgoals dropped", ylim=(0, 1), title=f"Dedup at τ = {tau}")
 save_figure(fig, figure_path(figures_dir, "graph_build", "sweeps"))
 write_plot_data(plots_dir, "graph_build", "tau_sweep", [{k: round(v, 4) for k, v in r.items()} for r in tau_rows])
 write_plot_data(plots_dir, "graph_build", "theta_sweep", [{k: round(v, 4) for k, v in r.items()} for r in theta_rows])
@@ -208,8 +204,14 @@ b.set_axis_off()
 fig.suptitle(f"Node {busiest}: {len(retrieved.items)} edges, ranked for the goal {goal!r}", fontsize=9)
 save_figure(fig, figure_path(figures_dir, "graph_build", "memory"))
 
+# %% [markdown]
+# ## Metrics
+# The headline numbers (`dvc metrics show`, `make metrics`): each memory's size, and the SMG's
+# dedup ratio and node purity; every count behind them, and the sweeps, go to
+# `results/graph_build.json`.
+
 # %%
-metrics = {
+results = {
     "episodes": len(episodes), "subgoals": len(subgoals), "screenshots": len(screen_of),
     "screen_types": len(set(screen_of.values())), "image_embedder": images.name, "image_dim": images.dim,
     "text_embedder": texts.name,
@@ -221,6 +223,11 @@ metrics = {
     "theta_sweep": [{k: round(v, 4) for k, v in r.items()} for r in theta_rows],
 }
 for name in ("smg", "action_graph", "task_graph"):
-    metrics[name]["dedup_ratio"] = round(metrics[name]["dedup_ratio"], 4)
+    results[name]["dedup_ratio"] = round(results[name]["dedup_ratio"], 4)
+write_stage_results(results_path, results)
+metrics = {"screen_types": results["screen_types"], "smg_nodes": results["smg"]["nodes"],
+           "smg_edges": results["smg"]["edges"], "smg_dedup_ratio": results["smg"]["dedup_ratio"],
+           "smg_purity": results["smg"]["purity"], "action_graph_edges": results["action_graph"]["edges"],
+           "task_graph_edges": results["task_graph"]["edges"], "flat_items": results["flat"]["items"]}
 write_metrics(metrics_path, metrics)
-print(json.dumps({k: metrics[k] for k in ("smg", "flat")}, indent=1))
+print(json.dumps(metrics, indent=1))

@@ -1,16 +1,3 @@
-# ---
-# jupyter:
-#   jupytext:
-#     formats: ipynb,py:percent
-#     text_representation:
-#       extension: .py
-#       format_name: percent
-#   kernelspec:
-#     display_name: Python 3
-#     language: python
-#     name: python3
-# ---
-
 # %% [markdown]
 # # 03 · Retrieval evaluation: does each memory bring back what is needed next?
 #
@@ -26,9 +13,18 @@
 # **Reads** `data/world/{train,test}/`, `data/segmentation/train.jsonl` (for the τ sweep) and
 # `data/graph_build/` (the four memories and the screen projection). **Writes**
 # `data/retrieval_eval/<memory>/steps.jsonl` (per test step: shown and retrieved item ids,
-# the text block, the image path) with `images/` (the rendered memory images, one per
-# distinct retrieval), `metrics/retrieval_eval.json` and
-# `figures/retrieval_eval_{hits,tau}.png`.
+# the text block, the image path, whether the right experience is among the shown items) with
+# `images/` (the rendered memory images, one per distinct retrieval) — what the actor stage
+# reads, and nothing that depends on the evaluation's knobs (`ks`, `tau_sweep`), so changing
+# those reruns only this stage. Its headline numbers go to `metrics/retrieval_eval.json`, every
+# score behind them to `results/retrieval_eval.json`, the τ sweep to
+# `plots/retrieval_eval_tau_sweep.csv`, and the figures to `figures/retrieval_eval_{hits,tau}.png`.
+#
+# **Running it yourself.** `dvc repro` runs this notebook with the paths above. Opened in
+# JupyterLab (`make lab`), it reads the pipeline's `data/` and its defaults below write under
+# `scratch/`, so trying a parameter here never touches the pipeline's outputs. Saving the
+# notebook keeps only your edits to its cells (`git checkout notebooks/03_retrieval_eval.py`
+# undoes them).
 #
 # **Paper.** The SMG paper's retrieval design (top-k = 1 node, all its out-edges, successes
 # and failures) against its baselines; the measures here (hit@k, failure share, memory-block
@@ -38,7 +34,7 @@
 world_dir = "data/world"  # episode stores from 00_world (train/ types the items, test/ is replayed)
 subgoals_dir = "data/segmentation"  # subgoals from 01_segmentation (train.jsonl, for the τ sweep)
 memories_dir = "data/graph_build"  # the memories and projection/ from 02_graph_build
-out_dir = "data/retrieval_eval"  # per-memory retrieved memory of every test step
+out_dir = "scratch/retrieval_eval"  # per-memory retrieved memory of every test step (the pipeline: data/retrieval_eval)
 image_embedder = "efficientnet_lite0"  # must be the embedder the memories were built with
 text_embedder = "minilm"  # must be the intent embedder the memories were built with
 ks = [1, 3, 5]  # hit@k: the true next subgoal type among the first k retrieved items
@@ -47,9 +43,10 @@ tau_sweep = [0.85, 0.9, 0.93, 0.95]  # SMG merge thresholds compared (rebuilt fr
 max_test_episodes = 0  # size knob: replay only the first N test episodes (0: all)
 cache_dir = ".cache/guimem/embeddings"  # content-hash embedding cache (not tracked)
 embed_workers = 2  # processes embedding new screens (one torch thread each: same vectors whatever the count)
-figures_dir = "figures"  # where the figures go
-plots_dir = "plots"  # where the data behind the curves and sweeps goes (CSV; dvc.yaml's plots)
-metrics_path = "metrics/retrieval_eval.json"  # this stage's metrics
+figures_dir = "scratch/figures"  # where the figures go (the pipeline: figures)
+plots_dir = "scratch/plots"  # the data behind the τ sweep, CSV (the pipeline: plots, read by dvc.yaml's plots)
+metrics_path = "scratch/metrics/retrieval_eval.json"  # headline numbers (the pipeline: metrics/retrieval_eval.json)
+results_path = "scratch/results/retrieval_eval.json"  # every score behind them (the pipeline: results/retrieval_eval.json)
 
 # %%
 import json
@@ -59,7 +56,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from guimem.core.io import write_metrics
+from guimem.core.io import write_metrics, write_stage_results
 from guimem.core.store import load_episodes, load_subgoals
 from guimem.pipeline.paths import enter_repo_root
 from guimem.smg.memories import MEMORIES, build_memory, load_memory, memory_embedders
@@ -157,9 +154,19 @@ write_plot_data(plots_dir, "retrieval_eval", "tau_sweep", [{k: round(v, 4) for k
 for r in tau_rows:
     print({k: round(v, 3) if isinstance(v, float) else v for k, v in r.items()})
 
+# %% [markdown]
+# ## Metrics
+# The headline numbers (`dvc metrics show`, `make metrics`): each memory's hit@1 and
+# hit@shown; every score behind them, per-type hit rates and the τ sweep go to
+# `results/retrieval_eval.json`.
+
 # %%
-metrics = {"test_episodes": len(test), "steps": len(queries), "image_embedder": images.name,
+results = {"test_episodes": len(test), "steps": len(queries), "image_embedder": images.name,
            "memories": {n: {k: round(v, 4) for k, v in summaries[n].items()} for n in MEMORIES},
+           "hit_by_true_type": {n: {t: {"steps": c, f"hit@{ks[0]}": round(h, 4)} for t, (c, h) in per_type[n].items()}
+                                for n in MEMORIES},
            "tau_sweep": [{k: round(v, 4) for k, v in r.items()} for r in tau_rows]}
+write_stage_results(results_path, results)
+metrics = {"steps": len(queries)} | {f"{n}_{c}": results["memories"][n][c] for n in MEMORIES for c in (f"hit@{ks[0]}", "hit@shown")}
 write_metrics(metrics_path, metrics)
-print(json.dumps(metrics["memories"]["smg"], indent=1))
+print(json.dumps(metrics, indent=1))

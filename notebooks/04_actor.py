@@ -1,16 +1,3 @@
-# ---
-# jupyter:
-#   jupytext:
-#     formats: ipynb,py:percent
-#     text_representation:
-#       extension: .py
-#       format_name: percent
-#   kernelspec:
-#     display_name: Python 3
-#     language: python
-#     name: python3
-# ---
-
 # %% [markdown]
 # # 04 · Actor: a miniature multimodal agent that reads its memory as text or as an image
 #
@@ -30,8 +17,16 @@
 # **Reads** `data/world/{train,test}/`, `data/segmentation/train.jsonl`, `data/graph_build/`
 # (the memories, to rebuild them without each training episode) and `data/retrieval_eval/`
 # (the experience each memory retrieved at every held-out step). **Writes** `data/actor/model/`
-# (`config.json`, `model.safetensors`, `vocab.json`), `metrics/actor.json` and
+# (`config.json`, `model.safetensors`, `vocab.json`: all that `05_closed_loop` reads), its
+# headline numbers to `metrics/actor.json`, every score behind them to `results/actor.json`,
+# the training curves to `plots/actor_training_curves.csv`, and
 # `figures/actor_{training_curves,accuracy_by_condition,memory_effect}.png`.
+#
+# **Running it yourself.** `dvc repro` runs this notebook with the paths above. Opened in
+# JupyterLab (`make lab`), it reads the pipeline's `data/` and its defaults below write under
+# `scratch/`, so trying a parameter here never touches the pipeline's outputs (training takes
+# about 5 minutes on 2 cores; `max_train_episodes` and `epochs` shrink it). Saving the notebook
+# keeps only your edits to its cells (`git checkout notebooks/04_actor.py` undoes them).
 #
 # **Paper.** The actor of the SMG paper's main table (there: Qwen3-VL-8B prompted with the
 # memory block) and the frozen actor SwitchMem routes between text and image memory for —
@@ -42,7 +37,7 @@ world_dir = "data/world"  # episode stores from 00_world (train/ to learn from, 
 subgoals_dir = "data/segmentation"  # subgoals from 01_segmentation (train.jsonl), to rebuild memories per fold
 memories_dir = "data/graph_build"  # the memories (and screen projection) from 02_graph_build
 retrieval_dir = "data/retrieval_eval"  # what each memory retrieved at every test step, from 03_retrieval_eval
-out_dir = "data/actor"  # the trained actor goes to <out_dir>/model
+out_dir = "scratch/actor"  # the trained actor goes to <out_dir>/model (the pipeline: data/actor)
 image_embedder = "efficientnet_lite0"  # must be the embedder the memories were built with
 text_embedder = "minilm"  # must be the intent embedder the memories were built with
 seed = 0  # folds, modality draws, initialisation and batch order
@@ -75,9 +70,10 @@ max_train_episodes = 0  # size knob: learn from the first N training episodes on
 max_eval_steps = 0  # held-out test steps scored per condition (a fixed random sample; 0: all)
 torch_threads = 2  # CPU threads for training (results are reproducible for a fixed count)
 cache_dir = ".cache/guimem/embeddings"  # content-hash embedding cache (not tracked)
-figures_dir = "figures"  # where the figures go
-plots_dir = "plots"  # where the data behind the curves and sweeps goes (CSV; dvc.yaml's plots)
-metrics_path = "metrics/actor.json"  # this stage's metrics
+figures_dir = "scratch/figures"  # where the figures go (the pipeline: figures)
+plots_dir = "scratch/plots"  # the data behind the training curves, CSV (the pipeline: plots, read by dvc.yaml's plots)
+metrics_path = "scratch/metrics/actor.json"  # headline numbers (the pipeline: metrics/actor.json)
+results_path = "scratch/results/actor.json"  # every score behind them (the pipeline: results/actor.json)
 
 # %%
 import json
@@ -90,10 +86,11 @@ import torch
 from guimem.actors.mini.config import STRICT_MATCH
 from guimem.actors.mini.train import TrainConfig, majority_action, train_actor
 from guimem.core.data import group_by_episode
-from guimem.core.io import write_metrics
+from guimem.core.io import write_metrics, write_stage_results
 from guimem.core.policy import MODALITIES
 from guimem.core.store import load_episodes, load_subgoals
 from guimem.eval.examples import build_kfold_examples, examples_from_retrieval, memory_names_target, sample_held_out
+from guimem.eval.figures import accuracy_by_condition_figure, memory_effect_figure
 from guimem.eval.memory_effect import names_target_split, right_experience_split
 from guimem.eval.metrics import paired_counts, step_accuracy
 from guimem.eval.scoring import step_table
@@ -244,9 +241,9 @@ for kind in MEMORIES:  # each step featurised once per memory; "none" is the sam
     table = step_table(actor, by_kind[kind], MODALITIES if kind == "smg" else MODALITIES[1:], STRICT_MATCH)
     for m, h in table.items():
         hits["none" if m == "none" else f"{kind}/{m}"] = (h.step, h.type)
-results = {name: {"step_accuracy": float(h.mean()), "type_accuracy": float(t.mean())} for name, (h, t) in hits.items()}
+by_condition = {name: {"step_accuracy": float(h.mean()), "type_accuracy": float(t.mean())} for name, (h, t) in hits.items()}
 print(f"{'condition':24s}{'step acc':>10s}{'type acc':>10s}")
-for name, r in results.items():
+for name, r in by_condition.items():
     print(f"{name:24s}{r['step_accuracy']:10.3f}{r['type_accuracy']:10.3f}")
 
 # %% [markdown]
@@ -267,18 +264,10 @@ for t in sorted({ex.target.type for ex in smg_examples}):
           f"type acc {by_type[t]['type_accuracy']:.3f}")
 
 # %%
-fig, ax = plt.subplots(figsize=(8, 3.6))
-width = 0.8 / 3
-for j, m in enumerate(MODALITIES[1:]):
-    x = np.arange(len(MEMORIES)) + (j - 1) * width
-    ax.bar(x, [results[f"{k}/{m}"]["step_accuracy"] for k in MEMORIES], width, color=MODALITY_COLORS[m],
-           label=f"memory as {m}")
-ax.axhline(results["none"]["step_accuracy"], color=MODALITY_COLORS["none"], lw=2, label="no memory")
-ax.axhline(baseline["step_accuracy"], color="#333333", ls=":", lw=1.5, label="majority action")
-ax.set_xticks(np.arange(len(MEMORIES)), [MEMORY_LABELS[k] for k in MEMORIES])
-ax.set(ylabel="held-out step accuracy", ylim=(0, max(0.8, ax.get_ylim()[1])),
-       title=f"Held-out step accuracy by memory kind and modality ({len(steps)} steps)")
-ax.legend(fontsize=7, ncols=3, loc="upper left")
+# left: the absolute level (shares from zero); right: each memory kind x modality minus no memory, on the
+# same steps, with its 95% paired interval, the steps it fixes and breaks, and the sign test's p-value
+fig = accuracy_by_condition_figure({name: h for name, (h, _) in hits.items()}, MEMORIES, MODALITIES[1:],
+                                   baseline["step_accuracy"])
 save_figure(fig, figure_path(figures_dir, "actor", "accuracy_by_condition"))
 
 # %% [markdown]
@@ -292,6 +281,7 @@ base = hits["none"][0]
 paired = {name: paired_counts(h, base) for name, (h, _) in hits.items() if name != "none"}
 for name, c in paired.items():
     print(f"{name:22s} fixes {c['fixed']:3d} steps, breaks {c['broken']:3d}  (sign test p = {c['p_value']:.3f})")
+
 
 # %% [markdown]
 # ## Where could memory help at all?
@@ -351,41 +341,36 @@ for kind in MEMORIES:
 # quotes the element to touch that the goal does not name (right). Same steps within each pair.
 
 # %%
-fig, (a, b) = plt.subplots(1, 2, figsize=(13, 4), sharey=True)
-x = np.arange(len(MEMORIES))
-for j, (label, key, m) in enumerate((("right experience, none", "right", "none"),
-                                     ("right experience, text", "right", "memory"),
-                                     ("wrong experience, none", "wrong", "none"),
-                                     ("wrong experience, text", "wrong", "memory"))):
-    a.bar(x + (j - 1.5) * 0.2, [shown_right[k][f"text/{key}"][m] for k in MEMORIES], 0.2,
-          color=MODALITY_COLORS["none" if m == "none" else "text"], alpha=1.0 if key == "right" else 0.45,
-          hatch="" if key == "right" else "//", label=label)
-a.set_xticks(x, [MEMORY_LABELS[k] for k in MEMORIES], fontsize=8)
-a.set(ylabel="held-out step accuracy", ylim=(0, 1), title="Right vs wrong experience retrieved (hit_shown)")
-a.legend(fontsize=7, loc="upper left", ncols=2)
-for j, m in enumerate(MODALITIES):
-    b.bar(x + (j - 1.5) * 0.2, [informative[k][m] for k in MEMORIES], 0.2, color=MODALITY_COLORS[m],
-          label=f"memory as {m}")
-b.set_xticks(x, [f"{MEMORY_LABELS[k]}\n({informative[k]['share_of_steps']:.0%} of steps)" for k in MEMORIES],
-             fontsize=8)
-b.set(title="Memory names the element to touch, the goal does not")
-b.legend(fontsize=7, loc="upper left", ncols=2)
+# shares from zero with Wilson intervals; the step counts, fixed/broken steps and sign-test p-values written in
+fig = memory_effect_figure(shown_right, informative, MEMORIES, MODALITIES, len(steps))
 save_figure(fig, figure_path(figures_dir, "actor", "memory_effect"))
 
+# %% [markdown]
+# ## Metrics
+# The headline numbers (`dvc metrics show`, `make metrics`): step accuracy with no memory, with
+# the SMG's memory in each modality and with each baseline memory as text, beside the majority
+# action; every score behind them (each condition's type accuracy, the paired counts and sign
+# tests, the splits above, the training history) goes to `results/actor.json`.
+
 # %%
-metrics = {
+results = {
     "train_examples": len(examples), "train_episodes": len(train), "held_out_steps": len(steps),
     "parameters": n_params, "layers": actor.config.num_hidden_layers, "d_model": actor.config.hidden_size,
     "history": {"train_loss": [round(v, 4) for v in history.train_loss],
                 "held_out_step_accuracy": [round(v, 4) for v in history.eval_step_accuracy]},
     "majority_action": {"action": majority.describe(), "step_accuracy": round(baseline["step_accuracy"], 4)},
-    "step_accuracy": {k: round(r["step_accuracy"], 4) for k, r in results.items()},
-    "type_accuracy": {k: round(r["type_accuracy"], 4) for k, r in results.items()},
+    "step_accuracy": {k: round(r["step_accuracy"], 4) for k, r in by_condition.items()},
+    "type_accuracy": {k: round(r["type_accuracy"], 4) for k, r in by_condition.items()},
     "by_type_none": by_type,
     "memory_names_target": {k: {m: v if isinstance(v, dict) else round(v, 4) for m, v in d.items()}
                             for k, d in informative.items()},
     "fixed_broken_vs_none": paired,
     "right_experience_shown": shown_right,
 }
+write_stage_results(results_path, results)
+headline = ["none", "smg/text", "smg/image", "smg/both", "flat/text", "action_graph/text", "task_graph/text"]
+metrics = {"held_out_steps": len(steps), "majority_step_accuracy": results["majority_action"]["step_accuracy"],
+           "type_accuracy_none": results["type_accuracy"]["none"]}
+metrics |= {f"step_accuracy_{c.replace('/', '_')}": results["step_accuracy"][c] for c in headline}
 write_metrics(metrics_path, metrics)
-print(json.dumps({k: metrics[k] for k in ("majority_action", "step_accuracy")}, indent=1))
+print(json.dumps(metrics, indent=1))

@@ -1,16 +1,3 @@
-# ---
-# jupyter:
-#   jupytext:
-#     formats: ipynb,py:percent
-#     text_representation:
-#       extension: .py
-#       format_name: percent
-#   kernelspec:
-#     display_name: Python 3
-#     language: python
-#     name: python3
-# ---
-
 # %% [markdown]
 # # 05 · Closed loop: does memory make the frozen actor succeed more often?
 #
@@ -31,8 +18,15 @@
 # `data/retrieval_eval/<memory>/steps.jsonl` (the memory retrieved at every held-out step).
 # **Writes** `data/closed_loop/traces.jsonl` (every episode: actions, retrieved memory ids,
 # outcome — SwitchMem's analyses replay these), `data/closed_loop/smg_table.md`,
-# `figures/closed_loop_smg_table.png`, `figures/closed_loop_action_scores.png`,
-# `metrics/closed_loop.json`.
+# `figures/closed_loop_smg_table.png`, `figures/closed_loop_action_scores.png`, its headline
+# numbers to `metrics/closed_loop.json` and every count behind them (per-seed success, how
+# episodes ended, stalls, steps) to `results/closed_loop.json`.
+#
+# **Running it yourself.** `dvc repro` runs this notebook with the paths above. Opened in
+# JupyterLab (`make lab`), it reads the pipeline's `data/` and its defaults below write under
+# `scratch/`, so trying a parameter here never touches the pipeline's outputs. Saving the
+# notebook keeps only your edits to its cells (`git checkout notebooks/05_closed_loop.py`
+# undoes them).
 #
 # **Paper.** The SMG paper's main table (success rate on a SPA-Bench subset with a
 # Qwen3-VL-8B actor: None 34.19, Flat 30.77, Action-Graph 38.46, Task-Graph 36.75,
@@ -62,9 +56,10 @@ hf_answer_format = "json"  # the answer format its system prompt asks for: json 
 image_embedder = "efficientnet_lite0"  # must be the embedder the memories were built with
 text_embedder = "minilm"  # must be the intent embedder the memories were built with
 cache_dir = ".cache/guimem/embeddings"  # content-hash embedding cache (not tracked)
-out_dir = "data/closed_loop"  # traces and the markdown table
-figures_dir = "figures"  # where the figures go
-metrics_path = "metrics/closed_loop.json"  # this stage's metrics
+out_dir = "scratch/closed_loop"  # traces and the markdown table (the pipeline: data/closed_loop)
+figures_dir = "scratch/figures"  # where the figures go (the pipeline: figures)
+metrics_path = "scratch/metrics/closed_loop.json"  # headline numbers (the pipeline: metrics/closed_loop.json)
+results_path = "scratch/results/closed_loop.json"  # every count behind them (the pipeline: results/closed_loop.json)
 
 # %%
 import json
@@ -75,7 +70,7 @@ import matplotlib.pyplot as plt
 import torch
 
 from guimem.actors.loading import load_actor
-from guimem.core.io import atomic_write_text, write_metrics
+from guimem.core.io import atomic_write_text, write_metrics, write_stage_results
 from guimem.core.store import load_episodes
 from guimem.eval.closed_loop import (
     LoopStats,
@@ -237,9 +232,12 @@ plt.close(fig)
 
 # %% [markdown]
 # ## Metrics
+# The headline numbers (`dvc metrics show`, `make metrics`): each memory's mean closed-loop
+# success rate (%) and the step-level action score per modality; their spread over world
+# seeds, how episodes ended, stalls and steps go to `results/closed_loop.json`.
 
 # %%
-metrics = {
+results = {
     "tasks": len(test_episodes), "seeds": n_seeds, "modality": modality, "episodes": len(traces),
     "max_steps": max_steps, "ended": ended, "stalled_share": {n: round(stalled[n], 4) for n in memories},
     "success_rate": {n: {"mean": round(table[n]["mean"], 4), "std": round(table[n]["std"], 4),
@@ -250,5 +248,8 @@ metrics = {
                           for m, s in scores.items()},
     "paper_success_rate": PAPER_SR,
 }
+write_stage_results(results_path, results)
+metrics = {"tasks": len(test_episodes)} | {f"success_rate_{n}": results["success_rate"][n]["mean"] for n in memories}
+metrics |= {f"action_score_{m}": results["action_score_aitw"][m]["step_accuracy"] for m in scores}
 write_metrics(metrics_path, metrics)
-print(json.dumps(metrics["success_rate"], indent=1))
+print(json.dumps(metrics, indent=1))

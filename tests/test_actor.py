@@ -434,10 +434,28 @@ def actor_stage(tmp_path_factory):
     embedders = dict(image_embedder="pixels", text_embedder="hashing", cache_dir=str(tmp / "cache"))
     run_notebook("02_graph_build", tmp, pca_dim=8, tau_sweep=[0.9], theta_sweep=[0.9], **embedders)
     run_notebook("03_retrieval_eval", tmp, ks=[1], tau_sweep=[0.9], **embedders)
-    stage = yaml.safe_load((Path(__file__).parents[1] / "params.yaml").read_text())["actor"]  # as dvc passes it
-    tiny = dict(epochs=2, k_folds=2, hidden_size=32, num_hidden_layers=6, intermediate_size=64, torch_threads=1)
-    metrics = run_notebook("04_actor", tmp, **{**stage, **tiny, **embedders})
+    metrics = run_notebook("04_actor", tmp, **_actor_params(tmp))
     return tmp, metrics
+
+
+def _actor_params(tmp):
+    """04_actor's parameters as dvc passes them (params.yaml's actor section), on tiny sizes."""
+    stage = yaml.safe_load((Path(__file__).parents[1] / "params.yaml").read_text())["actor"]
+    tiny = dict(epochs=2, k_folds=2, hidden_size=32, num_hidden_layers=6, intermediate_size=64, torch_threads=1)
+    return {**stage, **tiny, "image_embedder": "pixels", "text_embedder": "hashing", "cache_dir": str(tmp / "cache")}
+
+
+@pytest.mark.notebook
+@pytest.mark.slow
+def test_actor_reporting_knobs_change_nothing_later_stages_read(actor_stage, tmp_path):
+    from nbsmoke import rerun_changes_only_the_report
+
+    from guimem.pipeline.params import STAGES
+
+    tmp, _ = actor_stage
+    changed = dict(max_eval_steps=5)
+    assert set(changed) == set(STAGES["04_actor"].reporting)
+    rerun_changes_only_the_report("04_actor", tmp, tmp_path / "again", **{**_actor_params(tmp), **changed})
 
 
 @pytest.mark.notebook

@@ -56,7 +56,7 @@ def covered(path: Path, deps: list[str]) -> bool:
 @pytest.mark.parametrize("stage", sorted(STAGES))
 def test_stage_deps_cover_the_code_it_runs(stage):
     spec = STAGES[stage]
-    notebook = ROOT / next(d for d in spec["deps"] if d.endswith(".ipynb"))
+    notebook = ROOT / next(d for d in spec["deps"] if d.startswith("notebooks/"))
     assert notebook.name in spec["cmd"], f"{stage}: its notebook dep is not the one its command runs"
     missing = sorted(str(p.relative_to(ROOT)) for p in code_run_by(notebook) if not covered(p, spec["deps"]))
     assert not missing, f"stage {stage} runs code it does not depend on: {missing}"

@@ -98,6 +98,32 @@ def test_params_yaml_matches_the_notebook_defaults(repo_root, stage, notebook):
     from nbsmoke import notebook_parameters
 
     section = yaml.safe_load((repo_root / "params.yaml").read_text())[stage]
-    defaults = notebook_parameters(repo_root / "notebooks" / f"{notebook}.ipynb")
+    defaults = notebook_parameters(repo_root / "notebooks" / f"{notebook}.py")
     assert set(section) <= set(defaults)
     assert {k: ast.literal_eval(defaults[k]) for k in section} == section  # the notebook's defaults are the pipeline's
+
+
+@pytest.mark.notebook
+@pytest.mark.slow
+def test_graph_build_reporting_knobs_change_nothing_later_stages_read(stage_dir, graph_build, tmp_path):
+    from nbsmoke import rerun_changes_only_the_report
+
+    from guimem.pipeline.params import STAGES
+
+    changed = dict(tau_sweep=[0.95], theta_sweep=[0.9], batch_size=3, embed_workers=1)
+    assert set(changed) == set(STAGES["02_graph_build"].reporting)
+    rerun_changes_only_the_report("02_graph_build", stage_dir, tmp_path / "again",
+                                  **{"cache_dir": str(stage_dir / "cache"), **TINY, **changed})
+
+
+@pytest.mark.notebook
+@pytest.mark.slow
+def test_retrieval_eval_reporting_knobs_change_nothing_later_stages_read(stage_dir, retrieval_eval, tmp_path):
+    from nbsmoke import rerun_changes_only_the_report
+
+    from guimem.pipeline.params import STAGES
+
+    changed = dict(ks=[2], tau_sweep=[0.95], embed_workers=1)
+    assert set(changed) == set(STAGES["03_retrieval_eval"].reporting)
+    rerun_changes_only_the_report("03_retrieval_eval", stage_dir, tmp_path / "again", cache_dir=str(stage_dir / "cache"),
+                                  image_embedder="pixels", text_embedder="hashing", **changed)

@@ -21,7 +21,7 @@ from guimem.pipeline.runner import (
     scrub_progress,
     scrub_text,
 )
-from nbsmoke import metrics_parameter, notebook_parameters
+from nbsmoke import notebook_parameters
 
 BAR_0 = "\r  0%|          | 0/3 [00:00<?, ?it/s]"
 BAR_1 = "\rtrain:  33%|███▎      | 1/3 [00:00<00:00,  9.87it/s, loss=0.31]"
@@ -241,8 +241,8 @@ def test_unknown_parameters_and_missing_notebooks_are_refused_before_running(pro
 
 
 def test_a_stage_notebooks_bad_parameter_is_refused_before_running_and_nothing_is_written(project, repo_root, capsys):
-    src = project / "notebooks" / "00_world.ipynb"
-    src.write_bytes((repo_root / "notebooks" / "00_world.ipynb").read_bytes())
+    src = project / "notebooks" / "00_world.py"
+    src.write_bytes((repo_root / "notebooks" / "00_world.py").read_bytes())
     out = project / "reports" / "00_world.ipynb"
     with pytest.raises(DataError) as err:
         run_notebook(src, out, {"n_train": 10, "themes": "no"})
@@ -251,7 +251,7 @@ def test_a_stage_notebooks_bad_parameter_is_refused_before_running_and_nothing_i
     assert main([str(src), str(out), "-p", "n_train", "3.0"]) == 2
     assert capsys.readouterr().err == "error: field 'n_train': expected an integer, got float 3.0 (passed with -p)\n"
     assert main([str(src), str(out), "-p", "n_train", "3", "--check"]) == 0
-    assert not (project / "reports").exists() and not (project / "data").exists()
+    assert not (project / "reports").exists() and not (project / "data").exists() and not (project / "scratch").exists()
 
 
 def test_check_only_checks_the_names_of_a_notebook_without_a_stage_spec(project, capsys):
@@ -262,10 +262,8 @@ def test_check_only_checks_the_names_of_a_notebook_without_a_stage_spec(project,
     assert not out.parent.exists()
 
 
-def test_nbsmoke_finds_the_metrics_parameter(project):
-    path = project / "notebooks" / "tiny.ipynb"
-    assert notebook_parameters(path)["n"] == "2"
-    assert metrics_parameter(path) == "metrics_path"
+def test_nbsmoke_reads_a_notebooks_parameters(project):
+    assert notebook_parameters(project / "notebooks" / "tiny.ipynb")["n"] == "2"
 
 
 def test_scrub_progress_drops_the_cursor_moves_of_nested_bars():

@@ -27,9 +27,10 @@ def _figure():
 
 def test_the_same_figure_saved_twice_gives_identical_bytes(tmp_path):
     fig = _figure()
-    a = save_figure(fig, tmp_path / "a.png")
-    b = save_figure(fig, tmp_path / "b.png")
-    other = save_figure(_figure(), tmp_path / "c.png")
+    a, b, other = tmp_path / "a.png", tmp_path / "b.png", tmp_path / "c.png"
+    assert save_figure(fig, a) is None
+    save_figure(fig, b)
+    save_figure(_figure(), other)
     plt.close("all")
     assert a.read_bytes() == b.read_bytes() == other.read_bytes()
     assert a.read_bytes().startswith(PNG_SIGNATURE)
@@ -38,7 +39,8 @@ def test_the_same_figure_saved_twice_gives_identical_bytes(tmp_path):
 def test_saved_png_carries_no_software_metadata_and_the_fixed_dpi(tmp_path):
     from PIL import Image
 
-    path = save_figure(_figure(), tmp_path / "fig.png")
+    path = tmp_path / "fig.png"
+    save_figure(_figure(), path)
     plt.close("all")
     data = path.read_bytes()
     assert b"Software" not in data and b"matplotlib version" not in data
@@ -48,7 +50,8 @@ def test_saved_png_carries_no_software_metadata_and_the_fixed_dpi(tmp_path):
 
 def test_save_figure_creates_folders_writes_atomically_and_wants_png(tmp_path):
     fig = _figure()
-    path = save_figure(fig, tmp_path / "figures" / "deep" / "world_gallery.png")
+    path = tmp_path / "figures" / "deep" / "world_gallery.png"
+    save_figure(fig, path)
     assert sorted(p.name for p in path.parent.iterdir()) == ["world_gallery.png"]  # no temporary left
     with pytest.raises(ValueError, match="must end in .png"):
         save_figure(fig, tmp_path / "fig.pdf")
@@ -78,8 +81,8 @@ def test_figure_path_follows_the_stage_naming_and_refuses_odd_names(tmp_path):
 def test_plot_data_is_a_csv_named_like_its_figure(tmp_path):
     from guimem.viz.plotting import write_plot_data
 
-    path = write_plot_data(tmp_path, "graph_build", "tau_sweep", [{"tau": 0.8, "nodes": 50}, {"tau": 0.9, "nodes": 98}])
-    assert path == tmp_path / "graph_build_tau_sweep.csv"
+    write_plot_data(tmp_path, "graph_build", "tau_sweep", [{"tau": 0.8, "nodes": 50}, {"tau": 0.9, "nodes": 98}])
+    path = tmp_path / "graph_build_tau_sweep.csv"
     assert path.read_text() == "tau,nodes\n0.8,50\n0.9,98\n"
     with pytest.raises(ValueError, match="row 1"):
         write_plot_data(tmp_path, "graph_build", "tau_sweep", [{"tau": 0.8}, {"theta": 0.9}])

@@ -335,10 +335,27 @@ def segmentation_run(tmp_path_factory, repo_root):
 
     tmp = tmp_path_factory.mktemp("segmentation_nb")
     generate_dataset(WorldConfig(n_train=8, n_test=4), tmp / "data" / "world", seed=0, progress=False)
-    metrics = run_notebook("01_segmentation", tmp, text_embedder="hashing", llm_sample=1,
-                           llm_cache_dir=str(repo_root / ".cache" / "guimem" / "llm"),
-                           embed_cache_dir=str(tmp / "cache"))
+    metrics = run_notebook("01_segmentation", tmp, **_segmentation_params(tmp, repo_root))
     return tmp, metrics
+
+
+def _segmentation_params(tmp, repo_root):
+    return dict(text_embedder="hashing", llm_sample=1, llm_cache_dir=str(repo_root / ".cache" / "guimem" / "llm"),
+                embed_cache_dir=str(tmp / "cache"))
+
+
+@pytest.mark.notebook
+@pytest.mark.slow
+def test_segmentation_reporting_knobs_change_nothing_later_stages_read(segmentation_run, repo_root, tmp_path):
+    from nbsmoke import rerun_changes_only_the_report
+
+    from guimem.pipeline.params import STAGES
+
+    tmp, _ = segmentation_run
+    changed = dict(boundary_tolerance=1, llm_sample=0, llm_mode="free", llm_tokens_per_line=12, text_embedder="minilm")
+    assert set(changed) == set(STAGES["01_segmentation"].reporting)
+    rerun_changes_only_the_report("01_segmentation", tmp, tmp_path / "again",
+                                  **{**_segmentation_params(tmp, repo_root), **changed})
 
 
 @pytest.mark.notebook
@@ -378,6 +395,6 @@ def test_params_yaml_section_matches_the_notebook_defaults(repo_root):
     from nbsmoke import notebook_parameters
 
     section = yaml.safe_load((repo_root / "params.yaml").read_text())["segmentation"]
-    defaults = notebook_parameters(repo_root / "notebooks" / "01_segmentation.ipynb")
+    defaults = notebook_parameters(repo_root / "notebooks" / "01_segmentation.py")
     assert set(section) <= set(defaults)
     assert {k: ast.literal_eval(defaults[k]) for k in section} == section

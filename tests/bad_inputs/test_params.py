@@ -166,7 +166,7 @@ def test_an_unreadable_params_file_exits_2_naming_it(case, data, says, tmp_path,
     params.write_bytes(data)
     out = tmp_path / "reports" / "00_world.ipynb"
     with pytest.raises(SystemExit) as exit_:
-        main([str(REPO / "notebooks" / "00_world.ipynb"), str(out), "-f", f"{params}:world"])
+        main([str(REPO / "notebooks" / "00_world.py"), str(out), "-f", f"{params}:world"])
     assert exit_.value.code == 2
     err = capsys.readouterr().err
     expected = f"{params}: 'world' must be a mapping of parameters, got list" if says is None else \

@@ -36,7 +36,7 @@ import stat
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping
 
 import numpy as np
 
@@ -179,10 +179,26 @@ def finite_or_null(obj: Any) -> Any:
     return obj
 
 
-def write_metrics(path: str | os.PathLike, metrics: dict[str, Any]) -> Path:
-    """A stage's metrics file (DVC reads it): indented, keys sorted, and a metric that could not be
-    computed (NaN: no step to average over) written as ``null``, since JSON has no NaN."""
-    return write_json(path, finite_or_null(metrics), indent=2)
+def write_metrics(path: str | os.PathLike, metrics: Mapping[str, Any]) -> Path:
+    """A stage's headline metrics file (DVC reads it): flat, one number (or string, bool, null) per
+    key, so that ``dvc metrics show|diff`` and ``dvc exp show`` print one readable column per
+    number; the tables behind them go to :func:`write_stage_results`. Indented, keys sorted, and a
+    metric that could not be computed (NaN: no step to average over) written as ``null``, since
+    JSON has no NaN. A nested value raises a DataError naming its key, and nothing is written."""
+    for key, value in metrics.items():
+        if not isinstance(key, str) or not key:
+            raise DataError("metrics", f"a metric's name must be a non-empty string, got {key!r:.60}", str(path))
+        if value is not None and not isinstance(value, (bool, int, float, str, np.bool_, np.number)):
+            raise DataError(key, f"a headline metric is one number, string or bool, got {type(value).__name__}; "
+                                 "tables belong in the stage's results file", str(path))
+    return write_json(path, finite_or_null(dict(metrics)), indent=2)
+
+
+def write_stage_results(path: str | os.PathLike, results: Mapping[str, Any]) -> Path:
+    """A stage's full results (every table and count behind its headline metrics and figures), as
+    indented JSON with keys sorted and NaN written as ``null``. Not a DVC metric: a reader opens it,
+    ``git diff`` compares it."""
+    return write_json(path, finite_or_null(dict(results)), indent=2)
 
 
 # ============================================================================= folders

@@ -207,6 +207,10 @@ class Stage:
     section: str  # its params.yaml section
     fields: Mapping[str, Field]
     checks: tuple[Check, ...] = ()
+    # Parameters that change only this stage's own report (metrics, results, figures, plots, the
+    # executed notebook), never an output a later stage reads: changing one reruns this stage alone.
+    # tests/test_stage_outputs.py runs the stage with each changed and checks those outputs' bytes.
+    reporting: tuple[str, ...] = ()
 
     def validate(self, values: Mapping[str, Any], sources: Mapping[str, Source] | None = None,
                  default: Source = CALLER) -> None:
@@ -299,14 +303,14 @@ def _actor(p: Params) -> None:
 # ============================================================================ the stages
 STAGES: dict[str, Stage] = {s.notebook: s for s in (
     Stage("00_world", "world", {
-        "seed": SEED, **config_fields(WorldConfig), "out_dir": PATH, "figures_dir": PATH, "metrics_path": PATH,
+        "seed": SEED, **config_fields(WorldConfig), "out_dir": PATH, "figures_dir": PATH, "metrics_path": PATH, "results_path": PATH,
     }, (_world,)),
     Stage("01_segmentation", "segmentation", {
         "world_dir": PATH, "out_dir": PATH, "segmenter": Text(SEGMENTERS), "judge": Text(JUDGES),
         "judge_evidence": PROBABILITY, "boundary_tolerance": COUNT, "llm_sample": COUNT, "llm_mode": Text(LLM_MODES),
         "llm_tokens_per_line": POSITIVE, "llm_cache_dir": PATH, "text_embedder": TEXT_EMBEDDER,
-        "embed_cache_dir": PATH, "max_episodes": COUNT, "figures_dir": PATH, "metrics_path": PATH,
-    }),
+        "embed_cache_dir": PATH, "max_episodes": COUNT, "figures_dir": PATH, "metrics_path": PATH, "results_path": PATH,
+    }, reporting=("boundary_tolerance", "llm_sample", "llm_mode", "llm_tokens_per_line", "text_embedder")),
     Stage("02_graph_build", "graph_build", {
         "world_dir": PATH, "subgoals_dir": PATH, "out_dir": PATH, "image_embedder": IMAGE_EMBEDDER,
         "text_embedder": TEXT_EMBEDDER, "pca_dim": COUNT, "tau": REAL, "theta": REAL, "k_nodes": INTEGER,
@@ -314,14 +318,14 @@ STAGES: dict[str, Stage] = {s.notebook: s for s in (
         "max_actions": INTEGER, "memory_image_width": POSITIVE, "memory_image_height": POSITIVE,
         "tau_sweep": Items(REAL), "theta_sweep": Items(REAL), "max_train_episodes": COUNT, "batch_size": POSITIVE,
         "embed_workers": POSITIVE, "cache_dir": PATH, "figures_dir": PATH, "plots_dir": PATH,
-        "metrics_path": PATH,
-    }, (_memories, _graph_sweeps)),
+        "metrics_path": PATH, "results_path": PATH,
+    }, (_memories, _graph_sweeps), reporting=("tau_sweep", "theta_sweep", "batch_size", "embed_workers")),
     Stage("03_retrieval_eval", "retrieval_eval", {
         "world_dir": PATH, "subgoals_dir": PATH, "memories_dir": PATH, "out_dir": PATH,
         "image_embedder": IMAGE_EMBEDDER, "text_embedder": TEXT_EMBEDDER, "ks": Items(POSITIVE, nonempty=True),
         "k_nodes": COUNT, "tau_sweep": Items(REAL), "max_test_episodes": COUNT, "cache_dir": PATH,
-        "embed_workers": POSITIVE, "figures_dir": PATH, "plots_dir": PATH, "metrics_path": PATH,
-    }, (_tau_sweep,)),
+        "embed_workers": POSITIVE, "figures_dir": PATH, "plots_dir": PATH, "metrics_path": PATH, "results_path": PATH,
+    }, (_tau_sweep,), reporting=("ks", "tau_sweep", "embed_workers")),
     Stage("04_actor", "actor", {
         "world_dir": PATH, "subgoals_dir": PATH, "memories_dir": PATH, "retrieval_dir": PATH, "out_dir": PATH,
         "image_embedder": IMAGE_EMBEDDER, "text_embedder": TEXT_EMBEDDER, "seed": SEED, "k_folds": INTEGER,
@@ -334,7 +338,8 @@ STAGES: dict[str, Stage] = {s.notebook: s for s in (
         "wide_type_head": Flag(), "wide_lr_scale": Number(above=0.0), "type_loss_weight": Number(lo=0.0),
         "type_balance": Number(lo=0.0), "max_train_episodes": COUNT, "max_eval_steps": COUNT,
         "torch_threads": POSITIVE, "cache_dir": PATH, "figures_dir": PATH, "plots_dir": PATH, "metrics_path": PATH,
-    }, (_actor,)),
+        "results_path": PATH,
+    }, (_actor,), reporting=("max_eval_steps",)),
     Stage("05_closed_loop", "closed_loop", {
         "seed": SEED, "n_seeds": POSITIVE, "max_tasks": COUNT,
         "memories": Items(Text((NO_MEMORY, *MEMORIES)), nonempty=True, unique=True),
@@ -344,7 +349,7 @@ STAGES: dict[str, Stage] = {s.notebook: s for s in (
         "action_score_memory": Text(MEMORIES), "world_dir": PATH, "memories_dir": PATH, "retrieval_dir": PATH,
         "actor_model": Text(), "actor_dir": PATH, "hf_coords": Text(COORD_CONVENTIONS),
         "hf_answer_format": Text(ANSWER_FORMATS), "image_embedder": IMAGE_EMBEDDER, "text_embedder": TEXT_EMBEDDER,
-        "cache_dir": PATH, "out_dir": PATH, "figures_dir": PATH, "metrics_path": PATH,
+        "cache_dir": PATH, "out_dir": PATH, "figures_dir": PATH, "metrics_path": PATH, "results_path": PATH,
     }),
 )}
 """Each stage notebook's parameters, by notebook stem."""

@@ -2,8 +2,12 @@
 
 Every DVC stage calls this module::
 
-    python -m guimem.pipeline.runner notebooks/00_world.ipynb reports/00_world.ipynb \\
+    python -m guimem.pipeline.runner notebooks/00_world.py reports/00_world.ipynb \\
         -p seed 0 -p episodes 400
+
+A stage notebook is a jupytext percent script (``notebooks/NN_stage.py``, the one committed
+form: JupyterLab opens it as a notebook and saves it back unchanged, see ``jupytext.toml``);
+:func:`read_notebook` also reads ``.ipynb`` files. The executed notebook is written as ``.ipynb``.
 
 Values are typed like papermill's ``-p`` (see :func:`parse_value`). Lists and maps, which DVC
 cannot interpolate into a command, come from the YAML file itself: ``-f params.yaml:world``
@@ -50,9 +54,11 @@ import sys
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
+import jupytext
 import nbformat
 import papermill
 import yaml
+from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from papermill.exceptions import PapermillExecutionError
 from papermill.translators import papermill_translators
@@ -166,12 +172,28 @@ def read_parameters(params_from: Sequence[str], pairs: Sequence[Sequence[str]]) 
     return params, sources
 
 
+def read_notebook(path: Path) -> nbformat.NotebookNode:
+    """The notebook at ``path``: an ``.ipynb`` file, or a text notebook jupytext reads (``.py`` percent scripts)."""
+    try:
+        if path.suffix == ".ipynb":
+            return nbformat.read(path, as_version=4)
+        return jupytext.read(path)
+    except (OSError, ValueError, UnicodeDecodeError) as err:  # nbformat's NotJSONError and ValidationError are ValueErrors
+        raise NotebookError(f"{path}: cannot read the notebook: {err}") from None
+
+
+def kernel_metadata() -> dict[str, str]:
+    """The ``kernelspec`` block JupyterLab writes for the kernel stages run in (its installed display name)."""
+    try:
+        spec = KernelSpecManager().get_kernel_spec(KERNEL_NAME)
+    except NoSuchKernel:
+        return {"display_name": "Python 3", "language": "python", "name": KERNEL_NAME}
+    return {"display_name": spec.display_name, "language": spec.language, "name": KERNEL_NAME}
+
+
 def notebook_defaults(path: Path) -> dict[str, str]:
     """The names of the notebook's ``parameters`` cell and their defaults as source text, as papermill reads them."""
-    try:
-        nb = nbformat.read(path, as_version=4)
-    except (OSError, ValueError) as err:  # nbformat's NotJSONError and ValidationError are ValueErrors
-        raise NotebookError(f"{path}: cannot read the notebook: {err}") from None
+    nb = read_notebook(path)
     cells = [c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", [])]
     translator = papermill_translators.find_translator(KERNEL_NAME, "python")
     return {p.name: p.default for p in translator.inspect(cells[0])} if cells else {}
@@ -347,7 +369,9 @@ def _environment(defaults: Mapping[str, str]) -> Iterator[None]:
 
 
 def _input_cell_ids(path: Path) -> set[str]:
-    """The cell ids written in the notebook file itself (nbformat invents random ones if absent)."""
+    """The cell ids written in the notebook file itself (nbformat and jupytext invent random ones if absent)."""
+    if path.suffix != ".ipynb":
+        return set()  # a text notebook stores no cell ids
     try:
         raw = read_json(path)
     except DataError as err:
@@ -400,15 +424,18 @@ def run_notebook(
     params = dict(parameters or {})
     input_ids = _input_cell_ids(src)
     check_parameters(src, params, sources)
+    nb = read_notebook(src)
+    nb.metadata = {"kernelspec": kernel_metadata()}  # as JupyterLab writes it: opening the report changes nothing
     with _environment(KERNEL_ENV):
         try:
             nb = papermill.execute_notebook(
-                str(src), None, parameters=params, kernel_name=KERNEL_NAME, language="python", cwd=str(root),
+                nb, None, parameters=params, kernel_name=KERNEL_NAME, language="python", cwd=str(root),
                 progress_bar=progress, log_output=log_output, request_save_on_cell_execute=False,
                 extra_arguments=list(KERNEL_ARGS),
             )
         except (papermill.PapermillExecutionError, DeadKernelError, CellTimeoutError) as err:
             raise NotebookError(_failure_message(src, err)) from err
+    nb.metadata.papermill["input_path"] = str(src)
     nb.metadata.papermill["output_path"] = str(dst)
     scrub_notebook(nb, root, input_ids)
     atomic_write_text(dst, nbformat.writes(nb) + "\n")
@@ -421,7 +448,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="python -m guimem.pipeline.runner",
         description="Run a notebook with papermill and write a reproducible executed copy.",
     )
-    p.add_argument("input", type=Path, help="notebook to run, e.g. notebooks/00_world.ipynb")
+    p.add_argument("input", type=Path, help="notebook to run, e.g. notebooks/00_world.py")
     p.add_argument("output", type=Path, help="executed notebook to write, e.g. reports/00_world.ipynb")
     p.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
                    help="set a parameter (typed: 3 -> int, 0.5 -> float, true/True -> bool, [1, 2] -> list)")

@@ -176,11 +176,12 @@ def is_legacy_results(folder: Path) -> bool:
 
 
 def step_record(r: StepResult, image: str) -> dict[str, Any]:
-    """One line of ``steps.jsonl``."""
+    """One line of ``steps.jsonl``: what the memory retrieved and showed at one test step, which later
+    stages read. Its hit@k are left out: they depend on the evaluation's ``ks``, which must not
+    change what later stages read (they go to the stage's results); ``hit_shown`` does not."""
     return {"episode_id": r.query.episode_id, "step": r.query.step, "screenshot": r.query.screenshot,
             "shown": list(r.shown), "retrieved": list(r.retrieved.ids), "nodes": [list(n) for n in r.retrieved.nodes],
-            "text": r.text, "tokens": r.tokens, "image": image,
-            "hits": {str(k): v for k, v in r.hits.items()}, "hit_shown": r.hit_shown}
+            "text": r.text, "tokens": r.tokens, "image": image, "hit_shown": r.hit_shown}
 
 
 def read_results(path: str | Path) -> list[dict[str, Any]]:
@@ -210,7 +211,7 @@ def results_dir(retrieval_dir: str | Path, memory: str) -> Path:
 
 _RECORD_TYPES: dict[str, type | tuple[type, ...]] = {
     "episode_id": str, "screenshot": str, "text": str, "image": str, "shown": list, "retrieved": list,
-    "nodes": list, "hits": dict, "hit_shown": bool}
+    "nodes": list, "hit_shown": bool}
 
 
 def _check_record(r: Any, where: str) -> None:

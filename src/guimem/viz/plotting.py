@@ -95,7 +95,7 @@ def figure_path(figures_dir: str | os.PathLike[str], stage: str, what: str) -> P
 
 
 def write_plot_data(plots_dir: str | os.PathLike[str], stage: str, what: str,
-                    rows: Sequence[Mapping[str, Any]]) -> Path:
+                    rows: Sequence[Mapping[str, Any]]) -> None:
     """Write the data behind a curve or sweep as ``<plots_dir>/<stage>_<what>.csv`` (one row per point,
     the columns of the first row), atomically: the file a ``plots:`` entry in dvc.yaml reads, so
     that ``dvc plots diff`` compares experiments."""
@@ -109,7 +109,7 @@ def write_plot_data(plots_dir: str | os.PathLike[str], stage: str, what: str,
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(columns)
     writer.writerows([[row[c] for c in columns] for row in rows])
-    return atomic_write_text(figure_path(plots_dir, stage, what).with_suffix(".csv"), buf.getvalue())
+    atomic_write_text(figure_path(plots_dir, stage, what).with_suffix(".csv"), buf.getvalue())
 
 
 def png_bytes(fig: Figure, dpi: int = DPI) -> bytes:
@@ -119,12 +119,15 @@ def png_bytes(fig: Figure, dpi: int = DPI) -> bytes:
     return buf.getvalue()
 
 
-def save_figure(fig: Figure, path: str | os.PathLike[str], dpi: int = DPI) -> Path:
-    """Write ``fig`` as a deterministic PNG to ``path`` atomically, creating parent folders."""
+def save_figure(fig: Figure, path: str | os.PathLike[str], dpi: int = DPI) -> None:
+    """Write ``fig`` as a deterministic PNG to ``path`` atomically, creating parent folders.
+
+    Returns nothing (like matplotlib's ``savefig``), so that a notebook cell ending with it shows
+    the figure and no stray path."""
     path = Path(path)
     if path.suffix.lower() != ".png":
         raise ValueError(f"{path}: figures are saved as PNG; the path must end in .png")
-    return atomic_write_bytes(path, png_bytes(fig, dpi))
+    atomic_write_bytes(path, png_bytes(fig, dpi))
 
 
 def table_figure(columns: Sequence[str], rows: Sequence[Sequence[str]], title: str = "") -> Figure:

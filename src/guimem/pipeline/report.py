@@ -1,0 +1,193 @@
+"""The pipeline's headline numbers, and experiments side by side, as tables that fit a terminal.
+
+Each stage writes its headline numbers, flat and few, to ``metrics/<stage>.json`` (the tables
+behind them go to ``results/<stage>.json``). DVC prints them one column per number, which is
+wide; this module prints them one row per number instead::
+
+    python -m guimem.pipeline.report metrics          # or: make metrics
+    python -m guimem.pipeline.report experiments      # or: make compare
+
+``metrics`` reads the workspace's metrics files (``--rev REV``: the files as committed at a git
+revision). ``experiments`` reads ``dvc exp show --json`` and prints a row for every parameter and
+headline number that differs between the revisions it lists (the workspace, ``HEAD`` and each
+experiment of ``HEAD``; ``--all-rows`` prints the unchanged ones too), with the revisions as
+columns. Numbers are rounded to 4 significant places, as ``dvc metrics show`` rounds to 5 decimals.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from guimem.core.data import DataError
+from guimem.core.io import parse_json, read_json
+from guimem.pipeline.params import STAGES
+from guimem.pipeline.paths import repo_root
+
+STAGE_ORDER: tuple[str, ...] = tuple(spec.section for spec in STAGES.values())  # the pipeline's order
+MISSING = "-"
+
+
+def fmt(value: Any) -> str:
+    """One cell: a float to 4 significant places, a list compactly, anything else as text."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(fmt(v) for v in value) + "]"
+    return str(value)
+
+
+def render(header: Sequence[str], rows: Iterable[Sequence[str]], right_from: int = 1) -> str:
+    """A plain text table: columns padded to their widest cell; columns from ``right_from`` right-aligned."""
+    rows = [list(header), *[list(r) for r in rows]]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    lines = []
+    for row in rows:
+        cells = [c.rjust(w) if i >= right_from else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))]
+        lines.append("  ".join(cells).rstrip())
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- metrics
+def read_headlines(folder: Path) -> dict[str, dict[str, Any]]:
+    """Each stage's headline metrics from ``folder/<stage>.json``, in pipeline order (absent files left out)."""
+    out: dict[str, dict[str, Any]] = {}
+    for stage in STAGE_ORDER:
+        path = folder / f"{stage}.json"
+        if path.is_file():
+            data = read_json(path)
+            if not isinstance(data, dict):
+                raise DataError("metrics", f"expected an object, got {type(data).__name__}", str(path))
+            out[stage] = data
+    return out
+
+
+def metrics_table(headlines: Mapping[str, Mapping[str, Any]]) -> str:
+    """One row per headline number: stage, metric, value."""
+    rows = [(stage, name, fmt(value)) for stage, metrics in headlines.items() for name, value in metrics.items()]
+    return render(("stage", "metric", "value"), rows, right_from=2)
+
+
+def headlines_at(rev: str, root: Path) -> dict[str, dict[str, Any]]:
+    """The metrics files as committed at git revision ``rev``."""
+    out: dict[str, dict[str, Any]] = {}
+    for stage in STAGE_ORDER:
+        shown = subprocess.run(["git", "show", f"{rev}:metrics/{stage}.json"], cwd=root, capture_output=True, text=True)
+        if shown.returncode == 0:
+            out[stage] = parse_json(shown.stdout, f"{rev}:metrics/{stage}.json")
+    return out
+
+
+# ----------------------------------------------------------------------------- experiments
+def _flatten(node: Any, prefix: str = "") -> dict[str, Any]:
+    """``{"a": {"b": 1}}`` to ``{"a.b": 1}``; lists stay values."""
+    if not isinstance(node, dict):
+        return {prefix: node}
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        out |= _flatten(value, f"{prefix}.{key}" if prefix else str(key))
+    return out
+
+
+def _metrics_of(data: Mapping[str, Any]) -> dict[str, Any]:
+    """``metrics/actor.json: {"x": 1}`` to ``{"actor.x": 1}`` (a file's stem names its stage)."""
+    out: dict[str, Any] = {}
+    for path, entry in (data.get("metrics") or {}).items():
+        out |= _flatten(entry.get("data") or {}, Path(path).stem)
+    return out
+
+
+def _params_of(data: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for entry in (data.get("params") or {}).values():
+        out |= _flatten(entry.get("data") or {})
+    return out
+
+
+def revisions(exp_show: Sequence[Mapping[str, Any]]) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
+    """``(name, params, metrics)`` of every revision in ``dvc exp show --json`` output: the workspace,
+    each baseline commit, then the experiments run on it (queued and failed ones left out)."""
+    out = []
+
+    def add(name: str, data: Mapping[str, Any] | None) -> None:
+        if data:
+            out.append((name, _params_of(data), _metrics_of(data)))
+
+    for entry in exp_show:
+        name = entry.get("name") or str(entry.get("rev", "?"))[:7]
+        add(name, entry.get("data"))
+        for group in entry.get("experiments") or []:
+            for run in group.get("revs") or []:
+                data = run.get("data") or {}
+                if run.get("error") or data.get("status") in ("Queued", "Failed"):
+                    continue
+                add(run.get("name") or str(run.get("rev", "?"))[:7], data)
+    return out
+
+
+def experiments_table(exp_show: Sequence[Mapping[str, Any]], all_rows: bool = False) -> str:
+    """Parameters, then headline metrics, one row each, one column per revision; by default only
+    the rows whose values differ between the revisions (what the experiments changed)."""
+    revs = revisions(exp_show)
+    if not revs:
+        return "no revision to show"
+
+    def rows(kind: int, label: str) -> list[list[str]]:
+        names = list(dict.fromkeys(n for rev in revs for n in rev[kind]))
+        out = []
+        for n in names:
+            cells = [fmt(rev[kind][n]) if n in rev[kind] else MISSING for rev in revs]
+            if all_rows or len(set(cells)) > 1:
+                out.append([f"{label} {n}", *cells])
+        return out
+
+    body = rows(1, "param") + rows(2, "metric")
+    if not body:
+        return "the revisions do not differ in any parameter or headline metric"
+    return render(["", *[r[0] for r in revs]], body)
+
+
+def dvc_exp_show(root: Path, extra: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """The output of ``dvc exp show --json`` in ``root``."""
+    done = subprocess.run([sys.executable, "-m", "dvc", "exp", "show", "--json", *extra], cwd=root,
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"dvc exp show failed: {done.stderr.strip()}")
+    data = parse_json(done.stdout, "dvc exp show --json")
+    if not isinstance(data, list):
+        raise DataError("dvc exp show", f"expected a list of revisions, got {type(data).__name__}")
+    return data
+
+
+# ----------------------------------------------------------------------------- command line
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m guimem.pipeline.report", description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="what", required=True)
+    m = sub.add_parser("metrics", help="the headline numbers of every stage, one per row")
+    m.add_argument("--rev", help="read the metrics files committed at this git revision instead of the workspace")
+    e = sub.add_parser("experiments", help="parameters and headline numbers that differ between experiments")
+    e.add_argument("--all-rows", action="store_true", help="print unchanged rows too")
+    e.add_argument("dvc_args", nargs="*", help="passed to `dvc exp show` (e.g. -- --all-commits)")
+    args = p.parse_args(argv)
+    root = repo_root(Path.cwd())
+    try:
+        if args.what == "metrics":
+            headlines = headlines_at(args.rev, root) if args.rev else read_headlines(root / "metrics")
+            print(metrics_table(headlines) if headlines else "no metrics yet: run `make repro` (dvc repro)")
+        else:
+            print(experiments_table(dvc_exp_show(root, args.dvc_args), all_rows=args.all_rows))
+    except (DataError, RuntimeError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

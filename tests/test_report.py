@@ -1,0 +1,81 @@
+"""The headline table and the experiments table print one readable row per number."""
+
+from __future__ import annotations
+
+import pytest
+
+from guimem.pipeline.report import experiments_table, fmt, main, metrics_table, read_headlines, revisions
+
+WIDTH = 100  # the terminal the README promises these fit
+
+
+def _rev(name, params, metrics, experiments=None):
+    return {"rev": name, "name": name, "error": None, "experiments": experiments,
+            "data": {"params": {"params.yaml": {"data": params}},
+                     "metrics": {f"metrics/{stage}.json": {"data": m} for stage, m in metrics.items()}}}
+
+
+def _exp(name, params, metrics, status="Success"):
+    data = _rev(name, params, metrics)["data"] | {"status": status}
+    return {"revs": [{"rev": name, "name": name, "error": None, "data": data}]}
+
+
+BASE = {"base": {"seed": 0}, "graph_build": {"tau": 0.9, "tau_sweep": [0.8, 0.9]}}
+HEADLINE = {"retrieval_eval": {"smg_hit@1": 0.5097, "flat_hit@1": 0.52, "steps": 875},
+            "actor": {"step_accuracy_action_graph_text": 0.52916, "held_out_steps": 875}}
+
+
+def test_fmt_rounds_floats_and_writes_lists_bools_and_nulls_compactly():
+    assert [fmt(0.529166), fmt(875), fmt(True), fmt(None), fmt([0.8, 0.85]), fmt("rule")] == [
+        "0.5292", "875", "true", "null", "[0.8,0.85]", "rule"]
+
+
+def test_metrics_table_has_one_row_per_number_in_stage_order_and_fits_the_terminal():
+    table = metrics_table(HEADLINE).splitlines()
+    assert table[0].split() == ["stage", "metric", "value"]
+    assert [line.split() for line in table[1:]] == [
+        ["retrieval_eval", "smg_hit@1", "0.5097"], ["retrieval_eval", "flat_hit@1", "0.52"],
+        ["retrieval_eval", "steps", "875"], ["actor", "step_accuracy_action_graph_text", "0.5292"],
+        ["actor", "held_out_steps", "875"]]
+    assert max(map(len, table)) <= WIDTH
+
+
+def test_read_headlines_follows_the_pipeline_order_and_names_a_bad_file(tmp_path):
+    (tmp_path / "actor.json").write_text('{"a": 1}')
+    (tmp_path / "world.json").write_text('{"b": 2}')
+    assert list(read_headlines(tmp_path)) == ["world", "actor"]
+    (tmp_path / "world.json").write_text("[1]")
+    with pytest.raises(Exception, match="world.json"):
+        read_headlines(tmp_path)
+
+
+def test_experiments_table_shows_only_what_an_experiment_changed():
+    changed = {**BASE, "graph_build": {**BASE["graph_build"], "tau": 0.85}}
+    moved = {**HEADLINE, "retrieval_eval": {**HEADLINE["retrieval_eval"], "smg_hit@1": 0.4869}}
+    shown = [_rev("workspace", BASE, HEADLINE),
+             _rev("main", BASE, HEADLINE, experiments=[_exp("bushy-tau", changed, moved),
+                                                        _exp("queued-one", changed, moved, status="Queued")])]
+    assert [r[0] for r in revisions(shown)] == ["workspace", "main", "bushy-tau"]
+    table = experiments_table(shown).splitlines()
+    assert table[0].split() == ["workspace", "main", "bushy-tau"]
+    assert [line.split() for line in table[1:]] == [
+        ["param", "graph_build.tau", "0.9", "0.9", "0.85"],
+        ["metric", "retrieval_eval.smg_hit@1", "0.5097", "0.5097", "0.4869"]]
+    assert max(map(len, table)) <= WIDTH
+    everything = experiments_table(shown, all_rows=True)
+    assert "param graph_build.tau_sweep" in everything and "[0.8,0.9]" in everything
+
+
+def test_experiments_table_says_when_nothing_differs():
+    same = [_rev("workspace", BASE, HEADLINE), _rev("main", BASE, HEADLINE)]
+    assert experiments_table(same) == "the revisions do not differ in any parameter or headline metric"
+    assert experiments_table([]) == "no revision to show"
+
+
+def test_the_command_prints_the_workspace_metrics(tmp_path, monkeypatch, capsys):
+    (tmp_path / "dvc.yaml").write_text("stages: {}\n")
+    (tmp_path / "metrics").mkdir()
+    (tmp_path / "metrics" / "world.json").write_text('{"train_episodes": 400}')
+    monkeypatch.chdir(tmp_path)
+    assert main(["metrics"]) == 0
+    assert capsys.readouterr().out.split() == ["stage", "metric", "value", "world", "train_episodes", "400"]
