@@ -89,9 +89,10 @@ def _read_object(path: Path) -> dict[str, Any]:
     return data
 
 
-def tiny_segmented_world(tmp_path: Path, n_train: int, n_test: int) -> Path:
-    """A tiny world and its rule segmentation at the default paths under ``tmp_path``, as the
-    ``world`` and ``segmentation`` stages would leave them (the start of every later smoke run)."""
+def tiny_segmented_world(tmp_path: Path, n_train: int, n_test: int, seed: int = 0) -> Path:
+    """A tiny world made with master ``seed`` and its rule segmentation under ``tmp_path``, where the
+    ``world`` and ``segmentation`` stages leave them (the start of every later smoke run). The smoke
+    chains use different seeds, so that the notebooks' teaching cells meet different worlds."""
     from guimem.core.store import load_episodes, save_subgoals
     from guimem.phone.config import WorldConfig
     from guimem.phone.demonstrator import generate_dataset
@@ -99,7 +100,7 @@ def tiny_segmented_world(tmp_path: Path, n_train: int, n_test: int) -> Path:
     from guimem.smg.segment import make_segmenter, segment_episodes
 
     root = Path(tmp_path)
-    generate_dataset(WorldConfig(n_train=n_train, n_test=n_test), root / "data" / "world", seed=0, progress=False)
+    generate_dataset(WorldConfig(n_train=n_train, n_test=n_test), root / "data" / "world", seed=seed, progress=False)
     segmenter = make_segmenter("rule", RuleJudge())
     for split in ("train", "test"):
         episodes = load_episodes(root / "data" / "world" / split)

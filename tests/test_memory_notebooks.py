@@ -15,7 +15,7 @@ def stage_dir(tmp_path_factory):
     """A tiny world and its rule segmentation at the default paths, as 00 and 01 would leave them."""
     from nbsmoke import tiny_segmented_world
 
-    return tiny_segmented_world(tmp_path_factory.mktemp("memory_nb"), n_train=10, n_test=3)
+    return tiny_segmented_world(tmp_path_factory.mktemp("memory_nb"), n_train=10, n_test=3, seed=5077)
 
 
 @pytest.fixture(scope="module")

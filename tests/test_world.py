@@ -427,6 +427,17 @@ def test_world_notebook_metrics(world_notebook):
     assert len(metrics["screen_types_per_app"]) >= 5 and min(metrics["screen_types_per_app"].values()) >= 8
 
 
+@pytest.mark.notebook
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [913, 2741])
+def test_world_notebook_runs_for_other_master_seeds(seed, tmp_path):
+    """The teaching cells pick their examples from the world the seed made (913 once broke one)."""
+    from nbsmoke import run_notebook
+
+    results = run_notebook("00_world", tmp_path, seed=seed, n_train=6, n_test=3)
+    assert results["train_episodes"] == 6 and results["test_episodes"] == 3
+
+
 def test_typed_texts_are_spans_of_the_goal():
     """What the expert types is written in the goal (an actor can copy it from there)."""
     for tid, t in TEMPLATES.items():
