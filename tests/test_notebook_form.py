@@ -149,3 +149,31 @@ def test_autosave_from_jupyterlab_leaves_git_and_dvc_clean(tmp_path):
         server.close()
     assert _status(clone) == (git_before, dvc_before), "saving a notebook from JupyterLab changed the repository"
     assert not list((clone / "notebooks").glob("*.ipynb")), "a save created an .ipynb twin"
+
+
+@pytest.mark.slow
+def test_autosave_of_an_executed_report_leaves_its_bytes(tmp_path):
+    """A stage's executed notebook (reports/*.ipynb, a DVC output) opened in the lab and autosaved,
+    once its kernel has started, is written back byte for byte: dvc status stays clean."""
+    import nbformat
+
+    from guimem.pipeline.runner import run_notebook
+
+    script = tmp_path / "notebooks" / "tiny.py"
+    script.parent.mkdir()
+    script.write_text('# %% [markdown]\n# A report.\n\n# %% tags=["parameters"]\nn = 2\n\n'
+                      '# %%\nprint(list(range(n)))\n{"n": n}\n', encoding="utf-8")
+    (tmp_path / "dvc.yaml").write_text("stages: {}\n")
+    report = run_notebook(script, tmp_path / "reports" / "tiny.ipynb", {"n": 3}, cwd=tmp_path)
+    before = report.read_bytes()
+    assert nbformat.reads(before, as_version=4).cells[-1].outputs, "the report has outputs"
+    language_info = _language_info()
+    server = Server(tmp_path, tmp_path / "jupyter")
+    try:
+        nb = server.call("GET", "api/contents/reports/tiny.ipynb?type=notebook&content=1")["content"]
+        nb["metadata"]["kernelspec"] = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+        nb["metadata"]["language_info"] = language_info
+        server.call("PUT", "api/contents/reports/tiny.ipynb", {"type": "notebook", "format": "json", "content": nb})
+    finally:
+        server.close()
+    assert report.read_bytes() == before

@@ -10,7 +10,7 @@ WIDTH = 100  # the terminal the README promises these fit
 
 
 def _rev(name, params, metrics, experiments=None):
-    return {"rev": name, "name": name, "error": None, "experiments": experiments,
+    return {"rev": name, "name": None if name == "workspace" else name, "error": None, "experiments": experiments,
             "data": {"params": {"params.yaml": {"data": params}},
                      "metrics": {f"metrics/{stage}.json": {"data": m} for stage, m in metrics.items()}}}
 
@@ -55,7 +55,7 @@ def test_experiments_table_shows_only_what_an_experiment_changed():
     shown = [_rev("workspace", BASE, HEADLINE),
              _rev("main", BASE, HEADLINE, experiments=[_exp("bushy-tau", changed, moved),
                                                         _exp("queued-one", changed, moved, status="Queued")])]
-    assert [r[0] for r in revisions(shown)] == ["workspace", "main", "bushy-tau"]
+    assert [r[0] for r in revisions(shown)] == ["workspace", "main", "bushy-tau"]  # DVC names no workspace
     table = experiments_table(shown).splitlines()
     assert table[0].split() == ["workspace", "main", "bushy-tau"]
     assert [line.split() for line in table[1:]] == [
@@ -64,6 +64,11 @@ def test_experiments_table_shows_only_what_an_experiment_changed():
     assert max(map(len, table)) <= WIDTH
     everything = experiments_table(shown, all_rows=True)
     assert "param graph_build.tau_sweep" in everything and "[0.8,0.9]" in everything
+
+
+def test_a_revision_without_a_name_is_titled_by_its_short_hash():
+    entry = _rev("x", BASE, HEADLINE) | {"rev": "996e3291f0c3a0b6c8a1d2e4f5a6b7c8d9e0f1a2", "name": None}
+    assert [r[0] for r in revisions([entry])] == ["996e329"]
 
 
 def test_experiments_table_says_when_nothing_differs():

@@ -121,15 +121,20 @@ def revisions(exp_show: Sequence[Mapping[str, Any]]) -> list[tuple[str, dict[str
             out.append((name, _params_of(data), _metrics_of(data)))
 
     for entry in exp_show:
-        name = entry.get("name") or str(entry.get("rev", "?"))[:7]
-        add(name, entry.get("data"))
+        add(_label(entry), entry.get("data"))
         for group in entry.get("experiments") or []:
             for run in group.get("revs") or []:
                 data = run.get("data") or {}
                 if run.get("error") or data.get("status") in ("Queued", "Failed"):
                     continue
-                add(run.get("name") or str(run.get("rev", "?"))[:7], data)
+                add(_label(run), data)
     return out
+
+
+def _label(entry: Mapping[str, Any]) -> str:
+    """A revision's column title: its name (branch, experiment), ``workspace``, or a short commit hash."""
+    rev = str(entry.get("rev", "?"))
+    return entry.get("name") or (rev[:7] if len(rev) == 40 else rev)
 
 
 def experiments_table(exp_show: Sequence[Mapping[str, Any]], all_rows: bool = False) -> str:
