@@ -21,6 +21,7 @@ VENV := .venv
 STAMP := $(VENV)/.guimem-installed
 PIP := $(VENV)/bin/python -m pip --disable-pip-version-check
 PYTEST_ARGS ?=
+COMPARE_ARGS ?=
 LAB_ARGS ?=
 PLOTS_ARGS ?=
 # The page `dvc plots show/diff` fill in (plots.html_template in .dvc/config, relative to .dvc/).
@@ -75,8 +76,8 @@ lab: setup $(LAB_OVERRIDES)  ## open JupyterLab on the notebooks (they write to 
 metrics: setup  ## print every stage's headline numbers, one per row (REV=<git revision>: as committed there)
 	python -m guimem.pipeline.report metrics $(if $(REV),--rev $(REV))
 
-compare: setup  ## print the parameters and headline numbers that differ between the workspace, HEAD and its experiments
-	python -m guimem.pipeline.report experiments
+compare: setup  ## print the parameters and headline numbers that differ between the workspace, HEAD and its experiments (COMPARE_ARGS: e.g. --all-rows, or -- -A for dvc exp show)
+	python -m guimem.pipeline.report experiments $(COMPARE_ARGS)
 
 bench: setup  ## run every benchmarks/*.py; each writes its results to a file
 	@scripts="$(wildcard benchmarks/*.py)"; \

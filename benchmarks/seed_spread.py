@@ -7,7 +7,8 @@ with every output written under a temporary folder and only the seed changed:
   workspace's ``data/`` (run ``dvc repro`` first). The actor is trained on the CPU in float32;
   another processor (or BLAS) rounds its last bits differently, training drifts apart, and every
   actor and closed-loop number moves. This spread is the tolerance within which those results
-  reproduce on other hardware (the README states it). About 10 minutes per seed on 2 cores.
+  reproduce on other hardware (the README states it). The closed loop's seed also draws its sample
+  of tasks, so its spread holds that too. 11 to 18 minutes per seed on 2 cores.
   Writes ``benchmarks/results/seed_spread.json``.
 - ``world``: the ``world``, ``segmentation``, ``graph_build`` and ``retrieval_eval`` stages with
   each master seed (``base.seed``): another phone (contents, layouts, themes, popups), other

@@ -70,6 +70,7 @@ train = {e.id: e for e in load_episodes(train_root, verify_images=False)}  # val
 test = load_episodes(test_root)
 test = test[:max_test_episodes] if max_test_episodes else test
 queries = step_queries(test)
+scored_ks = sorted({1, *ks})  # hit@1 is always scored: the headline number, whatever ks asks for
 print(f"{len(test)} test episodes, {len(queries)} steps to query; {len(train)} training episodes in memory")
 
 # %% [markdown]
@@ -95,17 +96,17 @@ print(f"screen embedder {images.name}; {len(vectors)} distinct test screenshots"
 # %%
 results, summaries = {}, {}
 for name in MEMORIES:
-    results[name] = evaluate_memory(memories[name], queries, vectors, train, ks=ks, k=k_nodes or None, progress=True)
+    results[name] = evaluate_memory(memories[name], queries, vectors, train, ks=scored_ks, k=k_nodes or None, progress=True)
     summaries[name] = summarize(results[name])
     write_results(out_dir, memories[name], results[name], train_root, progress=True)
-columns = [f"hit@{k}" for k in ks] + ["hit@shown", "failure_share_shown", "items_retrieved", "tokens_mean"]
+columns = [f"hit@{k}" for k in scored_ks] + ["hit@shown", "failure_share_shown", "items_retrieved", "tokens_mean"]
 print(f"{'memory':14s}" + "".join(f"{c:>20s}" for c in columns))
 for name in MEMORIES:
     print(f"{MEMORY_LABELS[name]:14s}" + "".join(f"{summaries[name][c]:20.3f}" for c in columns))
 
 # %%
 fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.4), gridspec_kw={"width_ratios": [2, 1]})
-bars = [f"hit@{k}" for k in ks] + ["hit@shown"]
+bars = [f"hit@{k}" for k in scored_ks] + ["hit@shown"]
 width = 0.8 / len(MEMORIES)
 for i, name in enumerate(MEMORIES):
     x = np.arange(len(bars)) + (i - (len(MEMORIES) - 1) / 2) * width
@@ -124,7 +125,7 @@ save_figure(fig, figure_path(figures_dir, "retrieval_eval", "hits"))
 # never retrieves correctly is one its unit cannot express, or whose screens it merges away).
 
 # %%
-per_type = {name: by_true_type(results[name], ks[0]) for name in MEMORIES}
+per_type = {name: by_true_type(results[name], 1) for name in MEMORIES}
 print(f"{'true type':24s}{'steps':>6s}" + "".join(f"{MEMORY_LABELS[n]:>15s}" for n in MEMORIES))
 for t, (n, _) in per_type["smg"].items():
     print(f"{t:24s}{n:6d}" + "".join(f"{per_type[m][t][1]:15.2f}" for m in MEMORIES))
@@ -142,7 +143,7 @@ train_subgoals = [s for s in load_subgoals(Path(subgoals_dir) / "train.jsonl", s
 tau_rows = []
 for t in tau_sweep:
     m = build_memory("smg", built, train_subgoals, train_root, images, texts, **{**smg.settings(), "tau": t})
-    s = summarize(evaluate_memory(m, queries, vectors, train, ks=ks, k=k_nodes or None))
+    s = summarize(evaluate_memory(m, queries, vectors, train, ks=scored_ks, k=k_nodes or None))
     tau_rows.append({"tau": t, "nodes": m.graph.n_nodes, **{c: s[c] for c in bars + ["tokens_mean"]}})
 fig, ax = plt.subplots(figsize=(5, 3.2))
 for c, style in zip(bars, ["o-", "s-", "^-", "d--"]):
@@ -163,10 +164,10 @@ for r in tau_rows:
 # %%
 results = {"test_episodes": len(test), "steps": len(queries), "image_embedder": images.name,
            "memories": {n: {k: round(v, 4) for k, v in summaries[n].items()} for n in MEMORIES},
-           "hit_by_true_type": {n: {t: {"steps": c, f"hit@{ks[0]}": round(h, 4)} for t, (c, h) in per_type[n].items()}
+           "hit_by_true_type": {n: {t: {"steps": c, "hit@1": round(h, 4)} for t, (c, h) in per_type[n].items()}
                                 for n in MEMORIES},
            "tau_sweep": [{k: round(v, 4) for k, v in r.items()} for r in tau_rows]}
 write_stage_results(results_path, results)
-metrics = {"steps": len(queries)} | {f"{n}_{c}": results["memories"][n][c] for n in MEMORIES for c in (f"hit@{ks[0]}", "hit@shown")}
+metrics = {"steps": len(queries)} | {f"{n}_{c}": results["memories"][n][c] for n in MEMORIES for c in ("hit@1", "hit@shown")}
 write_metrics(metrics_path, metrics)
 print(json.dumps(metrics, indent=1))

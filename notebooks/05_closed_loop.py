@@ -33,7 +33,7 @@
 # Subgoal-Graph 45.30) — here with a miniature actor in a miniature world.
 
 # %% tags=["parameters"]
-seed = 0  # master seed (recorded; the replays take their world seeds from the held-out episodes)
+seed = 0  # master seed: draws the sample of max_tasks tasks and seeds torch (each replay's world seeds come from its episode)
 n_seeds = 3  # world seeds per task: seed 0 is the demonstration's own, the others reshuffle the phone
 max_tasks = 48  # size knob: replay N held-out tasks drawn at random by `seed` (0: all 120; 48 keeps the pipeline within 15 min)
 memories = ["none", "flat", "action_graph", "task_graph", "smg"]  # memories compared ("none": no memory)

@@ -112,8 +112,10 @@ def test_graph_build_reporting_knobs_change_nothing_later_stages_read(stage_dir,
 
     changed = dict(tau_sweep=[0.95], theta_sweep=[0.9], batch_size=3, embed_workers=1)
     assert set(changed) == set(STAGES["02_graph_build"].reporting)
+    # a fresh embedding cache, so that the rerun embeds every screen again (with the pixels embedder the
+    # batch size and worker count change nothing; tests/test_embedding.py covers them for EfficientNet)
     rerun_changes_only_the_report("02_graph_build", stage_dir, tmp_path / "again",
-                                  **{"cache_dir": str(stage_dir / "cache"), **TINY, **changed})
+                                  **{**TINY, **changed, "cache_dir": str(tmp_path / "fresh_cache")})
 
 
 @pytest.mark.notebook
@@ -125,5 +127,5 @@ def test_retrieval_eval_reporting_knobs_change_nothing_later_stages_read(stage_d
 
     changed = dict(ks=[2], tau_sweep=[0.95], embed_workers=1)
     assert set(changed) == set(STAGES["03_retrieval_eval"].reporting)
-    rerun_changes_only_the_report("03_retrieval_eval", stage_dir, tmp_path / "again", cache_dir=str(stage_dir / "cache"),
+    rerun_changes_only_the_report("03_retrieval_eval", stage_dir, tmp_path / "again", cache_dir=str(tmp_path / "fresh"),
                                   image_embedder="pixels", text_embedder="hashing", **changed)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from guimem.pipeline.report import experiments_table, fmt, main, metrics_table, read_headlines, revisions
+from guimem.core.data import DataError
+from guimem.pipeline.report import experiments_table, fmt, main, metrics_table, read_headlines, revisions, stage_order
 
 WIDTH = 100  # the terminal the README promises these fit
 
@@ -30,7 +31,7 @@ def test_fmt_rounds_floats_and_writes_lists_bools_and_nulls_compactly():
         "0.5292", "875", "true", "null", "[0.8,0.85]", "rule"]
 
 
-def test_metrics_table_has_one_row_per_number_in_stage_order_and_fits_the_terminal():
+def test_metrics_table_has_one_row_per_number_and_fits_the_terminal():
     table = metrics_table(HEADLINE).splitlines()
     assert table[0].split() == ["stage", "metric", "value"]
     assert [line.split() for line in table[1:]] == [
@@ -40,13 +41,25 @@ def test_metrics_table_has_one_row_per_number_in_stage_order_and_fits_the_termin
     assert max(map(len, table)) <= WIDTH
 
 
+def test_metrics_table_flattens_a_nested_file_committed_before_the_headlines_were_flat():
+    assert metrics_table({"world": {"episodes": {"train": 400}}}).splitlines()[1].split() == [
+        "world", "episodes.train", "400"]
+
+
 def test_read_headlines_follows_the_pipeline_order_and_names_a_bad_file(tmp_path):
     (tmp_path / "actor.json").write_text('{"a": 1}')
     (tmp_path / "world.json").write_text('{"b": 2}')
-    assert list(read_headlines(tmp_path)) == ["world", "actor"]
+    assert list(read_headlines(tmp_path, ("world", "segmentation", "actor"))) == ["world", "actor"]
     (tmp_path / "world.json").write_text("[1]")
-    with pytest.raises(Exception, match="world.json"):
-        read_headlines(tmp_path)
+    with pytest.raises(DataError, match="world.json"):
+        read_headlines(tmp_path, ("world",))
+
+
+def test_the_stage_order_is_the_pipelines():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    assert stage_order(root) == ("world", "segmentation", "graph_build", "retrieval_eval", "actor", "closed_loop")
 
 
 def test_experiments_table_shows_only_what_an_experiment_changed():
@@ -54,7 +67,8 @@ def test_experiments_table_shows_only_what_an_experiment_changed():
     moved = {**HEADLINE, "retrieval_eval": {**HEADLINE["retrieval_eval"], "smg_hit@1": 0.4869}}
     shown = [_rev("workspace", BASE, HEADLINE),
              _rev("main", BASE, HEADLINE, experiments=[_exp("bushy-tau", changed, moved),
-                                                        _exp("queued-one", changed, moved, status="Queued")])]
+                                                        _exp("queued-one", changed, moved, status="Queued"),
+                                                        _exp("half-done", changed, moved, status="Running")])]
     assert [r[0] for r in revisions(shown)] == ["workspace", "main", "bushy-tau"]  # DVC names no workspace
     table = experiments_table(shown).splitlines()
     assert table[0].split() == ["workspace", "main", "bushy-tau"]
@@ -78,7 +92,7 @@ def test_experiments_table_says_when_nothing_differs():
 
 
 def test_the_command_prints_the_workspace_metrics(tmp_path, monkeypatch, capsys):
-    (tmp_path / "dvc.yaml").write_text("stages: {}\n")
+    (tmp_path / "dvc.yaml").write_text("stages:\n  world: {cmd: 'true'}\n")
     (tmp_path / "metrics").mkdir()
     (tmp_path / "metrics" / "world.json").write_text('{"train_episodes": 400}')
     monkeypatch.chdir(tmp_path)

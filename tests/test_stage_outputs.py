@@ -47,13 +47,15 @@ def test_every_stage_is_a_notebook_spec_and_its_reporting_knobs_are_its_own_para
         assert set(spec.reporting) <= set(PARAMS.get(section, {})), f"{section}: a reporting knob not in params.yaml"
 
 
-@pytest.mark.parametrize("key", params_keys(PARAMS))
-def test_every_parameter_is_read_by_a_stage_that_declares_it(key):
-    section, _, name = key.partition(".")
-    stages = declaring(key)
-    assert stages, f"params.yaml: {key} is read by no stage (dvc.yaml declares it nowhere)"
-    if section in SPEC_OF:
-        assert section in stages, f"{key}: its own stage does not declare it"
+def test_every_parameter_is_a_parameter_of_its_stages_notebook_and_declared_by_that_stage():
+    """A key of a stage's params.yaml section is a parameter its notebook reads (a typo or a stale
+    key would be passed to nothing), and every key, ``base`` included, is declared by some stage."""
+    for key in params_keys(PARAMS):
+        section, _, name = key.partition(".")
+        assert declaring(key), f"params.yaml: {key} is declared by no stage in dvc.yaml"
+        if section in SPEC_OF:
+            assert name in SPEC_OF[section].fields, f"params.yaml: {key} is not a parameter of {section}'s notebook"
+            assert section in declaring(key), f"{key}: its own stage does not declare it"
 
 
 @pytest.mark.parametrize("key", [f"{section}.{name}" for section, spec in SPEC_OF.items() for name in spec.reporting])

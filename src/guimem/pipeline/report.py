@@ -22,13 +22,19 @@ import sys
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+import yaml
+
 from guimem.core.data import DataError
 from guimem.core.io import parse_json, read_json
-from guimem.pipeline.params import STAGES
 from guimem.pipeline.paths import repo_root
 
-STAGE_ORDER: tuple[str, ...] = tuple(spec.section for spec in STAGES.values())  # the pipeline's order
 MISSING = "-"
+
+
+def stage_order(root: Path) -> tuple[str, ...]:
+    """The stages of ``root/dvc.yaml``, in the pipeline's order (read here: importing the stage specs
+    would import every layer of the package, seconds of start-up for printing a few numbers)."""
+    return tuple(yaml.safe_load((root / "dvc.yaml").read_text(encoding="utf-8"))["stages"])
 
 
 def fmt(value: Any) -> str:
@@ -56,10 +62,10 @@ def render(header: Sequence[str], rows: Iterable[Sequence[str]], right_from: int
 
 
 # ----------------------------------------------------------------------------- metrics
-def read_headlines(folder: Path) -> dict[str, dict[str, Any]]:
-    """Each stage's headline metrics from ``folder/<stage>.json``, in pipeline order (absent files left out)."""
+def read_headlines(folder: Path, stages: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """Each of ``stages``' headline metrics from ``folder/<stage>.json``, in that order (absent files left out)."""
     out: dict[str, dict[str, Any]] = {}
-    for stage in STAGE_ORDER:
+    for stage in stages:
         path = folder / f"{stage}.json"
         if path.is_file():
             data = read_json(path)
@@ -70,15 +76,17 @@ def read_headlines(folder: Path) -> dict[str, dict[str, Any]]:
 
 
 def metrics_table(headlines: Mapping[str, Mapping[str, Any]]) -> str:
-    """One row per headline number: stage, metric, value."""
-    rows = [(stage, name, fmt(value)) for stage, metrics in headlines.items() for name, value in metrics.items()]
+    """One row per headline number: stage, metric, value (a nested file, as committed before the
+    headline numbers were flat, is flattened to dotted names)."""
+    rows = [(stage, name, fmt(value)) for stage, metrics in headlines.items()
+            for name, value in _flatten(dict(metrics)).items()]
     return render(("stage", "metric", "value"), rows, right_from=2)
 
 
-def headlines_at(rev: str, root: Path) -> dict[str, dict[str, Any]]:
-    """The metrics files as committed at git revision ``rev``."""
+def headlines_at(rev: str, root: Path, stages: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """The metrics files of ``stages`` as committed at git revision ``rev``."""
     out: dict[str, dict[str, Any]] = {}
-    for stage in STAGE_ORDER:
+    for stage in stages:
         shown = subprocess.run(["git", "show", f"{rev}:metrics/{stage}.json"], cwd=root, capture_output=True, text=True)
         if shown.returncode == 0:
             out[stage] = parse_json(shown.stdout, f"{rev}:metrics/{stage}.json")
@@ -113,7 +121,7 @@ def _params_of(data: Mapping[str, Any]) -> dict[str, Any]:
 
 def revisions(exp_show: Sequence[Mapping[str, Any]]) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
     """``(name, params, metrics)`` of every revision in ``dvc exp show --json`` output: the workspace,
-    each baseline commit, then the experiments run on it (queued and failed ones left out)."""
+    each baseline commit, then the experiments run on it (queued, running and failed ones left out)."""
     out = []
 
     def add(name: str, data: Mapping[str, Any] | None) -> None:
@@ -125,7 +133,7 @@ def revisions(exp_show: Sequence[Mapping[str, Any]]) -> list[tuple[str, dict[str
         for group in entry.get("experiments") or []:
             for run in group.get("revs") or []:
                 data = run.get("data") or {}
-                if run.get("error") or data.get("status") in ("Queued", "Failed"):
+                if run.get("error") or data.get("status") in ("Queued", "Failed", "Running"):
                     continue
                 add(_label(run), data)
     return out
@@ -184,7 +192,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     root = repo_root(Path.cwd())
     try:
         if args.what == "metrics":
-            headlines = headlines_at(args.rev, root) if args.rev else read_headlines(root / "metrics")
+            stages = stage_order(root)
+            headlines = headlines_at(args.rev, root, stages) if args.rev else read_headlines(root / "metrics", stages)
             print(metrics_table(headlines) if headlines else "no metrics yet: run `make repro` (dvc repro)")
         else:
             print(experiments_table(dvc_exp_show(root, args.dvc_args), all_rows=args.all_rows))
