@@ -26,29 +26,26 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import yaml
-from papermill.translators import papermill_translators
 
-from guimem.pipeline.runner import KERNEL_NAME, read_notebook
+from guimem.pipeline.runner import notebook_defaults
 from guimem.pipeline.runner import run_notebook as _run
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 
 
 def notebook_parameters(path: Path) -> dict[str, str]:
-    """The parameters cell's names and default values (as source text) of the notebook at ``path``."""
-    nb = read_notebook(path)
-    cells = [c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", [])]
-    if not cells:
+    """The parameters cell's names and default values (as source text) of the notebook at ``path``,
+    as the runner reads them; a notebook without one is an error here."""
+    defaults = notebook_defaults(path)
+    if not defaults:
         raise ValueError(f"{path}: no cell is tagged 'parameters'")
-    translator = papermill_translators.find_translator(KERNEL_NAME, "python")
-    return {p.name: p.default for p in translator.inspect(cells[0])}
+    return defaults
 
 
 def stage_paths(name: str) -> dict[str, str]:
     """The literal ``-p NAME VALUE`` pairs of the ``dvc.yaml`` stage that runs ``notebooks/<name>.py``
     (its input and output paths; values DVC interpolates from params.yaml are left to the caller)."""
-    stages = yaml.safe_load((NOTEBOOKS.parent / "dvc.yaml").read_text(encoding="utf-8"))["stages"]
-    found = [s["cmd"] for s in stages.values() if f"notebooks/{name}.py" in s["cmd"]]
+    found = [s["cmd"] for s in _stages().values() if f"notebooks/{name}.py" in s["cmd"]]
     if len(found) != 1:
         raise ValueError(f"dvc.yaml: expected one stage running notebooks/{name}.py, found {len(found)}")
     args = shlex.split(found[0])
