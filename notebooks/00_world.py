@@ -3,21 +3,26 @@
 #
 # **What this stage does.** It generates every trajectory the later stages learn from and
 # remember: a built-in synthetic Android-like phone (a launcher and six apps drawn to PNG,
-# each screen with an accessibility tree), a scripted demonstrator that performs tasks on it
-# — sometimes clumsily, sometimes failing — and the train and test episode stores.
+# each screen with an accessibility tree, each app in several **variants**), an expert that
+# knows the right next action from any state, a demonstrator that is that expert plus noise —
+# sometimes clumsy, sometimes failing — and three episode stores: training, test and memory.
 #
 # **Why.** The Subgoal-aware Memory Graph (SMG) and SwitchMem papers evaluate on AITW,
 # LearnGUI, AndroidWorld and SPA-Bench, which need emulators, GPUs and large downloads. This
-# world keeps what makes memory matter in those benchmarks and runs on a laptop:
-# app-specific paths the goal never spells out, label-free icons and dense picture grids,
-# layouts and colours that change between episodes while labels stay, interrupting popups
-# and dead ends. Later notebooks *measure* whether each memory exploits these; nothing here
-# assumes it.
+# world keeps what makes memory matter in those benchmarks and runs on a laptop. Its premise
+# is SPA-Bench's: single-app tasks, solved by an agent that has never seen *this* variant of
+# the app. The same app differs between phone makers and versions — where a function sits,
+# what it is called, which controls are bare icons — so the actor learns on some variants and
+# is tested on others, with a memory of past experience on the test variants' *other* tasks.
+# The world also has label-free icons and dense picture grids, list orders and colours that
+# change between episodes while labels stay, interrupting popups and dead ends. Later
+# notebooks *measure* whether each memory exploits these; nothing here assumes it.
 #
-# **Reads** nothing (the world is code). **Writes** `data/world/train/` and `data/world/test/`
-# (episode stores: `episodes/<id>.json`, `screens/<sha>.png`, `manifest.json`), its headline
-# numbers to `metrics/world.json`, every count behind them to `results/world.json`, and three
-# figures: `figures/world_gallery.png`, `figures/world_filmstrip.png`, `figures/world_summary.png`.
+# **Reads** nothing (the world is code). **Writes** `data/world/train/`, `data/world/test/` and
+# `data/world/memory/` (episode stores: `episodes/<id>.json`, `screens/<sha>.png`,
+# `manifest.json`), its headline numbers to `metrics/world.json`, every count behind them to
+# `results/world.json`, and four figures: `figures/world_gallery.png`,
+# `figures/world_variants.png`, `figures/world_filmstrip.png`, `figures/world_summary.png`.
 #
 # **Running it yourself.** `dvc repro` runs this notebook with the paths above. Opened in
 # JupyterLab (`make lab`), its defaults below write everything under `scratch/` instead, so
@@ -31,14 +36,18 @@
 # %% tags=["parameters"]
 seed = 0  # master seed: tasks, phone content, shuffles, popups and demonstrator noise all derive from it
 n_train = 400  # training episodes (the size knob: use ~10 for a smoke run)
-n_test = 120  # test episodes: unseen parameter combinations and unseen templates
+n_test = 120  # test episodes (evaluation variants): unseen parameter combinations and unseen templates
+n_memory = 240  # memory episodes: experience on the evaluation variants, never a test episode's own task
+start = "app"  # where an episode starts: "app" (inside the task's app) or "launcher"
+variants = 4  # variants of every app (0: the reference design)
+train_variants = [0, 1]  # variants the training episodes run on; the others are for evaluation
 image_width = 180  # screenshot width in pixels; height is twice that
 max_steps = 30  # step budget per episode
 dialog_prob = 0.3  # chance that an episode is interrupted by a popup
-shuffle = True  # per-episode layout shuffles (list, menu, tab and toolbar order)
+shuffle = True  # per-episode shuffles of list and switch order (toolbars, menus and tabs keep their variant's order)
 themes = True  # per-episode accent colours
 p_launcher_tap = 0.5  # the demonstrator opens apps from the launcher grid (else with open_app)
-p_wrong_tap = 0.05  # per-step chance of a wrong tap, undone with back
+p_wrong_tap = 0.05  # per-step chance of a wrong tap (the expert goes back from where it strayed)
 p_give_up = 0.08  # per-episode chance of giving up midway
 p_give_up_impossible = 0.5  # share of give-ups ending with `impossible` (the others wander to the budget)
 p_wrong_state = 0.1  # per-episode chance of finishing in a wrong state, then `done`
@@ -47,30 +56,35 @@ success_max = 0.92  # upper end of that range
 test_param_share = 0.25  # share of each template's parameter combinations kept for the test split
 unseen_templates = ["settings.search_toggle", "notes.rename", "messages.mute", "shop.wishlist", "clock.label_alarm"]  # test-only templates
 test_unseen_share = 0.3  # share of test episodes drawn from the unseen templates
-out_dir = "scratch/world"  # where the train/ and test/ episode stores are written (the pipeline: data/world)
+n_perturbed = 300  # tasks the expert is knocked off course on, to measure that it still completes them
+out_dir = "scratch/world"  # where the train/, test/ and memory/ episode stores are written (the pipeline: data/world)
 figures_dir = "scratch/figures"  # where the figures go (the pipeline: figures)
 metrics_path = "scratch/metrics/world.json"  # headline numbers (the pipeline: metrics/world.json)
 results_path = "scratch/results/world.json"  # every count behind them (the pipeline: results/world.json)
 
 # %%
 import json
+import random
 from pathlib import Path
 
 from guimem.core.data import Action
 from guimem.core.io import write_metrics, write_stage_results
-from guimem.core.store import load_episodes, load_screenshot
+from guimem.core.store import SPLITS, load_episodes, load_screenshot
 from guimem.phone import render
 from guimem.phone.catalogue import LOGICAL_SIZE
 from guimem.phone.config import WorldConfig
-from guimem.phone.demonstrator import generate_dataset, run_episode
+from guimem.phone.demonstrator import generate_dataset, plan_tasks, run_episode
+from guimem.phone.expert import Expert, perturbed_completion
 from guimem.phone.tasks import TEMPLATES, make_task, subgoal_reuse
+from guimem.phone.variants import app_variant
 from guimem.phone.world import World
 from guimem.pipeline.paths import enter_repo_root
 from guimem.viz.plotting import figure_path, save_figure
 
 enter_repo_root()
 config = WorldConfig(
-    n_train=n_train, n_test=n_test, image_width=image_width, max_steps=max_steps, dialog_prob=dialog_prob,
+    n_train=n_train, n_test=n_test, n_memory=n_memory, start=start, variants=variants,
+    train_variants=tuple(train_variants), image_width=image_width, max_steps=max_steps, dialog_prob=dialog_prob,
     shuffle=shuffle, themes=themes, p_launcher_tap=p_launcher_tap, p_wrong_tap=p_wrong_tap, p_give_up=p_give_up,
     p_give_up_impossible=p_give_up_impossible, p_wrong_state=p_wrong_state, success_min=success_min,
     success_max=success_max, test_param_share=test_param_share, unseen_templates=tuple(unseen_templates),
@@ -81,14 +95,16 @@ config = WorldConfig(
 # A **screen** is two things at once: a picture (what a vision model sees) and an
 # accessibility tree of UI elements, each with a role, a visible text, a content
 # description, normalised bounds `(x0, y0, x1, y1)` and whether it is clickable (what a
-# text-only agent reads). Below, the Notes app right after it opens, with every element's
-# box drawn: the toolbar icons (red boxes) carry **no text and no description** — only their
-# picture says that one is a magnifier and the other a ⋮ menu.
+# text-only agent reads). An episode starts inside its task's app (`start = "launcher"` starts
+# on the home screen instead). Below, the Notes app as an episode starts, in its reference
+# design (variant 0), with every element's box drawn: the toolbar icons (red boxes) carry **no
+# text and no description** — only their picture says that one is a magnifier and the other a
+# ⋮ menu.
 
 # %%
 world = World(WorldConfig(**{**config.to_dict(), "dialog_prob": 0.0}))  # no popup over the screen we look at
-world.reset(make_task("notes.display", (("option", "Dark mode"), ("state", "on"))), seed=seed)
-obs, done, info = world.step(Action("open_app", text="Notes"))
+dark_mode = make_task("notes.display", (("option", "Dark mode"), ("state", "on")))
+obs = world.reset(dark_mode, seed=seed, variant=0)
 print(obs.screen, "—", len(obs.elements), "elements")
 for e in obs.elements[:6]:
     print(f"  {e.role:10s} text={e.text!r:18s} description={e.description!r:10s} clickable={e.clickable} bounds={e.bounds}")
@@ -99,8 +115,8 @@ render.annotate(obs.image, obs.elements).resize((270, 540))
 # done, impossible`, with points normalised to [0, 1]. A tap hits the topmost clickable
 # element under it (a dialog blocks what lies beneath), a vertical swipe scrolls the list,
 # `type` fills the focused field. The tree names the two icons only `icon0` and `icon1`, and
-# their order is shuffled between episodes; below we peek at the world's hidden layout to
-# find the ⋮ — an agent has to recognise its three dots. It opens a menu of words.
+# their order is the app variant's own; below we peek at the world's hidden layout to find the
+# ⋮ — an agent has to recognise its three dots. It opens a menu of words.
 
 # %%
 x0, y0, x1, y1 = world.layout.find("icon:more").box  # hidden from agents: the world's own widget
@@ -108,52 +124,131 @@ obs, done, info = world.step(Action("tap", point=((x0 + x1) / 2 / LOGICAL_SIZE[0
 print(info["effect"], "->", obs.screen, [e.text for e in obs.elements if e.role == "menu_item"])
 
 # %% [markdown]
+# ## App variants: the same app from another phone maker
+# Every app exists in several **variants** (`variants`, here 4), as the same app differs
+# between phone makers and versions. Variant 0 is the reference design above; each other one
+# is drawn once and for all from the app's name and its index (`guimem.phone.variants`):
+# - **words**: some labels take a synonym ("Preferences" may read "Options", "Dark mode"
+#   "Night mode", "Trash" "Bin") — the goal keeps the plain words;
+# - **labelled or bare icons**: each toolbar glyph carries an accessibility label ("Search")
+#   or stays a bare picture;
+# - **where a function sits**: the settings open from the ⋮ menu or from a gear in the top
+#   bar, and some switches sit on another settings page;
+# - **order**: toolbars, menus, tabs and dialog buttons have the variant's own order. (List and
+#   switch order still changes between episodes, while the labels stay.)
+#
+# The actor learns on `train_variants` and is tested on the others: there, only experience
+# tells where a function is and what it is called. Here is what each variant of Notes changes.
+
+# %%
+for v in range(config.variants):
+    d = app_variant("notes", v).to_dict()
+    print(f"variant {v}: settings from the {d['settings_entry']}; labelled glyphs {d['labelled'] or 'none'}; "
+          f"moved switches {d['moved'] or 'none'}\n    words {d['words'] or 'the reference words'}")
+
+# %% [markdown]
+# The same task in every variant, "Turn on Dark mode in Notes": the app as it opens (top row)
+# and the page that holds the switch (bottom row), reached by the expert (below), whose route
+# follows each variant's own menus.
+
+# %%
+frames, captions, rng = [], [], random.Random(seed)
+for row in ("start", "switch"):
+    for v in range(config.variants):
+        obs = world.reset(dark_mode, seed=seed, variant=v)
+        expert = Expert(world)
+        while row == "switch" and expert.decide(world).subgoal == 0:  # play the "go to the switch" subgoal
+            obs = world.step(expert.act(world, rng)[0])[0]
+        frames.append(render.annotate(obs.image, obs.elements))
+        captions.append(f"variant {v}: {obs.screen}")
+fig = render.contact_sheet(frames, captions, cols=config.variants, title="'Turn on Dark mode in Notes' in each variant of Notes")
+save_figure(fig, figure_path(figures_dir, "world", "variants"))
+
+# %% [markdown]
 # ## A task, and the subgoals it is made of
 # A **task** is a template with parameters, e.g. "Turn {state} {option} in Notes". Every
-# template is a sequence of **subgoals** — contiguous actions with one sub-intent — drawn
-# from *one shared library*, so the same kinds of subgoal recur across tasks and apps. What
-# the goal does not say is *where*: dark mode lives under ⋮ › Preferences › Display in
-# Notes, but under the Settings tab › Appearance in Messages. Only experience tells.
+# template is a sequence of **subgoals** — contiguous actions with one sub-intent, usually
+# several ("write the message and send it": tap the field, type, tap send) — drawn from *one
+# shared library*, so the same kinds of subgoal recur across tasks and apps. A plan says what
+# to reach, not how: "go to the Dark mode switch" is one subgoal whose route — ⋮ › Preferences ›
+# Display in one variant, the gear › Display in another — is found on the phone itself.
 
 # %%
 for tid in ("notes.display", "messages.appearance", "gallery.settings"):
     t = TEMPLATES[tid]
     params = {"option": "Dark mode", "state": "on"}
     print(f"{t.goal.format(**params)!r}")
-    for sg in t.full_plan(params):
+    for sg in t.full_plan(params, config.start):
         print(f"    {sg.type:20s} {sg.text}")
 reuse = subgoal_reuse()
 print(f"\n{len(TEMPLATES)} templates, {reuse['types_used']} subgoal types; "
       f"{reuse['types_shared']} of them ({reuse['share']:.0%}) are used by two or more templates")
 
 # %% [markdown]
+# ## The expert, from any state
+# The **expert** knows each task's plan and may look at the phone's hidden state (an agent
+# may not). Built when an episode starts, it plays the plan once on a copy of the phone and
+# keeps the trace: each move and the place it was made from. From any state it then dismisses
+# a popup, answers `done` once the task's check holds, continues the trace where it was made
+# from this very place, and otherwise goes back towards where the trace starts. Its routes on
+# each variant:
+
+# %%
+for v in range(config.variants):
+    world.reset(dark_mode, seed=seed, variant=v)
+    print(f"variant {v}:", " › ".join(e.move[1] or e.move[0] for e in Expert(world).trace))
+
+# %% [markdown]
+# It must be right from *any* state, not only from the states its own clean run passes
+# through: the DAgger teacher of the actor stage relabels the actor's own detours with it.
+# Measured here on tasks of the test and memory splits: let the expert make some of its moves,
+# knock it off course with 1–5 random actions (any control tapped or long-pressed, scrolls,
+# typing, enter, back), and let it play on.
+
+# %%
+jobs = plan_tasks(config, seed)
+jobs = (jobs["test"] + jobs["memory"])[:n_perturbed]
+perturbed = perturbed_completion(World(config, render=False), jobs, seed)
+print(f"completed {perturbed['completion_rate']:.1%} of {perturbed['tasks']} perturbed tasks; "
+      f"failures by template: {perturbed['failures'] or 'none'}")
+
+# %% [markdown]
 # ## An episode
-# The **demonstrator** is a scripted expert that knows every path. It is deliberately
-# imperfect: it sometimes taps the wrong control and goes back, gives up (`impossible`, or
-# wanders until the step budget runs out), or finishes in a wrong state (a sibling option,
-# another item, a mistyped text) and says `done`. Every step records the ground-truth
-# subgoal it belongs to — noise steps included — and success is judged on the phone's
-# hidden final state, never on pixels. An interrupting popup gets a subgoal of its own.
+# The **demonstrator** is the expert with noise on top. It is deliberately imperfect: it
+# sometimes taps the wrong control (and the expert goes back from where it strayed), gives up
+# (`impossible`, or wanders until the step budget runs out), or finishes in a wrong state (a
+# sibling option, another item, a mistyped text) and says `done`. Every step records the
+# ground-truth subgoal it belongs to — noise steps included — and success is judged on the
+# phone's hidden final state, never on pixels. An interrupting popup gets a subgoal of its own.
 
 # %%
 demo_world = World(WorldConfig(**{**config.to_dict(), "dialog_prob": 1.0}))
 episode = run_episode(demo_world, make_task("messages.sticker", (("name", "Bob"), ("sticker", "heart"))), seed=seed + 3,
-                      episode_id="demo", images=None)
+                      episode_id="demo", images=None, variant=config.eval_variants[0])
 print(episode.goal, "->", "success" if episode.success else "failure")
 for i, step in enumerate(episode.steps):
     print(f"  {i:2d} [{step.subgoal.index}] {step.subgoal.type:18s} {step.action.describe():28s} on {step.observation.screen}")
 
 # %% [markdown]
 # ## The dataset
-# Training episodes are balanced over the seen templates. The test split holds parameter
-# combinations never used in training (a fixed hash split per template) and whole
-# **unseen templates** composed of subgoal types that training does contain — the case
-# where remembered subgoals, not memorised tasks, must carry over.
+# Three stores, the split the papers' setting asks for:
+# - **train**: episodes on the train variants, balanced over the seen templates — what the
+#   actor learns from;
+# - **test**: episodes on the evaluation variants — parameter combinations never used in
+#   training (a fixed hash split per template) and whole **unseen templates** composed of
+#   subgoal types that training does contain;
+# - **memory**: past experience on the evaluation variants, successes and failures, of every
+#   template — but never a test episode's own task on its own variant. The memories of
+#   `02_graph_build` are built from it: the agent meets an unfamiliar variant with a memory of
+#   *other* tasks done on it.
 
 # %%
 stats = generate_dataset(config, out_dir, seed=seed)
 print(json.dumps({k: stats[k] for k in ("episodes", "steps", "success_rate", "subgoal_reuse_share")}, indent=1))
-print("train:", json.dumps(stats["train"]["modes"]), " test:", json.dumps(stats["test"]["modes"]))
+for split in SPLITS:
+    s = stats[split]
+    print(f"{split:6s} variants {s['variants']}  {s['actions_per_subgoal']:.2f} actions per subgoal "
+          f"({s['actions_per_subgoal_without_end']:.2f} without the final done)  modes {json.dumps(s['modes'])}")
 
 # %% [markdown]
 # Every episode is a JSON file; every distinct screen is stored once, named by its content
@@ -163,7 +258,9 @@ print("train:", json.dumps(stats["train"]["modes"]), " test:", json.dumps(stats[
 # %%
 train = load_episodes(Path(out_dir) / "train")
 test = load_episodes(Path(out_dir) / "test")
-print(len(train), "train and", len(test), "test episodes;", train[0].id, "starts with", train[0].steps[0].screenshot)
+memory = load_episodes(Path(out_dir) / "memory")
+print(len(train), "train,", len(test), "test and", len(memory), "memory episodes;", train[0].id, "starts with",
+      train[0].steps[0].screenshot)
 
 # %% [markdown]
 # ## Figures
@@ -197,7 +294,7 @@ save_figure(fig, figure_path(figures_dir, "world", "filmstrip"))
 # each subgoal type occurs.
 
 # %%
-fig = render.dataset_summary_figure({"train": train, "test": test})
+fig = render.dataset_summary_figure({"train": train, "test": test, "memory": memory})
 save_figure(fig, figure_path(figures_dir, "world", "summary"))
 
 # %% [markdown]
@@ -209,20 +306,29 @@ save_figure(fig, figure_path(figures_dir, "world", "summary"))
 results = {
     "episodes": stats["episodes"], "steps": stats["steps"],
     "train_episodes": stats["train"]["episodes"], "test_episodes": stats["test"]["episodes"],
+    "memory_episodes": stats["memory"]["episodes"],
     "demonstrator_success_rate": stats["success_rate"],
     "train_success_rate": stats["train"]["success_rate"], "test_success_rate": stats["test"]["success_rate"],
-    "success_in_range": stats["train"]["success_in_range"] and stats["test"]["success_in_range"],
+    "memory_success_rate": stats["memory"]["success_rate"],
+    "success_in_range": all(stats[s]["success_in_range"] for s in SPLITS),
+    "variants": config.variants, "train_variants": list(config.train_variants), "eval_variants": list(config.eval_variants),
+    "actions_per_subgoal": {s: stats[s]["actions_per_subgoal"] for s in SPLITS},
+    "actions_per_subgoal_without_end": {s: stats[s]["actions_per_subgoal_without_end"] for s in SPLITS},
+    "expert_perturbed_completion": perturbed["completion_rate"], "expert_perturbed_tasks": perturbed["tasks"],
+    "expert_perturbed_failures": perturbed["failures"],
     "mean_steps": round(stats["steps"] / max(1, stats["episodes"]), 3),
     "templates": stats["templates"], "unseen_templates": len(stats["unseen_templates"]),
     "subgoal_types": stats["subgoal_types"], "subgoal_reuse_share": stats["subgoal_reuse_share"],
     "screen_types_per_app": stats["screen_types_per_app"],
     "screenshots_per_app": stats["train"]["screenshots_per_app"],
-    "unique_screenshots": stats["train"]["unique_screenshots"] + stats["test"]["unique_screenshots"],
-    "episodes_with_popup": stats["train"]["episodes_with_popup"] + stats["test"]["episodes_with_popup"],
+    "unique_screenshots": sum(stats[s]["unique_screenshots"] for s in SPLITS),
+    "episodes_with_popup": sum(stats[s]["episodes_with_popup"] for s in SPLITS),
     "demonstrator_modes": stats["train"]["modes"],
 }
 write_stage_results(results_path, results)
-metrics = {k: results[k] for k in ("train_episodes", "test_episodes", "steps", "mean_steps", "demonstrator_success_rate",
-                                   "unique_screenshots", "templates", "subgoal_types")}
+metrics = {k: results[k] for k in ("train_episodes", "test_episodes", "memory_episodes", "mean_steps",
+                                   "demonstrator_success_rate", "unique_screenshots", "templates",
+                                   "expert_perturbed_completion")}
+metrics["actions_per_subgoal"] = results["actions_per_subgoal"]["train"]
 write_metrics(metrics_path, metrics)
 print(json.dumps(metrics, indent=1))

@@ -13,7 +13,7 @@
 # transfer; cut too finely and an edge says nothing about *why*. Failures are worth
 # remembering too, so each subgoal carries a success label.
 #
-# **Reads** `data/world/{train,test}/`. **Writes** `data/segmentation/{train,test}.jsonl`
+# **Reads** `data/world/{train,test,memory}/`. **Writes** `data/segmentation/{train,test,memory}.jsonl`
 # (one subgoal per line), its headline numbers to `metrics/segmentation.json`, every score
 # behind them to `results/segmentation.json`, `figures/segmentation_boundaries.png` and
 # `figures/segmentation_judge_confusion.png`.
@@ -31,8 +31,8 @@
 # beside it on a sample so that both can be compared against the truth.
 
 # %% tags=["parameters"]
-world_dir = "data/world"  # episode stores from 00_world (train/ and test/ are read)
-out_dir = "scratch/segmentation"  # where {train,test}.jsonl are written (the pipeline: data/segmentation)
+world_dir = "data/world"  # episode stores from 00_world (train/, test/ and memory/ are read)
+out_dir = "scratch/segmentation"  # where {train,test,memory}.jsonl are written (the pipeline: data/segmentation)
 segmenter = "rule"  # the segmenter whose subgoals are written: rule, llm or ground_truth
 judge = "rule"  # the success judge: rule (default) or llm (SmolLM2's yes/no probabilities per episode)
 judge_evidence = 0.5  # rule judge: share of the goal's key words the agent must have acted on (or made appear) for "yes"
@@ -57,7 +57,7 @@ import torch
 
 from guimem.core.data import group_by_episode
 from guimem.core.io import write_metrics, write_stage_results
-from guimem.core.store import load_episodes, save_subgoals
+from guimem.core.store import SPLITS, load_episodes, save_subgoals
 from guimem.models.embedding import cached_text_embedder
 from guimem.pipeline.paths import enter_repo_root
 from guimem.smg.judge import LLMJudge, RuleJudge
@@ -77,7 +77,7 @@ from guimem.viz.plotting import figure_path, save_figure
 
 enter_repo_root()
 torch.set_num_threads(1)  # the machine is shared; greedy decoding gives the same answer either way
-episodes = {split: load_episodes(Path(world_dir) / split) for split in ("train", "test")}
+episodes = {split: load_episodes(Path(world_dir) / split) for split in SPLITS}
 if max_episodes:
     episodes = {split: eps[:max_episodes] for split, eps in episodes.items()}
 print({split: len(eps) for split, eps in episodes.items()}, "episodes")
@@ -96,8 +96,12 @@ print({split: len(eps) for split, eps in episodes.items()}, "episodes")
 # - **end**: `done` or `impossible`.
 #
 # A subgoal *ends* with an effective step; noise, scrolls and detours join the effective step
-# they led to; typing and `enter` join the field tap (or the search) before them; `done`
-# closes the last subgoal while `impossible` gives up on a new one. Here is one test
+# they led to. An effective step *continues* the subgoal before it when it carries on the same
+# sub-intent: typing and `enter` after the field tap (or the search opened), the tap that
+# submits what was just typed (save, send, start), a choice in the menu or window the previous
+# touch opened, a run of touches from page to page (navigation), the same control pressed
+# again. A step that closes a window the agent did not open (a popup) is a subgoal of its own.
+# `done` closes the last subgoal while `impossible` gives up on a new one. Here is one test
 # trajectory, as the LLM will also see it, and the kind the rule segmenter reads in each step.
 
 # %%

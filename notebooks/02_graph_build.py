@@ -1,7 +1,8 @@
 # %% [markdown]
 # # 02 · Graph build: the Subgoal-aware Memory Graph and the baseline memories
 #
-# **What this stage does.** It turns the training trajectories, cut into subgoals by
+# **What this stage does.** It turns the memory trajectories — past experience on the
+# evaluation variants of the apps, of other tasks than the test's — cut into subgoals by
 # `01_segmentation`, into four memories an agent can consult: the **Subgoal-aware Memory
 # Graph** (SMG) and three baselines — **Subgoal-Flat** (the same subgoals, no merging, no
 # graph), **Action-Graph** (the same graph, but every single step is an edge) and
@@ -13,7 +14,7 @@
 # many trajectories meets at the screen where it is needed, and drops near-duplicate edges,
 # so the memory stays small.
 #
-# **Reads** `data/world/train/` (episodes and screenshots) and `data/segmentation/train.jsonl`
+# **Reads** `data/world/memory/` (episodes and screenshots) and `data/segmentation/memory.jsonl`
 # (subgoals). **Writes** `data/graph_build/{smg,flat,action_graph,task_graph}/` (plain files:
 # JSON, `.npy`; no pickle), `data/graph_build/projection/` (the fitted PCA of screen
 # embeddings), its headline numbers to `metrics/graph_build.json`, every count behind them to
@@ -31,8 +32,8 @@
 # intent cosine ≥ θ = 0.9) and the baselines of its main table.
 
 # %% tags=["parameters"]
-world_dir = "data/world"  # episode stores from 00_world (train/ is read)
-subgoals_dir = "data/segmentation"  # subgoals from 01_segmentation (train.jsonl is read)
+world_dir = "data/world"  # episode stores from 00_world (memory/ is read)
+subgoals_dir = "data/segmentation"  # subgoals from 01_segmentation (memory.jsonl is read)
 out_dir = "scratch/graph_build"  # one folder per memory, plus projection/ (the pipeline: data/graph_build)
 image_embedder = "efficientnet_lite0"  # screen embedder: efficientnet_lite0[-squash|-pad], pixels, hf:<local path>
 text_embedder = "minilm"  # intent embedder: minilm (all-MiniLM-L6-v2) or hashing
@@ -50,7 +51,7 @@ memory_image_width = 180  # memory image width in pixels (phone aspect: twice as
 memory_image_height = 360  # memory image height in pixels
 tau_sweep = [0.8, 0.85, 0.9, 0.93, 0.95, 0.97]  # merge thresholds compared (SMG, theta fixed)
 theta_sweep = [0.7, 0.8, 0.9, 0.95, 1.0]  # dedup thresholds compared (SMG, tau fixed)
-max_train_episodes = 0  # size knob: use only the first N training episodes (0: all)
+max_memory_episodes = 0  # size knob: use only the first N memory episodes (0: all)
 batch_size = 8  # screens per embedding micro-batch
 embed_workers = 2  # processes embedding new screens (one torch thread each: same vectors whatever the count)
 cache_dir = ".cache/guimem/embeddings"  # content-hash embedding cache (not tracked)
@@ -76,28 +77,28 @@ from guimem.viz.plotting import MEMORY_COLORS, MEMORY_LABELS, figure_path, save_
 
 enter_repo_root()
 torch.set_num_threads(1)  # EfficientNet's float sums depend on the thread count: one thread, everywhere
-train_root = Path(world_dir) / "train"
-episodes = load_episodes(train_root)  # validates every episode and screenshot
-episodes = episodes[:max_train_episodes] if max_train_episodes else episodes
+memory_root = Path(world_dir) / "memory"
+episodes = load_episodes(memory_root)  # validates every episode and screenshot
+episodes = episodes[:max_memory_episodes] if max_memory_episodes else episodes
 keep = {e.id for e in episodes}
-subgoals = [s for s in load_subgoals(Path(subgoals_dir) / "train.jsonl", store_root=train_root) if s.episode_id in keep]
+subgoals = [s for s in load_subgoals(Path(subgoals_dir) / "memory.jsonl", store_root=memory_root) if s.episode_id in keep]
 screen_of = {o.screenshot: o.screen for e in episodes for o in e.observations}  # true screen types: analysis only
-print(f"{len(episodes)} training episodes, {len(subgoals)} subgoals, {len(screen_of)} distinct screenshots")
+print(f"{len(episodes)} memory episodes, {len(subgoals)} subgoals, {len(screen_of)} distinct screenshots")
 
 # %% [markdown]
 # ## Embedding screens
-# Every distinct training screenshot goes through the image embedder once (cached by the
+# Every distinct memory screenshot goes through the image embedder once (cached by the
 # hash of its bytes under `.cache/`, so changing τ later re-embeds nothing). EfficientNet-Lite0
 # sees the phone screen at 112 × 224 pixels (its aspect ratio kept) and returns a 1280-d
 # pooled feature. Those features are then projected onto their top `pca_dim` principal
-# directions, fitted on these same training screens: most of the variation between screens
+# directions, fitted on these same memory screens: most of the variation between screens
 # lives there, and a similarity scan over 100k 64-d nodes fits in a CPU's cache where one
 # over 1280-d nodes does not (see `benchmarks/results/memory.json`).
 
 # %%
 raw_images = cached_image_embedder(image_embedder, cache_dir, batch_size=batch_size, workers=embed_workers)
 texts = cached_text_embedder(text_embedder, cache_dir)
-raw = embed_screenshots(raw_images, train_root, sorted(screen_of), progress=True)
+raw = embed_screenshots(raw_images, memory_root, sorted(screen_of), progress=True)
 images = raw_images
 if pca_dim:
     images = fit_projection(raw_images, [raw[s] for s in sorted(raw)], pca_dim)
@@ -121,7 +122,7 @@ params = {"smg": dict(tau=tau, theta=theta, k=k_nodes, rank_by=rank_by), "flat":
           "task_graph": dict(tau=tau, theta=theta, k=task_k, alpha=task_alpha)}
 memories = {}
 for name in MEMORIES:
-    memories[name] = build_memory(name, episodes, subgoals, train_root, images, texts, style=style, **params[name])
+    memories[name] = build_memory(name, episodes, subgoals, memory_root, images, texts, style=style, **params[name])
     memories[name].save(Path(out_dir) / name)
 smg = memories["smg"].graph
 counts = {name: (m.graph.stats() if name != "flat" else {"items": len(m.items)}) for name, m in memories.items()}
@@ -148,11 +149,11 @@ print(f"SMG: {smg.n_nodes} nodes from {smg.stats()['screens_merged']} screens, {
 # %%
 tau_rows = []
 for t in tau_sweep:
-    g = build_graph(subgoals, images, texts, train_root, tau=t, theta=theta)
+    g = build_graph(subgoals, images, texts, memory_root, tau=t, theta=theta)
     tau_rows.append({"tau": t, "nodes": g.n_nodes, "edges": g.n_edges, "purity": node_purity(g, screen_of)})
 theta_rows = []
 for th in theta_sweep:
-    g = build_graph(subgoals, images, texts, train_root, tau=tau, theta=th)
+    g = build_graph(subgoals, images, texts, memory_root, tau=tau, theta=th)
     theta_rows.append({"theta": th, "edges": g.n_edges, "dedup_ratio": g.stats()["dedup_ratio"]})
 fig, (a, b, c) = plt.subplots(1, 3, figsize=(10.5, 3.2), layout="constrained")
 a.plot([r["tau"] for r in tau_rows], [r["purity"] for r in tau_rows], "o-", color=MEMORY_COLORS["smg"])
@@ -176,7 +177,7 @@ write_plot_data(plots_dir, "graph_build", "theta_sweep", [{k: round(v, 4) for k,
 
 # %%
 fig, ax = plt.subplots(figsize=(8, 6))
-drawn = draw_graph(smg, train_root, ax, max_nodes=12)
+drawn = draw_graph(smg, memory_root, ax, max_nodes=12)
 ax.set_title(f"Around the SMG's most visited node: {len(drawn)} of its {smg.n_nodes} nodes")
 save_figure(fig, figure_path(figures_dir, "graph_build", "graph"))
 

@@ -10,7 +10,7 @@
 # the right experience, and can the actor use it. This stage answers the first one alone,
 # and writes what each memory retrieved at each test step for the actor stage to read.
 #
-# **Reads** `data/world/{train,test}/`, `data/segmentation/train.jsonl` (for the τ sweep) and
+# **Reads** `data/world/{memory,test}/`, `data/segmentation/memory.jsonl` (for the τ sweep) and
 # `data/graph_build/` (the four memories and the screen projection). **Writes**
 # `data/retrieval_eval/<memory>/steps.jsonl` (per test step: shown and retrieved item ids,
 # the text block, the image path, whether the right experience is among the shown items) with
@@ -31,8 +31,8 @@
 # size) are this companion's diagnostics.
 
 # %% tags=["parameters"]
-world_dir = "data/world"  # episode stores from 00_world (train/ types the items, test/ is replayed)
-subgoals_dir = "data/segmentation"  # subgoals from 01_segmentation (train.jsonl, for the τ sweep)
+world_dir = "data/world"  # episode stores from 00_world (memory/ types the items, test/ is replayed)
+subgoals_dir = "data/segmentation"  # subgoals from 01_segmentation (memory.jsonl, for the τ sweep)
 memories_dir = "data/graph_build"  # the memories and projection/ from 02_graph_build
 out_dir = "scratch/retrieval_eval"  # per-memory retrieved memory of every test step (the pipeline: data/retrieval_eval)
 image_embedder = "efficientnet_lite0"  # must be the embedder the memories were built with
@@ -65,13 +65,13 @@ from guimem.viz.plotting import MEMORY_COLORS, MEMORY_LABELS, figure_path, save_
 
 enter_repo_root()
 torch.set_num_threads(1)  # EfficientNet's float sums depend on the thread count: one thread, everywhere
-train_root, test_root = Path(world_dir) / "train", Path(world_dir) / "test"
-train = {e.id: e for e in load_episodes(train_root, verify_images=False)}  # validated by 02_graph_build
+memory_root, test_root = Path(world_dir) / "memory", Path(world_dir) / "test"
+past = {e.id: e for e in load_episodes(memory_root, verify_images=False)}  # validated by 02_graph_build
 test = load_episodes(test_root)
 test = test[:max_test_episodes] if max_test_episodes else test
 queries = step_queries(test)
 scored_ks = sorted({1, *ks})  # hit@1 is always scored: the headline number, whatever ks asks for
-print(f"{len(test)} test episodes, {len(queries)} steps to query; {len(train)} training episodes in memory")
+print(f"{len(test)} test episodes, {len(queries)} steps to query; {len(past)} memory episodes")
 
 # %% [markdown]
 # ## Queries
@@ -82,7 +82,7 @@ print(f"{len(test)} test episodes, {len(queries)} steps to query; {len(train)} t
 # %%
 images, texts = memory_embedders(memories_dir, image_embedder, text_embedder, cache_dir, workers=embed_workers)
 vectors = embed_queries(images, test_root, queries, progress=True)
-memories = {name: load_memory(Path(memories_dir) / name, images, texts, store_root=train_root) for name in MEMORIES}
+memories = {name: load_memory(Path(memories_dir) / name, images, texts, store_root=memory_root) for name in MEMORIES}
 print(f"screen embedder {images.name}; {len(vectors)} distinct test screenshots")
 
 # %% [markdown]
@@ -96,9 +96,9 @@ print(f"screen embedder {images.name}; {len(vectors)} distinct test screenshots"
 # %%
 results, summaries = {}, {}
 for name in MEMORIES:
-    results[name] = evaluate_memory(memories[name], queries, vectors, train, ks=scored_ks, k=k_nodes or None, progress=True)
+    results[name] = evaluate_memory(memories[name], queries, vectors, past, ks=scored_ks, k=k_nodes or None, progress=True)
     summaries[name] = summarize(results[name])
-    write_results(out_dir, memories[name], results[name], train_root, progress=True)
+    write_results(out_dir, memories[name], results[name], memory_root, progress=True)
 columns = [f"hit@{k}" for k in scored_ks] + ["hit@shown", "failure_share_shown", "items_retrieved", "tokens_mean"]
 print(f"{'memory':14s}" + "".join(f"{c:>20s}" for c in columns))
 for name in MEMORIES:
@@ -138,12 +138,12 @@ for t, (n, _) in per_type["smg"].items():
 
 # %%
 smg = memories["smg"]
-built = [train[e] for e in smg.graph.episodes]  # the episodes the SMG holds, in ingest order
-train_subgoals = [s for s in load_subgoals(Path(subgoals_dir) / "train.jsonl", store_root=train_root) if s.episode_id in smg.graph.episodes]
+built = [past[e] for e in smg.graph.episodes]  # the episodes the SMG holds, in ingest order
+memory_subgoals = [s for s in load_subgoals(Path(subgoals_dir) / "memory.jsonl", store_root=memory_root) if s.episode_id in smg.graph.episodes]
 tau_rows = []
 for t in tau_sweep:
-    m = build_memory("smg", built, train_subgoals, train_root, images, texts, **{**smg.settings(), "tau": t})
-    s = summarize(evaluate_memory(m, queries, vectors, train, ks=scored_ks, k=k_nodes or None))
+    m = build_memory("smg", built, memory_subgoals, memory_root, images, texts, **{**smg.settings(), "tau": t})
+    s = summarize(evaluate_memory(m, queries, vectors, past, ks=scored_ks, k=k_nodes or None))
     tau_rows.append({"tau": t, "nodes": m.graph.n_nodes, **{c: s[c] for c in bars + ["tokens_mean"]}})
 fig, ax = plt.subplots(figsize=(5, 3.2))
 for c, style in zip(bars, ["o-", "s-", "^-", "d--"]):

@@ -124,7 +124,8 @@ print(f"{len(train)} training episodes ({sum(len(e.steps) for e in train)} steps
 
 # %%
 images, texts = memory_embedders(memories_dir, image_embedder, text_embedder, cache_dir)
-saved = load_memories(memories_dir, image_embedder, text_embedder, store_root=train_root, cache_dir=cache_dir)
+saved = load_memories(memories_dir, image_embedder, text_embedder, store_root=Path(world_dir) / "memory",
+                      cache_dir=cache_dir)  # their settings are what the training folds' memories copy
 queries = embed_screenshots(images, train_root, [s.screenshot for e in train for s in e.steps])
 
 
@@ -143,9 +144,9 @@ print(examples[3].input.memory_text)
 # %% [markdown]
 # ## Held-out examples: the experience retrieved at every test step
 #
-# For scoring, each held-out step reads the experience `03_retrieval_eval` retrieved for it
-# from the memories built on *all* training episodes — the right experience, as the later
-# stages will see it. A fixed random sample of `max_eval_steps` steps is scored under every
+# For scoring, each held-out step (on an evaluation variant the actor never trained on) reads
+# the experience `03_retrieval_eval` retrieved for it from the memories of `02_graph_build` —
+# past experience of other tasks on that variant, as the later stages will see it. A fixed random sample of `max_eval_steps` steps is scored under every
 # condition: memory kind x modality (none, text, image, both).
 
 # %%

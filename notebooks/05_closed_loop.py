@@ -6,8 +6,9 @@
 # retrieves experience for that screen, the actor reads it and acts, and the world's own
 # success check judges the final state. We do this once per memory — none, Subgoal-Flat,
 # Action-Graph, Task-Graph and the Subgoal-aware Memory Graph (SMG), all built from the
-# *training* episodes — and for several world seeds (the same tasks in differently shuffled,
-# themed and interrupted phones), reporting the mean success rate and its spread.
+# *memory* episodes (past experience of other tasks on the same unfamiliar app variants) —
+# and for several world seeds (the same tasks, on the same app variant, in differently
+# shuffled, themed and interrupted phones), reporting the mean success rate and its spread.
 #
 # It also scores single steps: on held-out *demonstration* steps, how often the actor's
 # action matches the demonstrator's under the AITW rules, with the SMG's memory shown as
@@ -46,7 +47,7 @@ actor_batch_size = 64  # actor inputs per forward pass
 torch_threads = 1  # CPU threads for the actor and the screen embedder (results are reproducible for a fixed count)
 action_score_modalities = ["none", "text", "image", "both"]  # memory conditions of the step-level action score
 action_score_memory = "smg"  # whose memory the step-level score shows
-world_dir = "data/world"  # episode stores from 00_world (test/ is replayed; train/ holds the memories' screens)
+world_dir = "data/world"  # episode stores from 00_world (test/ is replayed; memory/ holds the memories' screens)
 memories_dir = "data/graph_build"  # memories from 02_graph_build
 retrieval_dir = "data/retrieval_eval"  # per-step retrievals from 03_retrieval_eval (the step-level action score reuses them)
 actor_model = "mini"  # "mini": the frozen miniature actor in actor_dir; else a Hugging Face VLM id or local folder (read from disk only)
@@ -101,9 +102,10 @@ torch.set_num_threads(torch_threads)
 #
 # Each held-out episode records the task it demonstrated and the world seed it ran in, so the
 # actor can be dropped into exactly that situation (seed 0) or the same task in a reshuffled
-# phone (seeds 1, 2, ...). The world is the one the test store was recorded in (its manifest),
-# with this stage's step budget. The memories were built in `02_graph_build` from the training
-# episodes only; the actor has never seen a test episode.
+# phone (seeds 1, 2, ...), always on the episode's own app variant — one the actor never
+# trained on. The world is the one the test store was recorded in (its manifest), with this
+# stage's step budget. The memories were built in `02_graph_build` from the memory episodes
+# only; the actor has never seen a test episode or an evaluation variant.
 #
 # **The step budget.** The demonstrations' lengths set it: the median held-out demonstration
 # takes 6 steps, 95% take at most 11, and no successful demonstration (training or test) is
@@ -117,7 +119,7 @@ test_episodes = pick_tasks(all_test, max_tasks, seed)
 replays = replay_tasks(test_episodes, n_seeds)
 actor = load_actor(actor_model, actor_dir, actor_batch_size, coords=hf_coords, answer_format=hf_answer_format)
 stored = load_memories(memories_dir, image_embedder, text_embedder, cache_dir=cache_dir,
-                       store_root=Path(world_dir) / "train",
+                       store_root=Path(world_dir) / "memory",
                        names=[m for m in memories if m != "none"])
 world_config = replay_world_config(test_root, max_steps)
 print(f"{len(test_episodes)} of {len(all_test)} held-out tasks x {n_seeds} seeds = {len(replays)} episodes per memory, "

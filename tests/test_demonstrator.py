@@ -100,7 +100,8 @@ def test_splits_hold_unseen_parameters_and_templates():
         assert not set(c["train"]) & set(c["test"])
         if tid not in cfg.unseen_templates:
             assert c["train"]
-    tasks = plan_tasks(cfg, 0)
+    jobs = plan_tasks(cfg, 0)
+    tasks = {split: [a.task for a in assigned] for split, assigned in jobs.items()}
     train_templates = {t.template for t in tasks["train"]}
     assert not train_templates & set(cfg.unseen_templates)
     unseen = [t for t in tasks["test"] if t.template in cfg.unseen_templates]
@@ -108,3 +109,15 @@ def test_splits_hold_unseen_parameters_and_templates():
     train_params = {(t.template, t.params) for t in tasks["train"]}
     assert not any((t.template, t.params) in train_params for t in tasks["test"])
     assert unseen_types_covered(cfg)
+
+
+def test_variants_split_training_from_evaluation_and_memory_holds_other_tasks():
+    cfg = WorldConfig(n_train=120, n_test=60, n_memory=200)
+    jobs = plan_tasks(cfg, 0)
+    assert {a.variant for a in jobs["train"]} == set(cfg.train_variants)
+    assert {a.variant for a in jobs["test"]} == {a.variant for a in jobs["memory"]} == set(cfg.eval_variants)
+    test_jobs = {(a.task.template, a.task.params, a.variant) for a in jobs["test"]}
+    memory_jobs = [(a.task.template, a.task.params, a.variant) for a in jobs["memory"]]
+    assert not test_jobs & set(memory_jobs)  # never a test episode's own task on its own variant
+    assert {t for t, _, _ in memory_jobs} == set(TEMPLATES)  # but experience of every template
+    assert len(memory_jobs) == 200

@@ -59,7 +59,7 @@ class Task:
 class WorldObservation:
     """One screen: the picture, its UI tree, the true screen type, and a content key for caching."""
 
-    image: Image.Image
+    image: Image.Image | None  # None only from a world that does not render (planning on a copy)
     elements: tuple[UIElement, ...]
     screen: str | None  # true screen type (analysis only: no method may read it); None when unknown (a real phone)
     key: str  # 16 hex digits identifying the rendered pixels (equal keys -> equal images)
@@ -72,8 +72,9 @@ class WorldObservation:
 class Env(Protocol):
     """The interface the world and the real-device backend share."""
 
-    def reset(self, task: Task, seed: int) -> WorldObservation:
-        """Start ``task`` (``seed`` fixes all randomness) and return the first screen."""
+    def reset(self, task: Task, seed: int, variant: int = 0) -> WorldObservation:
+        """Start ``task`` (``seed`` fixes all randomness; ``variant``: which variant of the apps a
+        simulated phone runs) and return the first screen."""
         ...
 
     def step(self, action: Action) -> tuple[WorldObservation, bool, dict[str, Any]]:

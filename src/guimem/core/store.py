@@ -49,6 +49,9 @@ from guimem.core.io import (
 
 FORMAT = "guimem.episodes"
 VERSION = 1
+SPLITS = ("train", "test", "memory")
+"""The episode stores a world writes (``data/world/<split>/``): training episodes (on the train
+variants), test episodes and memory (past experience on the evaluation variants)."""
 MAX_PIXELS = 40_000_000
 """Largest screenshot (width x height) accepted, checked from the image header before decoding:
 far above the world's 180x360 and real phone screens (1440x3200 is 4.6 M), far below what

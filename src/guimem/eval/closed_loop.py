@@ -43,6 +43,7 @@ class Replay:
     task: Task
     seed: int  # world seed (content, theme, shuffles, popups)
     run: int = 0  # seed index: success rates are averaged per run, spread taken over runs
+    variant: int = 0  # the app variant the phone runs (the held-out episode's own)
 
 
 NO_MEMORY = "none"  # the memory name of episodes played without one
@@ -133,7 +134,7 @@ def replay_tasks(episodes: Sequence[Any], n_seeds: int) -> list[Replay]:
 
     Seed index 0 replays the demonstration's own world seed (same content, theme, shuffles and
     popup schedule); the others give the same task in a differently shuffled, themed and
-    interrupted phone. Ordered by seed index, then by episode.
+    interrupted phone. Every replay keeps its episode's app variant. Ordered by seed index, then by episode.
     """
     out = []
     for i in range(n_seeds):
@@ -141,7 +142,11 @@ def replay_tasks(episodes: Sequence[Any], n_seeds: int) -> list[Replay]:
             prov = ep.provenance
             if "task" not in prov or "seed" not in prov:
                 raise DataError("provenance.task", f"episode {ep.id!r} records no task and seed to replay")
-            out.append(Replay(ep.id, task_from_dict(prov["task"]), (int(prov["seed"]) + i * _SEED_STRIDE) % 2**31, i))
+            variant = prov.get("variant", 0)
+            if not isinstance(variant, int) or isinstance(variant, bool) or variant < 0:
+                raise DataError("provenance.variant", f"episode {ep.id!r}: expected a variant index, got {variant!r:.40}")
+            out.append(Replay(ep.id, task_from_dict(prov["task"]), (int(prov["seed"]) + i * _SEED_STRIDE) % 2**31, i,
+                              variant))
     return out
 
 
@@ -269,7 +274,7 @@ def run_closed_loop(make_env: Callable[[], Env], tasks: Sequence[Replay], policy
         running = []
         for replay in batch:
             env = make_env()
-            running.append(_Running(replay.episode, env, replay.task.goal, env.reset(replay.task, replay.seed)))
+            running.append(_Running(replay.episode, env, replay.task.goal, env.reset(replay.task, replay.seed, replay.variant)))
         for _ in range(max_ticks):
             active = [r for r in running if r.ended is None]
             if not active:

@@ -51,6 +51,10 @@ class SettingsApp(App):
     dark_key = "dark_theme"
     SECTIONS = (("Network & internet", "network"), ("Display", "display"), ("Sound", "sound"),
                 ("Notifications", "notifications"), ("Apps", "apps"), ("Battery", "battery"))
+    TOGGLE_SECTIONS = {"network": (("wifi", "Wi-Fi"), ("bluetooth", "Bluetooth"), ("airplane", "Airplane mode")),
+                       "display": (("dark_theme", "Dark theme"), ("auto_rotate", "Auto-rotate")),
+                       "sound": (("vibrate", "Vibrate on ring"), ("dnd", "Do not disturb")),
+                       "battery": (("battery_saver", "Battery saver"),)}
     DEAD_ENDS = ("Storage", "Security", "Accessibility", "Location", "System", "About phone")
 
     def init_data(self, rng: random.Random) -> dict:
@@ -68,26 +72,21 @@ class SettingsApp(App):
 
     def s_network(self, b: Builder, v: View) -> None:
         b.topbar("Network & internet")
-        entries = self.toggle_entries(v, [("wifi", "Wi-Fi"), ("bluetooth", "Bluetooth"), ("airplane", "Airplane mode")])
+        entries = self.toggle_entries(v, self.section_items(v.variant, "network"))
         b.rows(entries + [Entry("row:data_usage", "Data usage", tap=info_page("settings", "Data usage"), chevron=True)])
 
     def s_display(self, b: Builder, v: View) -> None:
         b.topbar("Display")
-        p = v.data["prefs"]
-        entries = [Entry("toggle:dark_theme", "Dark theme", kind="toggle", on=p["dark_theme"],
-                         tap=("op", "toggle", "prefs", "dark_theme")),
-                   Entry("row:font_size", "Font size", sub=v.data["font_size"], tap=("overlay", "settings/font_size", ""),
-                         chevron=True),
-                   Entry("toggle:auto_rotate", "Auto-rotate", kind="toggle", on=p["auto_rotate"],
-                         tap=("op", "toggle", "prefs", "auto_rotate"))]
+        entries = self.toggle_entries(v, self.section_items(v.variant, "display"))
+        entries.append(Entry("row:font_size", "Font size", sub=v.data["font_size"], tap=("overlay", "settings/font_size", ""),
+                             chevron=True))
         b.rows(v.perm("display", entries), row_h=32)
 
     def s_sound(self, b: Builder, v: View) -> None:
         b.topbar("Sound")
-        p = v.data["prefs"]
-        entries = [Entry("toggle:vibrate", "Vibrate on ring", kind="toggle", on=p["vibrate"], tap=("op", "toggle", "prefs", "vibrate")),
-                   Entry("toggle:dnd", "Do not disturb", kind="toggle", on=p["dnd"], tap=("op", "toggle", "prefs", "dnd")),
-                   Entry("row:ringtone", "Ringtone", sub=v.data["ringtone"], tap=("push", "settings/ringtone", ""), chevron=True)]
+        entries = self.toggle_entries(v, self.section_items(v.variant, "sound"))
+        entries.append(Entry("row:ringtone", "Ringtone", sub=v.data["ringtone"], tap=("push", "settings/ringtone", ""),
+                             chevron=True))
         b.rows(v.perm("sound", entries), row_h=32)
 
     def s_ringtone(self, b: Builder, v: View) -> None:
@@ -119,9 +118,8 @@ class SettingsApp(App):
     def s_battery(self, b: Builder, v: View) -> None:
         b.topbar("Battery")
         b.text("Battery 76% · about 9 h left", big=True)
-        b.rows([Entry("toggle:battery_saver", "Battery saver", kind="toggle", on=v.data["prefs"]["battery_saver"],
-                      tap=("op", "toggle", "prefs", "battery_saver")),
-                Entry("row:battery_usage", "Battery usage", tap=info_page("settings", "Battery usage"), chevron=True)])
+        b.rows(self.toggle_entries(v, self.section_items(v.variant, "battery"))
+               + [Entry("row:battery_usage", "Battery usage", tap=info_page("settings", "Battery usage"), chevron=True)])
 
     def s_search(self, b: Builder, v: View) -> None:
         b.topbar("Search settings")
@@ -129,11 +127,14 @@ class SettingsApp(App):
         query = v.page.fields.get("query")
         if query is None:
             return
-        hits = [label for label in SETTING_INDEX if query.lower() in label.lower()] if query else []
+        say, q = v.variant.say, query.lower()
+        hits = [label for label in SETTING_INDEX if q and (q in label.lower() or q in say(label).lower())]
         if not hits:
             b.text("No results", style="sub")
-        b.rows([Entry(f"item:{slug(h)}", h, sub=SETTING_INDEX[h][2], tap=("push", SETTING_INDEX[h][1], ""))
-                for h in hits])
+        screens = {key: self.switch_screen(v.variant, key) for key, _, _ in SETTING_INDEX.values()}
+        titles = dict((s, label) for label, s in self.SECTIONS)
+        b.rows([Entry(f"item:{slug(h)}", h, sub=titles[screens[SETTING_INDEX[h][0]]],
+                      tap=("push", f"settings/{screens[SETTING_INDEX[h][0]]}", "")) for h in hits])
 
     def o_font_size(self, b: Builder, v: View, arg: str) -> None:
         b.dialog("Font size", "", [("Cancel", "btn:cancel", ("close",))],
@@ -170,6 +171,10 @@ class NotesApp(App):
     screens = ("list", "view", "edit", "search", "preferences", "display", "editor_settings", "backup", "trash", "info")
     overlays = ("overflow", "item_menu", "confirm_delete", "trash_menu", "confirm_empty")
     search_screens = frozenset({"search"})
+    TOGGLE_SECTIONS = {"display": (("dark_mode", "Dark mode"), ("large_text", "Large text"), ("show_previews", "Show previews")),
+                       "editor_settings": (("auto_save", "Auto-save"), ("spell_check", "Spell check")),
+                       "backup": (("cloud_backup", "Back up to cloud"),)}
+    settings = ("Preferences", "notes/preferences")
 
     def init_data(self, rng: random.Random) -> dict:
         titles = rng.sample(NOTE_TITLES, 14)
@@ -189,8 +194,8 @@ class NotesApp(App):
                 page.fields = {"field:title": note["title"], "field:body": note["body"]}
 
     def s_list(self, b: Builder, v: View) -> None:
-        icons = v.perm("toolbar", [("search", "icon:search", ("push", "notes/search", "")),
-                                   ("more", "icon:more", ("overlay", "notes/overflow", ""))])
+        icons = v.perm("toolbar", self.root_icons(v, [("search", "icon:search", ("push", "notes/search", "")),
+                                                      ("more", "icon:more", ("overlay", "notes/overflow", ""))]))
         b.topbar("Notes", back=False, icons=icons)
         prefs = v.data["prefs"]
         notes = sorted(v.data["notes"], key=lambda n: not n["pinned"])  # pinned first, stable
@@ -236,16 +241,16 @@ class NotesApp(App):
 
     def s_display(self, b: Builder, v: View) -> None:
         b.topbar("Display")
-        self.toggles(b, v, [("dark_mode", "Dark mode"), ("large_text", "Large text"), ("show_previews", "Show previews")])
+        self.toggles(b, v, self.section_items(v.variant, "display"))
 
     def s_editor_settings(self, b: Builder, v: View) -> None:
         b.topbar("Editor")
-        self.toggles(b, v, [("auto_save", "Auto-save"), ("spell_check", "Spell check")])
+        self.toggles(b, v, self.section_items(v.variant, "editor_settings"))
 
     def s_backup(self, b: Builder, v: View) -> None:
         b.topbar("Backup")
         b.text("Last backup: never", style="sub")
-        self.toggles(b, v, [("cloud_backup", "Back up to cloud")])
+        self.toggles(b, v, self.section_items(v.variant, "backup"))
 
     def s_trash(self, b: Builder, v: View) -> None:
         b.topbar("Trash")
@@ -258,10 +263,10 @@ class NotesApp(App):
         b.button("btn:empty_trash", "Empty trash", ("overlay", "notes/confirm_empty", ""))
 
     def o_overflow(self, b: Builder, v: View, arg: str) -> None:
-        b.menu(v.perm("overflow", [("Preferences", "menu:preferences", ("push", "notes/preferences", "")),
+        b.menu(v.perm("overflow", self.overflow_entries(v, [
                                    ("Sort by", "menu:sort_by", info_page("notes", "Sort by")),
                                    ("Trash", "menu:trash", ("push", "notes/trash", "")),
-                                   ("Help", "menu:help", info_page("notes", "Help"))]))
+                                   ("Help", "menu:help", info_page("notes", "Help"))])))
 
     def o_item_menu(self, b: Builder, v: View, title: str) -> None:
         note = self.find(v.data, title) or {"pinned": False}
@@ -348,6 +353,9 @@ class MessagesApp(App):
     overlays = ("thread_menu", "chat_menu", "confirm_delete")
     search_screens = frozenset({"search"})
     TABS = (("Chats", "messages/chats"), ("Calls", "messages/calls"), ("Settings", "messages/settings"))
+    TOGGLE_SECTIONS = {"appearance": (("dark_mode", "Dark mode"), ("large_text", "Large text"), ("bubble_colours", "Bubble colours")),
+                       "notifications": (("sounds", "Sounds"), ("vibrate", "Vibrate"), ("previews", "Message previews")),
+                       "privacy": (("read_receipts", "Read receipts"), ("typing_indicator", "Typing indicator"))}
 
     def init_data(self, rng: random.Random) -> dict:
         with_chat = rng.sample(CONTACTS, 11)
@@ -434,15 +442,15 @@ class MessagesApp(App):
 
     def s_appearance(self, b: Builder, v: View) -> None:
         b.topbar("Appearance")
-        self.toggles(b, v, [("dark_mode", "Dark mode"), ("large_text", "Large text"), ("bubble_colours", "Bubble colours")])
+        self.toggles(b, v, self.section_items(v.variant, "appearance"))
 
     def s_notifications(self, b: Builder, v: View) -> None:
         b.topbar("Notifications")
-        self.toggles(b, v, [("sounds", "Sounds"), ("vibrate", "Vibrate"), ("previews", "Message previews")])
+        self.toggles(b, v, self.section_items(v.variant, "notifications"))
 
     def s_privacy(self, b: Builder, v: View) -> None:
         b.topbar("Privacy")
-        self.toggles(b, v, [("read_receipts", "Read receipts"), ("typing_indicator", "Typing indicator")])
+        self.toggles(b, v, self.section_items(v.variant, "privacy"))
 
     def s_calls(self, b: Builder, v: View) -> None:
         b.topbar("Calls", back=False)
@@ -527,6 +535,8 @@ class ShopApp(App):
     overlays = ("confirm_order",)
     search_screens = frozenset({"search"})
     TABS = (("Shop", "shop/home"), ("Deals", "shop/deals"), ("Account", "shop/account"))
+    TOGGLE_SECTIONS = {"appearance": (("dark_mode", "Dark mode"), ("compact_list", "Compact list")),
+                       "notifications": (("deal_alerts", "Deal alerts"), ("order_updates", "Order updates"))}
 
     def init_data(self, rng: random.Random) -> dict:
         cart = {p: rng.randint(1, 3) for p in rng.sample(PRODUCTS, rng.randint(0, 3))}
@@ -643,11 +653,11 @@ class ShopApp(App):
 
     def s_appearance(self, b: Builder, v: View) -> None:
         b.topbar("Appearance")
-        self.toggles(b, v, [("dark_mode", "Dark mode"), ("compact_list", "Compact list")])
+        self.toggles(b, v, self.section_items(v.variant, "appearance"))
 
     def s_notifications(self, b: Builder, v: View) -> None:
         b.topbar("Notifications")
-        self.toggles(b, v, [("deal_alerts", "Deal alerts"), ("order_updates", "Order updates")])
+        self.toggles(b, v, self.section_items(v.variant, "notifications"))
 
     def s_deals(self, b: Builder, v: View) -> None:
         b.topbar("Deals", back=False, icons=[self._cart_icon()])
@@ -700,6 +710,8 @@ class GalleryApp(App):
     screens = ("photos", "viewer", "albums", "album", "trash", "trash_item", "new_album", "settings", "info", "editor")
     overlays = ("more", "viewer_more", "confirm_delete", "share_sheet")
     TABS = (("Photos", "gallery/photos"), ("Albums", "gallery/albums"))
+    TOGGLE_SECTIONS = {"settings": (("dark_mode", "Dark mode"), ("show_dates", "Show dates"), ("auto_backup", "Auto backup"))}
+    settings = ("Settings", "gallery/settings")
 
     def init_data(self, rng: random.Random) -> dict:
         subjects = list(PHOTO_SUBJECTS)
@@ -718,7 +730,7 @@ class GalleryApp(App):
                 for p in photos], cols=3, cell_h=58)
 
     def s_photos(self, b: Builder, v: View) -> None:
-        b.topbar("Gallery", back=False, icons=[("more", "icon:more", ("overlay", "gallery/more", ""))])
+        b.topbar("Gallery", back=False, icons=v.perm("toolbar", self.root_icons(v, [("more", "icon:more", ("overlay", "gallery/more", ""))])))
         b.tabs(v.perm("tabs", self.TABS), v.page.screen)
         if v.data["prefs"]["show_dates"]:
             b.text("Today", style="sub")
@@ -776,7 +788,7 @@ class GalleryApp(App):
 
     def s_settings(self, b: Builder, v: View) -> None:
         b.topbar("Settings")
-        self.toggles(b, v, [("dark_mode", "Dark mode"), ("show_dates", "Show dates"), ("auto_backup", "Auto backup")])
+        self.toggles(b, v, self.section_items(v.variant, "settings"))
 
     def s_editor(self, b: Builder, v: View) -> None:
         b.topbar("Edit photo")
@@ -785,9 +797,8 @@ class GalleryApp(App):
             b.button(f"btn:{slug(f)}", f, ("noop",), flat=True)
 
     def o_more(self, b: Builder, v: View, arg: str) -> None:
-        b.menu(v.perm("more", [("Settings", "menu:settings", ("push", "gallery/settings", "")),
-                               ("Select", "menu:select", info_page("gallery", "Select")),
-                               ("Help", "menu:help", info_page("gallery", "Help"))]))
+        b.menu(v.perm("more", self.overflow_entries(v, [("Select", "menu:select", info_page("gallery", "Select")),
+                                                        ("Help", "menu:help", info_page("gallery", "Help"))])))
 
     def o_viewer_more(self, b: Builder, v: View, subject: str) -> None:
         b.menu(v.perm("viewer_more", [("Details", "menu:details", info_page("gallery", "Details")),
@@ -857,6 +868,9 @@ class ClockApp(App):
     overlays = ("more", "alarm_menu", "confirm_delete")
     search_screens = frozenset({"city_search"})
     TABS = (("Alarm", "clock/alarms"), ("Timer", "clock/timer"), ("World", "clock/world"), ("Stopwatch", "clock/stopwatch"))
+    TOGGLE_SECTIONS = {"display": (("dark_mode", "Dark mode"), ("h24", "24-hour clock"), ("show_seconds", "Show seconds")),
+                       "alarm_settings": (("gradual_volume", "Gradual volume"), ("vibrate", "Vibrate"))}
+    settings = ("Settings", "clock/settings")
 
     def init_data(self, rng: random.Random) -> dict:
         n, times = rng.randint(4, 8), set()
@@ -880,7 +894,7 @@ class ClockApp(App):
                 page.fields = {"field:time": alarm_id(a["h"], a["m"]), "field:label": a["label"]}
 
     def s_alarms(self, b: Builder, v: View) -> None:
-        b.topbar("Clock", back=False, icons=[("more", "icon:more", ("overlay", "clock/more", ""))])
+        b.topbar("Clock", back=False, icons=v.perm("toolbar", self.root_icons(v, [("more", "icon:more", ("overlay", "clock/more", ""))])))
         b.tabs(v.perm("tabs", self.TABS), v.page.screen)
         rows = []
         for a in v.data["alarms"]:
@@ -946,16 +960,16 @@ class ClockApp(App):
 
     def s_display(self, b: Builder, v: View) -> None:
         b.topbar("Display")
-        self.toggles(b, v, [("dark_mode", "Dark mode"), ("h24", "24-hour clock"), ("show_seconds", "Show seconds")])
+        self.toggles(b, v, self.section_items(v.variant, "display"))
 
     def s_alarm_settings(self, b: Builder, v: View) -> None:
         b.topbar("Alarms")
-        self.toggles(b, v, [("gradual_volume", "Gradual volume"), ("vibrate", "Vibrate")])
+        self.toggles(b, v, self.section_items(v.variant, "alarm_settings"))
 
     def o_more(self, b: Builder, v: View, arg: str) -> None:
-        b.menu(v.perm("more", [("Settings", "menu:settings", ("push", "clock/settings", "")),
+        b.menu(v.perm("more", self.overflow_entries(v, [
                                ("Help", "menu:help", info_page("clock", "Help")),
-                               ("Feedback", "menu:feedback", info_page("clock", "Feedback"))]))
+                               ("Feedback", "menu:feedback", info_page("clock", "Feedback"))])))
 
     def o_alarm_menu(self, b: Builder, v: View, aid: str) -> None:
         b.menu(v.perm("alarm_menu", [("Delete", "menu:delete", ("overlay", "clock/confirm_delete", aid)),

@@ -18,6 +18,10 @@ class WorldConfig:
 
     n_train: int = 400  # training episodes
     n_test: int = 120  # test episodes
+    n_memory: int = 240  # memory episodes: experience on the evaluation variants (other tasks than the test's)
+    start: str = "app"  # where an episode starts: "app" (inside the task's app) or "launcher"
+    variants: int = 4  # variants of every app (0: the reference design)
+    train_variants: tuple[int, ...] = (0, 1)  # variants the training episodes run on; the others are for evaluation
     image_width: int = 180  # screenshot width in pixels; height is twice that
     max_steps: int = 30  # step budget per episode
     dialog_prob: float = 0.3  # chance that an episode is interrupted by a popup
@@ -42,7 +46,18 @@ class WorldConfig:
             v = getattr(self, name)
             if not 0.0 <= v <= 1.0:
                 raise DataError(f"world.{name}", f"must be a probability in [0, 1], got {v!r}")
-        for name in ("n_train", "n_test", "max_steps", "image_width"):
+        object.__setattr__(self, "train_variants", tuple(self.train_variants))
+        if self.start not in ("app", "launcher"):
+            raise DataError("world.start", f"expected 'app' or 'launcher', got {self.start!r}")
+        if self.variants < 2:
+            raise DataError("world.variants", f"must be at least 2 (some to learn on, some to evaluate on), got {self.variants!r}")
+        bad = [v for v in self.train_variants if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v < self.variants]
+        if bad or not self.train_variants or len(set(self.train_variants)) != len(self.train_variants):
+            raise DataError("world.train_variants", f"must be distinct variant indices in [0, {self.variants}), got "
+                            f"{list(self.train_variants)!r}")
+        if len(self.train_variants) == self.variants:
+            raise DataError("world.train_variants", "must leave at least one variant for evaluation")
+        for name in ("n_train", "n_test", "n_memory", "max_steps", "image_width"):
             if getattr(self, name) < (2 if name == "image_width" else 0):
                 raise DataError(f"world.{name}", f"must be a positive integer, got {getattr(self, name)!r}")
         if self.image_width % 2:
@@ -73,7 +88,13 @@ class WorldConfig:
         except DataError as err:
             raise DataError(err.field, err.message, path) from None
 
+    @property
+    def eval_variants(self) -> tuple[int, ...]:
+        """The variants held out from training: test episodes, memory and the closed loop run on them."""
+        return tuple(v for v in range(self.variants) if v not in self.train_variants)
+
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
         d["unseen_templates"] = list(self.unseen_templates)
+        d["train_variants"] = list(self.train_variants)
         return d

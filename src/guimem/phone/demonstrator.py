@@ -1,11 +1,12 @@
 """The noisy scripted demonstrator and dataset generation.
 
-The demonstrator is an expert that knows every app-specific path: it runs a task's plan
-(subgoals from the shared library, :mod:`guimem.phone.world`) move by move, scrolling to list
-entries it cannot see, and dismissing popups as they come. Noise, per episode:
+The demonstrator is the expert (:class:`guimem.phone.expert.Expert`, which knows every app
+variant's paths and acts right from any state) with noise on top: it follows the task's plan
+move by move, scrolling to list entries it cannot see and dismissing popups as they come, and
+the expert's recovery undoes its mistakes. Noise, per episode:
 
 * **wrong taps** (per step, ``p_wrong_tap``): a tap on another control that leads somewhere
-  (a dead end, a menu) or on empty space, undone with ``back``;
+  (a dead end, a menu) or on empty space; the expert goes back from where it strayed;
 * **giving up** (``p_give_up``): midway, either ``impossible`` or wandering until the budget;
 * **a wrong final state** (``p_wrong_state``): a sibling option, another item, a mistyped
   text (or stopping one subgoal short), then ``done``.
@@ -22,15 +23,16 @@ import random
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, NamedTuple, Sequence
 
 from tqdm import tqdm
 
 from guimem.core.data import Action, Episode, Step, SubgoalLabel
 from guimem.core.env import WorldObservation
-from guimem.core.store import png_bytes, save_episodes
+from guimem.core.store import SPLITS, png_bytes, save_episodes
 from guimem.phone.apps import APPS
 from guimem.phone.config import WorldConfig
+from guimem.phone.expert import BACK, DONE, POPUP, Expert, norm_point, scroll_swipe, tap_point
 from guimem.phone.subgoals import SubgoalSpec, dismiss_popup
 from guimem.phone.tasks import TEMPLATES, make_task, spec_of, subgoal_reuse
 from guimem.phone.toolkit import H as LH
@@ -39,75 +41,6 @@ from guimem.phone.toolkit import W as LW
 from guimem.phone.world import Task, World, screen_types
 
 SAFE_COMMANDS = frozenset({"push", "overlay", "open"})  # what a wrong tap may trigger: undone by one back
-
-
-class ExpertLost(RuntimeError):
-    """The expert cannot find the control its plan needs (a bug in a plan or a screen)."""
-
-
-# ----------------------------------------------------------------------------- expert moves
-def _norm(x: float, y: float) -> tuple[float, float]:
-    return (round(min(1.0, max(0.0, x / LW)), 4), round(min(1.0, max(0.0, y / LH)), 4))
-
-
-def tap_point(layout: Layout, wid: str, rng: random.Random) -> tuple[float, float] | None:
-    """A logical point that hits widget ``wid`` (near its centre, jittered), or None if it is covered."""
-    w = layout.find(wid)
-    if w is None:
-        return None
-    x0, y0, x1, y1 = w.box
-    cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
-    for _ in range(4):
-        x = cx + (x1 - x0) * rng.uniform(-0.2, 0.2)
-        y = cy + (y1 - y0) * rng.uniform(-0.2, 0.2)
-        if layout.hit(x, y) is w:
-            return x, y
-    for fx in (0.5, 0.25, 0.75, 0.1, 0.9):
-        for fy in (0.5, 0.25, 0.75):
-            x, y = x0 + fx * (x1 - x0), y0 + fy * (y1 - y0)
-            if layout.hit(x, y) is w:
-                return x, y
-    return None
-
-
-def scroll_swipe(layout: Layout, direction: int, rng: random.Random) -> Action:
-    """A vertical swipe in the scroll region that reveals rows below (+1) or above (-1)."""
-    x0, y0, x1, y1 = layout.scroll_box
-    x = (x0 + x1) / 2 + rng.uniform(-20, 20)
-    lo, hi = y0 + 0.22 * (y1 - y0), y0 + 0.82 * (y1 - y0)
-    start, end = (hi, lo) if direction > 0 else (lo, hi)
-    return Action("swipe", point=_norm(x, start), end=_norm(x + rng.uniform(-4, 4), end))
-
-
-def _locate(layout: Layout, wid: str, rng: random.Random, long: bool = False) -> tuple[Action, bool]:
-    """Touch ``wid`` if it can be hit (done=True), else scroll towards it (done=False)."""
-    pt = tap_point(layout, wid, rng)
-    if pt is not None:
-        return Action("long_press" if long else "tap", point=_norm(*pt)), True
-    direction = dict(layout.offscreen).get(wid)
-    if direction is None and layout.find(wid) is not None and layout.scroll_box is not None:
-        direction = 1  # on screen but covered (e.g. by a floating button): bring it up
-    if direction is None or layout.scroll_box is None:
-        raise ExpertLost(f"cannot find {wid!r} on {layout.screen}")
-    return scroll_swipe(layout, direction, rng), False
-
-
-def expert_action(world: World, move: tuple, rng: random.Random, p_launcher_tap: float) -> tuple[Action, bool]:
-    """The expert's next action for ``move`` and whether it completes the move."""
-    kind, layout = move[0], world.layout
-    if kind == "open_app":
-        if world.state.app == "launcher" and rng.random() < p_launcher_tap:
-            return _locate(layout, f"app:{move[1]}", rng)
-        return Action("open_app", text=APPS[move[1]].name), True
-    if kind in ("tap", "long"):
-        return _locate(layout, move[1], rng, long=kind == "long")
-    if kind == "type":
-        if world.state.page.focus != move[1]:
-            return _locate(layout, move[1], rng)[0], False
-        return Action("type", text=move[2]), True
-    if kind in ("enter", "back", "home"):
-        return Action(kind), True
-    raise ValueError(f"unknown move {move!r}")
 
 
 def _wrong_tap(layout: Layout, avoid: str, rng: random.Random) -> tuple[Action, bool] | None:
@@ -120,11 +53,11 @@ def _wrong_tap(layout: Layout, avoid: str, rng: random.Random) -> tuple[Action, 
         x0, y0, x1, y1 = w.box
         x, y = (x0 + x1) / 2, (y0 + y1) / 2
         if layout.hit(x, y) is w:
-            return Action("tap", point=_norm(x, y)), True
+            return Action("tap", point=norm_point(x, y)), True
     for _ in range(8):
         x, y = rng.uniform(4, LW - 4), rng.uniform(20, LH - 4)
         if layout.hit(x, y) is None:
-            return Action("tap", point=_norm(x, y)), False
+            return Action("tap", point=norm_point(x, y)), False
     return None
 
 
@@ -136,7 +69,7 @@ def _wander(layout: Layout, rng: random.Random) -> Action:
         w = rng.choice(options)
         pt = tap_point(layout, w.id, rng)
         if pt is not None:
-            return Action("tap", point=_norm(*pt))
+            return Action("tap", point=norm_point(*pt))
     if layout.scroll_box is not None and u < 0.75:
         return scroll_swipe(layout, rng.choice((-1, 1)), rng)
     return Action("back")
@@ -168,72 +101,75 @@ def _choose_mode(cfg: WorldConfig, rng: random.Random) -> str:
     return "clean"
 
 
-def _wrong_plan(world: World, task: Task, plan: list[SubgoalSpec], rng: random.Random) -> list[SubgoalSpec]:
-    """The plan run with wrong parameters (texts kept: the intent was right), or one subgoal short."""
+def _wrong_plan(world: World, task: Task, plan: list[SubgoalSpec], rng: random.Random
+                ) -> tuple[list[SubgoalSpec], dict[str, str] | None]:
+    """The plan run with wrong parameters (texts kept: the intent was right) and those parameters,
+    or the plan one subgoal short (parameters None)."""
     spec = spec_of(task)
     wrong = spec.corrupt(world.state.data, task.p, rng) if spec.corrupt else None
     if wrong and all(v is not None for v in wrong.values()) and wrong != task.p:
-        alt = spec.full_plan(wrong)
+        alt = spec.full_plan(wrong, world.config.start)
         if [s.type for s in alt] == [s.type for s in plan]:
-            return [dataclasses.replace(a, text=s.text) for a, s in zip(alt, plan)]
-    return plan[:-1]
+            return [dataclasses.replace(a, text=s.text) for a, s in zip(alt, plan)], wrong
+    return plan[:-1], None
 
 
 def run_episode(world: World, task: Task, seed: int, episode_id: str, images: dict[str, bytes] | None,
-                config: WorldConfig | None = None, mode: str | None = None, strict: bool = False) -> Episode:
-    """Demonstrate ``task`` once; PNG bytes of new screens are added to ``images`` (key -> bytes; None: skip).
+                config: WorldConfig | None = None, mode: str | None = None, strict: bool = False,
+                variant: int = 0) -> Episode:
+    """Demonstrate ``task`` once on variant ``variant``; PNG bytes of new screens are added to
+    ``images`` (key -> bytes; None: skip).
 
     The returned episode's screenshot fields hold the screens' keys (store paths are
     assigned by :func:`guimem.core.store.save_episodes`). ``mode`` forces a noise mode
     ("clean", "wrong_state", "give_up_impossible", "give_up_budget"); with mode "clean"
     and ``p_wrong_tap`` 0 the run is noise-free. ``strict`` checks every subgoal's
-    postcondition as it completes (raising :class:`ExpertLost` when one fails).
+    postcondition on the expert's noise-free run (raising :class:`ExpertLost` when one fails).
     """
     cfg = config or world.config
     rng = random.Random(stable_int("demonstrator", seed))
-    obs = world.reset(task, seed)
-    plan = spec_of(task).full_plan(task.p)
+    obs = world.reset(task, seed, variant)
+    plan = spec_of(task).full_plan(task.p, cfg.start)
     mode = mode or _choose_mode(cfg, rng)
-    run = _wrong_plan(world, task, plan, rng) if mode == "wrong_state" else plan
+    run, finished = plan, "task"
+    if mode == "wrong_state":
+        run, wrong = _wrong_plan(world, task, plan, rng)
+        if wrong is None:
+            finished = None  # one subgoal short: done where the shortened plan ends
+        else:
+            wrong_task = make_task(task.template, tuple(sorted(wrong.items())))
+            finished = lambda w: bool(spec_of(wrong_task).check(w.state.data, wrong_task.p))  # noqa: E731
+    expert = Expert(world, run, finished, strict=strict)
     give_up_at = rng.randint(1, max(1, len(plan) - 1)) if mode.startswith("give_up") else None
     track, steps = _Tracker(), []
-    sg_i = move_i = 0
-    recover = False
     popup: tuple[int, SubgoalSpec] | None = None
     n_popups = 0
+    sg_i = 0  # the plan subgoal under way: going back and reopening the app serve it; giving up freezes it
     while True:
-        layout, label = world.layout, None
-        if world.state.popup:
+        layout = world.layout
+        decision = expert.decide(world)
+        if decision.index == POPUP:
             if popup is None:
                 n_popups += 1
                 popup = (n_popups, dismiss_popup(world.state.popup, by_back=rng.random() < 0.3))
-            action, _ = expert_action(world, popup[1].moves[0], rng, cfg.p_launcher_tap)
+            action, _ = expert.act(world, rng, cfg.p_launcher_tap, decision)
+            if popup[1].moves[0] == ("back",):
+                action = Action("back")
             label = track.label(("popup", popup[0]), popup[1])
-        elif recover:  # undo a wrong tap; it belongs to the subgoal it interrupted (resumed after a popup)
-            action, recover = Action("back"), False
-            label = track.label(("plan", sg_i), run[sg_i])
-        elif give_up_at is not None and sg_i >= give_up_at:
-            idx = min(sg_i, len(run) - 1)
-            label = track.label(("plan", idx), run[idx])
-            action = Action("impossible") if mode == "give_up_impossible" else _wander(layout, rng)
-        elif sg_i >= len(run):  # `done` closes the last subgoal
-            action, label = Action("done"), track.label(("plan", len(run) - 1), run[-1])
         else:
-            sg = run[sg_i]
-            if move_i >= len(sg.moves):
-                if strict and not world.holds(sg.post):
-                    raise ExpertLost(f"{task.template}: subgoal {sg.type} ({sg.text}) left {sg.post} unmet")
-                sg_i, move_i = sg_i + 1, 0
-                continue
-            move = sg.moves[move_i]
-            label = track.label(("plan", sg_i), sg)
-            wrong = _wrong_tap(layout, move[1] if len(move) > 1 else "", rng) if rng.random() < cfg.p_wrong_tap else None
-            if wrong is not None:
-                action, recover = wrong
+            gave_up = give_up_at is not None and sg_i >= give_up_at
+            if decision.index >= 0 and not gave_up:
+                sg_i = max(0, min(decision.subgoal, len(run) - 1))
+            elif decision.index == DONE:
+                sg_i = len(run) - 1
+            label = track.label(("plan", sg_i), run[sg_i])
+            if give_up_at is not None and sg_i >= give_up_at:
+                action = Action("impossible") if mode == "give_up_impossible" else _wander(layout, rng)
+            elif decision.index not in (DONE, BACK) and rng.random() < cfg.p_wrong_tap \
+                    and (wrong := _wrong_tap(layout, _target(expert, decision), rng)) is not None:
+                action = wrong[0]
             else:
-                action, complete = expert_action(world, move, rng, cfg.p_launcher_tap)
-                move_i += complete
-        assert label is not None
+                action, _ = expert.act(world, rng, cfg.p_launcher_tap, decision)
         new_obs, done, info = world.step(action)
         if popup is not None and not world.state.popup:
             popup = None
@@ -242,10 +178,18 @@ def run_episode(world: World, task: Task, seed: int, episode_id: str, images: di
         if done:
             break
     _keep(obs, images)
-    prov = {"seed": seed, "task": task.to_dict(), "demonstrator": mode, "ended": world.ended, "popups": n_popups,
-            "max_steps": cfg.max_steps, "source": "guimem.world"}
+    prov = {"seed": seed, "task": task.to_dict(), "variant": variant, "demonstrator": mode, "ended": world.ended,
+            "popups": n_popups, "max_steps": cfg.max_steps, "source": "guimem.world"}
     return Episode(id=episode_id, app=APPS[task.app].name, goal=task.goal, steps=tuple(steps),
                    final=obs.to_observation(obs.key), success=world.success(), provenance=prov)
+
+
+def _target(expert: Expert, decision) -> str:
+    """The widget the expert's decision touches ("" if none): a wrong tap avoids it."""
+    if decision.index < 0:
+        return ""
+    move = expert.trace[decision.index].move
+    return move[1] if len(move) > 1 and isinstance(move[1], str) else ""
 
 
 def _keep(obs: WorldObservation, images: dict[str, bytes] | None) -> None:
@@ -275,27 +219,52 @@ def split_combos(config: WorldConfig) -> dict[str, dict[str, list]]:
     return out
 
 
-def plan_tasks(config: WorldConfig, seed: int) -> dict[str, list[Task]]:
-    """The tasks of each split: templates balanced round-robin, parameters from the split's combos."""
+class Assignment(NamedTuple):
+    """A task to demonstrate and the app variant the phone runs it on."""
+
+    task: Task
+    variant: int
+
+
+def plan_tasks(config: WorldConfig, seed: int) -> dict[str, list[Assignment]]:
+    """The tasks of each split, templates balanced round-robin and variants in turn.
+
+    * ``train``: the seen templates' training parameters, on the train variants;
+    * ``test``: held-out parameters of seen templates plus the unseen templates, on the
+      evaluation variants;
+    * ``memory``: past experience on the evaluation variants, every template and parameter,
+      but never a test episode's task on its own variant (memory of *other* tasks).
+    """
     rng = random.Random(stable_int("tasks", seed))
     combos = split_combos(config)
     seen = [t for t in TEMPLATES if t not in config.unseen_templates]
     n_unseen = round(config.n_test * config.test_unseen_share) if config.unseen_templates else 0
     seen_test = [t for t in seen if combos[t]["test"]]
 
-    def draw(templates: Sequence[str], n: int, split: str) -> list[Task]:
-        tasks: list[Task] = []
+    def draw(templates: Sequence[str], n: int, pools: dict[str, list], variants: Sequence[int],
+             avoid: set[tuple] = frozenset()) -> list[Assignment]:
+        out: list[Assignment] = []
         order: list[str] = []
-        while len(tasks) < n:
+        while len(out) < n:
             if not order:
                 order = list(templates)
                 rng.shuffle(order)
             tid = order.pop()
-            tasks.append(make_task(tid, rng.choice(combos[tid][split])))
-        return tasks
+            variant = variants[len(out) % len(variants)]
+            pool = [c for c in pools[tid] if (tid, c, variant) not in avoid]
+            if pool:
+                out.append(Assignment(make_task(tid, rng.choice(pool)), variant))
+        return out
 
-    test = draw(list(config.unseen_templates), n_unseen, "test") + draw(seen_test, config.n_test - n_unseen, "test")
-    return {"train": draw(seen, config.n_train, "train"), "test": test}
+    train_pool = {t: c["train"] for t, c in combos.items()}
+    test_pool = {t: c["test"] for t, c in combos.items()}
+    ev = config.eval_variants
+    test = draw(list(config.unseen_templates), n_unseen, test_pool, ev) + draw(seen_test, config.n_test - n_unseen, test_pool, ev)
+    taken = {(a.task.template, a.task.params, a.variant) for a in test}
+    every = {t: c["train"] + c["test"] for t, c in combos.items()}
+    return {"train": draw(seen, config.n_train, train_pool, config.train_variants),
+            "test": test,
+            "memory": draw(list(TEMPLATES), config.n_memory, every, ev, taken)}
 
 
 def unseen_types_covered(config: WorldConfig) -> bool:
@@ -306,9 +275,9 @@ def unseen_types_covered(config: WorldConfig) -> bool:
     return types(config.unseen_templates) <= types(seen)
 
 
-def demonstrate(config: WorldConfig, tasks: Sequence[Task], seed: int, split: str, progress: bool = True,
+def demonstrate(config: WorldConfig, tasks: Sequence[Assignment], seed: int, split: str, progress: bool = True,
                 encode: bool = True) -> tuple[list[Episode], dict[str, bytes]]:
-    """Run the demonstrator on ``tasks``; returns the episodes and the PNG bytes of their screens.
+    """Run the demonstrator on ``tasks`` (each on its variant); returns the episodes and the PNG bytes of their screens.
 
     Episode ``i`` of ``split`` is seeded from ``(seed, split, i)``; ``encode=False`` skips
     the PNG encoding (the images dict stays empty) when only the trajectories are needed.
@@ -316,9 +285,9 @@ def demonstrate(config: WorldConfig, tasks: Sequence[Task], seed: int, split: st
     world = World(config)
     images: dict[str, bytes] = {}
     episodes = []
-    for i, task in enumerate(tqdm(tasks, desc=f"world {split}", disable=not progress, unit="ep")):
+    for i, (task, variant) in enumerate(tqdm(tasks, desc=f"world {split}", disable=not progress, unit="ep")):
         ep_seed = stable_int("episode", seed, split, i) % 2**31
-        ep = run_episode(world, task, ep_seed, f"{split}-{i:04d}", images if encode else None, config)
+        ep = run_episode(world, task, ep_seed, f"{split}-{i:04d}", images if encode else None, config, variant=variant)
         episodes.append(dataclasses.replace(ep, provenance={**ep.provenance, "split": split}))
     return episodes, images
 
@@ -333,9 +302,16 @@ def dataset_stats(episodes: Sequence[Episode], config: WorldConfig) -> dict[str,
             app = (obs.screen or "").split("/")[0]
             types_seen.setdefault(app, set()).add(obs.screen)
             shots.setdefault(app, set()).add(obs.screenshot)
+    runs = sum(1 + sum(a.subgoal.index != b.subgoal.index for a, b in zip(e.steps, e.steps[1:])) for e in episodes if e.steps)
+    ends = sum(s.action.type in ("done", "impossible") for e in episodes for s in e.steps)
+    steps = sum(len(e.steps) for e in episodes)
     return {
         "episodes": n,
-        "steps": sum(len(e.steps) for e in episodes),
+        "steps": steps,
+        "subgoals": runs,
+        "actions_per_subgoal": round(steps / max(1, runs), 3),
+        "actions_per_subgoal_without_end": round((steps - ends) / max(1, runs), 3),
+        "variants": dict(sorted(Counter(e.provenance["variant"] for e in episodes).items())),
         "mean_steps": round(sum(len(e.steps) for e in episodes) / max(1, n), 3),
         "success_rate": round(sum(bool(e.success) for e in episodes) / max(1, n), 4),
         "success_in_range": config.success_min <= sum(bool(e.success) for e in episodes) / max(1, n) <= config.success_max,
@@ -349,29 +325,29 @@ def dataset_stats(episodes: Sequence[Episode], config: WorldConfig) -> dict[str,
 
 
 def generate_dataset(config: WorldConfig, out_dir: str | Path, seed: int, progress: bool = True) -> dict[str, Any]:
-    """Write ``out_dir/train`` and ``out_dir/test`` episode stores; return the dataset statistics.
+    """Write the ``out_dir/train``, ``out_dir/test`` and ``out_dir/memory`` episode stores; return the statistics.
 
-    The test split holds parameter combinations never used in training, plus the
-    ``unseen_templates`` (new tasks composed of subgoal types seen in training).
+    Training runs on the train variants; the test split (parameter combinations never used in
+    training, plus the ``unseen_templates``) and the memory (experience of other tasks) run on the
+    evaluation variants (:func:`plan_tasks`).
     """
     if not unseen_types_covered(config):
         raise ValueError("an unseen template uses a subgoal type no training template uses")
     out = Path(out_dir)
     tasks = plan_tasks(config, seed)
     stats: dict[str, Any] = {"seed": seed, "world": config.to_dict()}
-    for split in ("train", "test"):
+    for split in SPLITS:
         episodes, images = demonstrate(config, tasks[split], seed, split, progress)
         meta = {"split": split, "seed": seed, "world": config.to_dict(), "generator": "guimem.demonstrator"}
         save_episodes(episodes, images, out / split, meta)
         stats[split] = dataset_stats(episodes, config)
         stats[split]["unique_screenshots"] = len(images)
     reuse = subgoal_reuse()
-    n = stats["train"]["episodes"] + stats["test"]["episodes"]
+    n = sum(stats[s]["episodes"] for s in SPLITS)
     stats.update({
         "episodes": n,
-        "steps": stats["train"]["steps"] + stats["test"]["steps"],
-        "success_rate": round((stats["train"]["success_rate"] * stats["train"]["episodes"]
-                               + stats["test"]["success_rate"] * stats["test"]["episodes"]) / max(1, n), 4),
+        "steps": sum(stats[s]["steps"] for s in SPLITS),
+        "success_rate": round(sum(stats[s]["success_rate"] * stats[s]["episodes"] for s in SPLITS) / max(1, n), 4),
         "templates": len(TEMPLATES),
         "unseen_templates": list(config.unseen_templates),
         "subgoal_types": reuse["types_used"],

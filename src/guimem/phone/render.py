@@ -700,7 +700,7 @@ def dataset_summary_figure(splits: Mapping[str, Sequence["Episode"]]):
 
     names = list(splits)
     apps = sorted({e.app for eps in splits.values() for e in eps})
-    colours = ("#0072B2", "#E69F00")
+    colours = ("#0072B2", "#E69F00", "#009E73")
     fig, ((a, b), (c, dd)) = plt.subplots(2, 2, figsize=(9.5, 6.4))
     x = np.arange(len(apps))
     width = 0.8 / max(1, len(names))
@@ -708,9 +708,9 @@ def dataset_summary_figure(splits: Mapping[str, Sequence["Episode"]]):
         eps = splits[name]
         n = [sum(e.app == app for e in eps) for app in apps]
         rate = [100 * np.mean([bool(e.success) for e in eps if e.app == app]) if k else 0 for app, k in zip(apps, n)]
-        a.bar(x + i * width, n, width, label=name, color=colours[i % 2])
-        b.bar(x + i * width, rate, width, label=name, color=colours[i % 2])
-        c.hist([len(e.steps) for e in eps], bins=np.arange(0.5, 31.5, 1), alpha=0.65, label=name, color=colours[i % 2])
+        a.bar(x + i * width, n, width, label=name, color=colours[i % len(colours)])
+        b.bar(x + i * width, rate, width, label=name, color=colours[i % len(colours)])
+        c.hist([len(e.steps) for e in eps], bins=np.arange(0.5, 31.5, 1), alpha=0.65, label=name, color=colours[i % len(colours)])
     for ax, title in ((a, "episodes per app"), (b, "demonstrator success (%) per app")):
         ax.set_xticks(x + width * (len(names) - 1) / 2, apps, rotation=30, ha="right")
         ax.set_title(title)
@@ -725,7 +725,7 @@ def dataset_summary_figure(splits: Mapping[str, Sequence["Episode"]]):
                 if s.subgoal is not None:
                     counts[s.subgoal.type] = counts.get(s.subgoal.type, 0) + 1
     order = sorted(counts, key=lambda k: counts[k])
-    dd.barh(order, [counts[k] for k in order], color="#009E73")
+    dd.barh(order, [counts[k] for k in order], color="#56B4E9")
     dd.set_title("steps per subgoal type (all splits)")
     dd.tick_params(axis="y", labelsize=7)
     fig.tight_layout()

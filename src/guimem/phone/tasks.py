@@ -20,27 +20,22 @@ from guimem.phone.subgoals import (
     SUBGOAL_TYPES,
     SubgoalSpec,
     add_to_cart,
-    choose_menu_option,
-    confirm_dialog,
+    choose_option,
+    confirm_order,
     create_new,
     delete_item,
-    long_press_item,
     mark_favourite,
+    menu_action,
+    navigate,
     open_app,
-    open_cart,
-    open_overflow_menu,
-    open_section,
     pick_grid_cell,
     press_button,
-    save,
     search_for,
     select_list_item,
-    select_tab,
-    send_message,
-    set_quantity,
     share_item,
     toggle_option,
     type_into_field,
+    write_and_submit,
 )
 from guimem.phone.toolkit import slug
 
@@ -56,7 +51,7 @@ class TaskTemplate:
     app: str
     goal: str  # format string over the parameters
     space: tuple[tuple[str, tuple[str, ...]], ...]  # parameter name -> its values
-    plan: Callable[[Params], list[SubgoalSpec]]  # the expert's subgoals (after open_app)
+    plan: Callable[[Params], list[SubgoalSpec]]  # the expert's subgoals inside the app (the same for every variant)
     check: Callable[[Data, Params], bool]  # success on the hidden final state
     prepare: Callable[[Data, Params, random.Random], None] = lambda d, p, r: None  # make the task meaningful
     corrupt: Callable[[Data, Params, random.Random], Params | None] | None = None  # wrong params, same plan shape
@@ -72,8 +67,9 @@ class TaskTemplate:
                 out.append(tuple(sorted(p.items())))
         return out
 
-    def full_plan(self, params: Params) -> list[SubgoalSpec]:
-        return [open_app(self.app)] + self.plan(params)
+    def full_plan(self, params: Params, start: str = "app") -> list[SubgoalSpec]:
+        """The plan from where an episode starts: inside the app, or on the launcher (``open_app`` first)."""
+        return ([open_app(self.app)] if start == "launcher" else []) + self.plan(params)
 
 
 TEMPLATES: dict[str, TaskTemplate] = {}
@@ -98,13 +94,14 @@ def _typo(text: str) -> str:
 ON_OFF = ("on", "off")
 
 
-def toggle_template(tid: str, app: str, goal: str, options: Mapping[str, str], path: Sequence[SubgoalSpec],
-                    where: str = "prefs") -> None:
-    """Register a "turn {state} {option}" task whose switch sits at the end of an app-specific ``path``."""
+def toggle_template(tid: str, app: str, goal: str, options: Mapping[str, str], where: str = "prefs") -> None:
+    """Register a "turn {state} {option}" task: go to the page that shows the switch (where it sits
+    differs between app variants), then flip it."""
 
     def plan(p: Params) -> list[SubgoalSpec]:
         key, on = options[p["option"]], p["state"] == "on"
-        return list(path) + [toggle_option(p["option"], f"toggle:{slug(key)}", on, ("task",))]
+        wid = f"toggle:{slug(key)}"
+        return [navigate(f"the {p['option']} switch", ("widget", wid)), toggle_option(p["option"], wid, on)]
 
     def prepare(d: Data, p: Params, rng: random.Random) -> None:
         d[app][where][options[p["option"]]] = p["state"] != "on"
@@ -122,20 +119,15 @@ def toggle_template(tid: str, app: str, goal: str, options: Mapping[str, str], p
 
 # -- Settings ---------------------------------------------------------------------------------
 _SET = "settings"
-_NET = open_section("Network & internet", "row:network_internet", "settings/network")
 toggle_template("settings.network", _SET, "Turn {state} {option}",
-                {"Wi-Fi": "wifi", "Bluetooth": "bluetooth", "Airplane mode": "airplane"}, [_NET])
+                {"Wi-Fi": "wifi", "Bluetooth": "bluetooth", "Airplane mode": "airplane"})
 toggle_template("settings.display", _SET, "Turn {state} {option} on the phone",
-                {"Dark theme": "dark_theme", "Auto-rotate": "auto_rotate"},
-                [open_section("Display", "row:display", "settings/display")])
-toggle_template("settings.sound", _SET, "Turn {state} {option}", {"Vibrate on ring": "vibrate", "Do not disturb": "dnd"},
-                [open_section("Sound", "row:sound", "settings/sound")])
-toggle_template("settings.battery", _SET, "Turn {state} {option}", {"Battery saver": "battery_saver"},
-                [open_section("Battery", "row:battery", "settings/battery")])
+                {"Dark theme": "dark_theme", "Auto-rotate": "auto_rotate"})
+toggle_template("settings.sound", _SET, "Turn {state} {option}", {"Vibrate on ring": "vibrate", "Do not disturb": "dnd"})
+toggle_template("settings.battery", _SET, "Turn {state} {option}", {"Battery saver": "battery_saver"})
 _NOTIF_APPS = ("Messages", "Notes", "Shop", "Gallery", "Clock", "Calendar", "Camera", "Maps", "Music", "Weather")
 toggle_template("settings.app_notifications", _SET, "Turn {state} notifications for {option}",
-                {a: a for a in _NOTIF_APPS}, [open_section("Notifications", "row:notifications", "settings/notifications")],
-                where="notif")
+                {a: a for a in _NOTIF_APPS}, where="notif")
 
 
 def _font_prepare(d: Data, p: Params, rng: random.Random) -> None:
@@ -144,9 +136,8 @@ def _font_prepare(d: Data, p: Params, rng: random.Random) -> None:
 
 _register(TaskTemplate(
     "settings.font_size", _SET, "Set the font size to {size}", (("size", A.FONT_SIZES),),
-    lambda p: [open_section("Display", "row:display", "settings/display"),
-               press_button("Font size", "row:font_size", ("overlay", "settings/font_size")),
-               choose_menu_option(p["size"], f"radio:{slug(p['size'])}", ("task",))],
+    lambda p: [navigate("the display settings", ("widget", "row:font_size")),
+               choose_option("font size", p["size"], "row:font_size", f"radio:{slug(p['size'])}")],
     lambda d, p: d[_SET]["font_size"] == p["size"], _font_prepare,
     lambda d, p, r: {"size": _other(r, A.FONT_SIZES, p["size"])}))
 
@@ -157,9 +148,8 @@ def _ring_prepare(d: Data, p: Params, rng: random.Random) -> None:
 
 _register(TaskTemplate(
     "settings.ringtone", _SET, "Set the ringtone to {tone}", (("tone", A.RINGTONES),),
-    lambda p: [open_section("Sound", "row:sound", "settings/sound"),
-               open_section("Ringtone", "row:ringtone", "settings/ringtone"),
-               select_list_item(p["tone"], f"radio:{slug(p['tone'])}", ("task",))],
+    lambda p: [navigate("the ringtones", ("page", "settings/ringtone", "")),
+               select_list_item(p["tone"], f"radio:{slug(p['tone'])}", ("task",), verb="choose")],
     lambda d, p: d[_SET]["ringtone"] == p["tone"], _ring_prepare,
     lambda d, p, r: {"tone": _other(r, A.RINGTONES, p["tone"])}))
 
@@ -170,19 +160,17 @@ def _cache_prepare(d: Data, p: Params, rng: random.Random) -> None:
 
 _register(TaskTemplate(
     "settings.clear_cache", _SET, "Clear the cache of {app}", (("app", _NOTIF_APPS),),
-    lambda p: [open_section("Apps", "row:apps", "settings/apps"),
-               select_list_item(p["app"], f"item:{slug(p['app'])}", ("page", "settings/app_info", p["app"])),
-               press_button("Clear cache", "btn:clear_cache", ("overlay", "settings/confirm_clear")),
-               confirm_dialog("OK", "btn:ok")],
+    lambda p: [navigate(f"the app info of {p['app']}", ("page", "settings/app_info", p["app"])),
+               press_button("Clear cache", "btn:clear_cache", ("task",), confirm="btn:ok")],
     lambda d, p: p["app"] in d[_SET]["cleared"], _cache_prepare,
     lambda d, p, r: {"app": _other(r, _NOTIF_APPS, p["app"])}))
 
 
 def _search_plan(p: Params) -> list[SubgoalSpec]:
-    key, screen, _ = A.SETTING_INDEX[p["setting"]]
+    key = A.SETTING_INDEX[p["setting"]][0]
     return [search_for(p["setting"]),
-            select_list_item(f"the {p['setting']} result", f"item:{slug(p['setting'])}", ("screen", screen)),
-            toggle_option(p["setting"], f"toggle:{key}", p["state"] == "on", ("task",))]
+            select_list_item(f"the {p['setting']} result", f"item:{slug(p['setting'])}", ("visible", f"toggle:{key}")),
+            toggle_option(p["setting"], f"toggle:{key}", p["state"] == "on")]
 
 
 def _search_prepare(d: Data, p: Params, rng: random.Random) -> None:
@@ -196,12 +184,9 @@ _register(TaskTemplate(
 
 # -- Notes ------------------------------------------------------------------------------------
 _NOTES = "notes"
-_NOTES_PREFS = [open_overflow_menu("notes/overflow"), open_section("Preferences", "menu:preferences", "notes/preferences")]
 toggle_template("notes.display", _NOTES, "Turn {state} {option} in Notes",
-                {"Dark mode": "dark_mode", "Large text": "large_text", "Show previews": "show_previews"},
-                _NOTES_PREFS + [open_section("Display", "row:display", "notes/display")])
-toggle_template("notes.editor", _NOTES, "Turn {state} {option} in Notes", {"Auto-save": "auto_save", "Spell check": "spell_check"},
-                _NOTES_PREFS + [open_section("Editor", "row:editor", "notes/editor_settings")])
+                {"Dark mode": "dark_mode", "Large text": "large_text", "Show previews": "show_previews"})
+toggle_template("notes.editor", _NOTES, "Turn {state} {option} in Notes", {"Auto-save": "auto_save", "Spell check": "spell_check"})
 
 NEW_NOTE_TITLES = ("Ideas", "Chores", "Errands", "Quotes", "Plans for May", "Soup recipe")
 NEW_NOTE_BODIES = ("buy stamps", "water the plants", "call the bank", "fix the bike", "book a table", "pay rent")
@@ -228,14 +213,13 @@ _register(TaskTemplate(
     "notes.create", _NOTES, "Create a note titled '{title}' that says '{body}'",
     (("title", NEW_NOTE_TITLES), ("body", NEW_NOTE_BODIES)),
     lambda p: [create_new("note", "notes/edit"), type_into_field("title", "field:title", p["title"]),
-               type_into_field("text", "field:body", p["body"]), save("note")],
+               write_and_submit("text", "field:body", p["body"], "icon:save", "save")],
     lambda d, p: any(n["title"] == p["title"] and n["body"] == p["body"] for n in d[_NOTES]["notes"]),
     corrupt=lambda d, p, r: {**p, "body": _typo(p["body"])}))
 _register(TaskTemplate(
     "notes.delete", _NOTES, "Delete the note '{title}'", (("title", A.NOTE_TITLES),),
-    lambda p: [long_press_item(f"the note '{p['title']}'", f"item:{slug(p['title'])}", "notes/item_menu"),
-               choose_menu_option("Delete", "menu:delete", ("overlay", "notes/confirm_delete")),
-               confirm_dialog("Delete", "btn:delete")],
+    lambda p: [menu_action("delete", f"the note '{p['title']}'", f"item:{slug(p['title'])}", "menu:delete",
+                           confirm="btn:delete")],
     lambda d, p: not _note_exists(d, p["title"]) and _note_exists(d, p["title"], "trash"),
     lambda d, p, r: _ensure_note(d, p["title"], r),
     lambda d, p, r: {"title": _existing_note(d, p["title"], r)}))
@@ -249,30 +233,25 @@ _register(TaskTemplate(
 _register(TaskTemplate(
     "notes.rename", _NOTES, "Rename the note '{old}' to '{new}'", (("old", A.NOTE_TITLES), ("new", NEW_NOTE_TITLES)),
     lambda p: [search_for(p["old"]),
-               select_list_item(f"the note '{p['old']}'", f"item:{slug(p['old'])}", ("page", "notes/view", p["old"])),
-               press_button("the edit pencil", "icon:edit", ("screen", "notes/edit")),
-               type_into_field("title", "field:title", p["new"]), save("note")],
+               navigate(f"the editor of the note '{p['old']}'", ("page", "notes/edit", p["old"])),
+               write_and_submit("title", "field:title", p["new"], "icon:save", "save")],
     lambda d, p: _note_exists(d, p["new"]) and not _note_exists(d, p["old"]),
     lambda d, p, r: _ensure_note(d, p["old"], r),
     lambda d, p, r: {**p, "new": _typo(p["new"])}))
 _register(TaskTemplate(
     "notes.restore", _NOTES, "Restore the note '{title}' from the trash", (("title", A.NOTE_TITLES),),
-    lambda p: [open_overflow_menu("notes/overflow"), open_section("Trash", "menu:trash", "notes/trash"),
-               long_press_item(f"the note '{p['title']}'", f"item:{slug(p['title'])}", "notes/trash_menu"),
-               choose_menu_option("Restore", "menu:restore", ("task",))],
+    lambda p: [navigate("the trash", ("page", "notes/trash", "")),
+               menu_action("restore", f"the note '{p['title']}'", f"item:{slug(p['title'])}", "menu:restore")],
     lambda d, p: _note_exists(d, p["title"]) and not _note_exists(d, p["title"], "trash"),
     lambda d, p, r: _ensure_note(d, p["title"], r, where="trash"),
     lambda d, p, r: {"title": _existing_note(d, p["title"], r, where="trash")}))
 
 # -- Messages ---------------------------------------------------------------------------------
 _MSG = "messages"
-_MSG_SETTINGS = [select_tab("Settings", "messages/settings")]
 toggle_template("messages.appearance", _MSG, "Turn {state} {option} in Messages",
-                {"Dark mode": "dark_mode", "Large text": "large_text", "Bubble colours": "bubble_colours"},
-                _MSG_SETTINGS + [open_section("Appearance", "row:appearance", "messages/appearance")])
+                {"Dark mode": "dark_mode", "Large text": "large_text", "Bubble colours": "bubble_colours"})
 toggle_template("messages.notifications", _MSG, "Turn {state} {option} in Messages",
-                {"Sounds": "sounds", "Vibrate": "vibrate", "Message previews": "previews"},
-                _MSG_SETTINGS + [open_section("Notifications", "row:notifications", "messages/notifications")])
+                {"Sounds": "sounds", "Vibrate": "vibrate", "Message previews": "previews"})
 
 FIRST_NAMES = tuple(A.first_name(c) for c in A.CONTACTS)
 MESSAGE_TEXTS = ("see you at 5", "running late", "happy birthday", "call me back", "thanks for lunch", "on my way",
@@ -313,7 +292,7 @@ def _open_chat(name: str) -> SubgoalSpec:
 
 _register(TaskTemplate(
     "messages.send", _MSG, "Send '{text}' to {name}", (("name", FIRST_NAMES), ("text", MESSAGE_TEXTS)),
-    lambda p: [_open_chat(p["name"]), type_into_field("message", "field:message", p["text"]), send_message()],
+    lambda p: [_open_chat(p["name"]), write_and_submit("message", "field:message", p["text"], "icon:send", "send")],
     lambda d, p: _last_is(d, p["name"], p["text"]), lambda d, p, r: _ensure_chat(d, p["name"], r),
     lambda d, p, r: {**p, "text": _typo(p["text"])}))
 
@@ -326,34 +305,30 @@ _register(TaskTemplate(
     "messages.new_chat", _MSG, "Start a new chat with {name} and say '{text}'", (("name", FIRST_NAMES), ("text", MESSAGE_TEXTS)),
     lambda p: [create_new("chat", "messages/compose"), type_into_field("recipient", "field:to", p["name"]),
                select_list_item(p["name"], f"item:{slug(p['name'])}", ("page", "messages/thread", _contact(p["name"]))),
-               type_into_field("message", "field:message", p["text"]), send_message()],
+               write_and_submit("message", "field:message", p["text"], "icon:send", "send")],
     lambda d, p: _last_is(d, p["name"], p["text"]), _no_chat, lambda d, p, r: {**p, "text": _typo(p["text"])}))
 _register(TaskTemplate(
     "messages.sticker", _MSG, "Send a {sticker} sticker to {name}", (("name", FIRST_NAMES), ("sticker", STICKERS)),
-    lambda p: [_open_chat(p["name"]), press_button("the sticker button", "icon:sticker", ("screen", "messages/stickers")),
+    lambda p: [navigate(f"the stickers for {p['name']}", ("page", "messages/stickers", _contact(p["name"]))),
                pick_grid_cell(f"{p['sticker']} sticker", f"cell:{p['sticker']}", ("task",))],
     lambda d, p: _last_is(d, p["name"], f"[sticker:{p['sticker']}]"), lambda d, p, r: _ensure_chat(d, p["name"], r),
     lambda d, p, r: {**p, "sticker": _other(r, STICKERS, p["sticker"])}))
 _register(TaskTemplate(
     "messages.delete_chat", _MSG, "Delete the chat with {name}", (("name", FIRST_NAMES),),
-    lambda p: [long_press_item(f"the chat with {p['name']}", f"item:{slug(p['name'])}", "messages/chat_menu"),
-               choose_menu_option("Delete chat", "menu:delete", ("overlay", "messages/confirm_delete")),
-               confirm_dialog("Delete", "btn:delete")],
+    lambda p: [menu_action("delete", f"the chat with {p['name']}", f"item:{slug(p['name'])}", "menu:delete",
+                           confirm="btn:delete")],
     lambda d, p: _chat(d, p["name"]) is None, lambda d, p, r: _ensure_chat(d, p["name"], r),
     lambda d, p, r: {"name": _other_chat(d, p["name"], r)}))
 _register(TaskTemplate(
     "messages.mute", _MSG, "Mute the chat with {name}", (("name", FIRST_NAMES),),
-    lambda p: [_open_chat(p["name"]), open_overflow_menu("messages/thread_menu"),
-               choose_menu_option("Mute", "menu:mute", ("task",))],
+    lambda p: [_open_chat(p["name"]), menu_action("mute", "the chat", "icon:more", "menu:mute", press="tap")],
     lambda d, p: bool(_chat(d, p["name"]) and _chat(d, p["name"])["muted"]),
     lambda d, p, r: _ensure_chat(d, p["name"], r, muted=False),
     lambda d, p, r: {"name": _other_chat(d, p["name"], r, unmuted=True)}))
 
 # -- Shop -------------------------------------------------------------------------------------
 _SHOP = "shop"
-toggle_template("shop.appearance", _SHOP, "Turn {state} {option} in Shop", {"Dark mode": "dark_mode", "Compact list": "compact_list"},
-                [select_tab("Account", "shop/account"), open_section("Settings", "row:settings", "shop/settings"),
-                 open_section("Appearance", "row:appearance", "shop/appearance")])
+toggle_template("shop.appearance", _SHOP, "Turn {state} {option} in Shop", {"Dark mode": "dark_mode", "Compact list": "compact_list"})
 _CATEGORY_OF = {p: c for c, items in A.CATALOG.items() for p in items}
 
 
@@ -368,13 +343,13 @@ def _not_in_cart(d: Data, p: Params, rng: random.Random) -> None:
 
 _register(TaskTemplate(
     "shop.add_searched", _SHOP, "Add {n} {item} to the cart", (("n", ("2", "3", "4")), ("item", A.PRODUCTS)),
-    lambda p: _search_product(p["item"]) + [set_quantity(int(p["n"])), add_to_cart(p["item"], "btn:add_to_cart")],
+    lambda p: _search_product(p["item"]) + [add_to_cart(p["item"], "btn:add_to_cart", int(p["n"]))],
     lambda d, p: d[_SHOP]["cart"].get(p["item"]) == int(p["n"]), _not_in_cart,
     lambda d, p, r: {**p, "n": str(int(p["n"]) + r.choice((-1, 1)))}))
 _register(TaskTemplate(
     "shop.add_from_aisle", _SHOP, "Add {item} from the {category} aisle to the cart",
     (("category", tuple(A.CATALOG)), ("item", A.PRODUCTS)),
-    lambda p: [open_section(p["category"], f"row:{slug(p['category'])}", "shop/category", p["category"]),
+    lambda p: [navigate(f"the {p['category']} aisle", ("page", "shop/category", p["category"])),
                add_to_cart(p["item"], f"icon:add:{slug(p['item'])}")],
     lambda d, p: d[_SHOP]["cart"].get(p["item"]) == 1, _not_in_cart,
     lambda d, p, r: {**p, "item": _other(r, A.CATALOG[p["category"]], p["item"])},
@@ -395,7 +370,7 @@ def _other_cart_item(d: Data, p: Params, rng: random.Random) -> Params | None:
 
 _register(TaskTemplate(
     "shop.remove", _SHOP, "Remove {item} from the cart", (("item", A.PRODUCTS),),
-    lambda p: [open_cart(), delete_item(p["item"].lower(), f"icon:remove:{slug(p['item'])}", ("task",))],
+    lambda p: [navigate("the cart", ("page", "shop/cart", "")), delete_item(p["item"].lower(), f"icon:remove:{slug(p['item'])}")],
     lambda d, p: p["item"] not in d[_SHOP]["cart"], _remove_prepare, _other_cart_item))
 _SPEEDS = ("Standard", "Express")
 
@@ -409,10 +384,8 @@ def _checkout_prepare(d: Data, p: Params, rng: random.Random) -> None:
 
 _register(TaskTemplate(
     "shop.checkout", _SHOP, "Order everything in the cart with {speed} delivery", (("speed", _SPEEDS),),
-    lambda p: [open_cart(), press_button("Checkout", "btn:checkout", ("screen", "shop/checkout")),
-               select_list_item(f"{p['speed']} delivery", f"radio:{slug(p['speed'])}", ("fact", "delivery")),
-               press_button("Place order", "btn:place_order", ("overlay", "shop/confirm_order")),
-               confirm_dialog("Place order", "btn:confirm")],
+    lambda p: [navigate("the checkout", ("page", "shop/checkout", "")),
+               confirm_order(p["speed"])],
     lambda d, p: not d[_SHOP]["cart"] and len(d[_SHOP]["orders"]) == 1 and d[_SHOP]["orders"][0]["delivery"] == p["speed"],
     _checkout_prepare, lambda d, p, r: {"speed": _other(r, _SPEEDS, p["speed"])}))
 
@@ -430,8 +403,7 @@ _register(TaskTemplate(
 # -- Gallery ----------------------------------------------------------------------------------
 _GAL = "gallery"
 toggle_template("gallery.settings", _GAL, "Turn {state} {option} in Gallery",
-                {"Dark mode": "dark_mode", "Show dates": "show_dates", "Auto backup": "auto_backup"},
-                [open_overflow_menu("gallery/more"), open_section("Settings", "menu:settings", "gallery/settings")])
+                {"Dark mode": "dark_mode", "Show dates": "show_dates", "Auto backup": "auto_backup"})
 
 
 def _photo_in(d: Data, subject: str, rng: random.Random, where: str = "photos", fav: bool = False) -> None:
@@ -461,8 +433,7 @@ def _photo_of(d: Data, subject: str) -> dict | None:
 
 _register(TaskTemplate(
     "gallery.delete", _GAL, "Delete the photo of the {subject}", (("subject", PHOTO_SUBJECTS),),
-    lambda p: [_open_photo(p["subject"]), delete_item("the photo", "icon:delete", ("overlay", "gallery/confirm_delete")),
-               confirm_dialog("Delete", "btn:delete")],
+    lambda p: [_open_photo(p["subject"]), delete_item("the photo", "icon:delete", confirm="btn:delete")],
     lambda d, p: _photo_of(d, p["subject"]) is None and p["subject"] in d[_GAL]["trash"],
     lambda d, p, r: _photo_in(d, p["subject"], r), lambda d, p, r: {"subject": _other_photo(d, p["subject"], r)}))
 _register(TaskTemplate(
@@ -472,13 +443,12 @@ _register(TaskTemplate(
     lambda d, p, r: _photo_in(d, p["subject"], r), lambda d, p, r: {"subject": _other_photo(d, p["subject"], r, unfav=True)}))
 _register(TaskTemplate(
     "gallery.share", _GAL, "Share the photo of the {subject} to {target}", (("subject", PHOTO_SUBJECTS), ("target", A.SHARE_TARGETS)),
-    lambda p: [_open_photo(p["subject"]), share_item("gallery/share_sheet"),
-               choose_menu_option(p["target"], f"share:{slug(p['target'])}", ("task",))],
+    lambda p: [_open_photo(p["subject"]), share_item(p["target"], f"share:{slug(p['target'])}")],
     lambda d, p: [p["subject"], p["target"]] in d[_GAL]["shared"], lambda d, p, r: _photo_in(d, p["subject"], r),
     lambda d, p, r: {**p, "target": _other(r, A.SHARE_TARGETS, p["target"])}))
 _register(TaskTemplate(
     "gallery.restore", _GAL, "Restore the photo of the {subject} from the trash", (("subject", PHOTO_SUBJECTS),),
-    lambda p: [select_tab("Albums", "gallery/albums"), open_section("Trash", "row:trash", "gallery/trash"),
+    lambda p: [navigate("the trash", ("page", "gallery/trash", "")),
                pick_grid_cell(f"photo of the {p['subject']}", f"cell:{p['subject']}", ("page", "gallery/trash_item", p["subject"])),
                press_button("Restore", "btn:restore", ("task",))],
     lambda d, p: _photo_of(d, p["subject"]) is not None and p["subject"] not in d[_GAL]["trash"],
@@ -487,16 +457,14 @@ _register(TaskTemplate(
 ALBUM_NAMES = ("Holiday", "Family", "Pets", "Food", "Road trip", "Best of 2024")
 _register(TaskTemplate(
     "gallery.new_album", _GAL, "Create an album called '{name}'", (("name", ALBUM_NAMES),),
-    lambda p: [select_tab("Albums", "gallery/albums"), create_new("album", "gallery/new_album"),
-               type_into_field("album name", "field:name", p["name"]), save("album")],
+    lambda p: [navigate("a new album", ("page", "gallery/new_album", "")),
+               write_and_submit("album name", "field:name", p["name"], "icon:save", "save")],
     lambda d, p: p["name"] in d[_GAL]["albums"], corrupt=lambda d, p, r: {"name": _typo(p["name"])}))
 
 # -- Clock ------------------------------------------------------------------------------------
 _CLK = "clock"
 toggle_template("clock.display", _CLK, "Turn {state} {option} in Clock",
-                {"Dark mode": "dark_mode", "24-hour clock": "h24", "Show seconds": "show_seconds"},
-                [open_overflow_menu("clock/more"), open_section("Settings", "menu:settings", "clock/settings"),
-                 open_section("Display", "row:display", "clock/display")])
+                {"Dark mode": "dark_mode", "24-hour clock": "h24", "Show seconds": "show_seconds"})
 ALARM_TIMES = tuple(A.alarm_id(h, m) for h in range(5, 12) for m in (0, 15, 30, 45))
 NEW_ALARM_TIMES = tuple(A.alarm_id(h, m) for h in range(5, 12) for m in (10, 20, 40, 50))
 
@@ -535,18 +503,17 @@ def _alarm_set_corrupt(d: Data, p: Params, rng: random.Random) -> Params:
 
 _register(TaskTemplate(
     "clock.set_alarm", _CLK, "Set an alarm for {time}", (("time", NEW_ALARM_TIMES),),
-    lambda p: [create_new("alarm", "clock/new_alarm"), type_into_field("time", "field:time", p["time"]), save("alarm")],
+    lambda p: [create_new("alarm", "clock/new_alarm"), write_and_submit("time", "field:time", p["time"], "icon:save", "save")],
     lambda d, p: bool(_alarm(d, p["time"]) and _alarm(d, p["time"])["on"]), _alarm_set_prepare, _alarm_set_corrupt))
 _register(TaskTemplate(
     "clock.switch_alarm", _CLK, "Turn {state} the {time} alarm", (("time", ALARM_TIMES), ("state", ON_OFF)),
-    lambda p: [toggle_option(f"the {p['time']} alarm", f"toggle:{slug(p['time'])}", p["state"] == "on", ("task",))],
+    lambda p: [toggle_option(f"the {p['time']} alarm", f"toggle:{slug(p['time'])}", p["state"] == "on")],
     lambda d, p: bool(_alarm(d, p["time"]) and _alarm(d, p["time"])["on"] == (p["state"] == "on")),
     lambda d, p, r: _ensure_alarm(d, p["time"], r, on=p["state"] != "on"),
     lambda d, p, r: {**p, "time": _other_alarm(d, p["time"], r)}))
 _register(TaskTemplate(
     "clock.delete_alarm", _CLK, "Delete the {time} alarm", (("time", ALARM_TIMES),),
-    lambda p: [long_press_item(f"the {p['time']} alarm", f"item:{slug(p['time'])}", "clock/alarm_menu"),
-               choose_menu_option("Delete", "menu:delete", ("overlay", "clock/confirm_delete")), confirm_dialog("Delete", "btn:delete")],
+    lambda p: [menu_action("delete", f"the {p['time']} alarm", f"item:{slug(p['time'])}", "menu:delete", confirm="btn:delete")],
     lambda d, p: _alarm(d, p["time"]) is None, lambda d, p, r: _ensure_alarm(d, p["time"], r),
     lambda d, p, r: {"time": _other_alarm(d, p["time"], r)}))
 TIMER_MINUTES = ("2", "3", "5", "10", "15", "20", "25", "30", "45", "60")
@@ -558,8 +525,8 @@ def _timer_prepare(d: Data, p: Params, rng: random.Random) -> None:
 
 _register(TaskTemplate(
     "clock.timer", _CLK, "Start a timer for {n} minutes", (("n", TIMER_MINUTES),),
-    lambda p: [select_tab("Timer", "clock/timer"), type_into_field("minutes", "field:minutes", p["n"]),
-               press_button("Start", "btn:start", ("task",))],
+    lambda p: [navigate("the timer", ("page", "clock/timer", "")),
+               write_and_submit("minutes", "field:minutes", p["n"], "btn:start", "start")],
     lambda d, p: d[_CLK]["timer"] == int(p["n"]), _timer_prepare,
     lambda d, p, r: {"n": _other(r, TIMER_MINUTES, p["n"])}))
 
@@ -570,7 +537,7 @@ def _city_prepare(d: Data, p: Params, rng: random.Random) -> None:
 
 _register(TaskTemplate(
     "clock.add_city", _CLK, "Add {city} to the world clock", (("city", A.CITIES),),
-    lambda p: [select_tab("World", "clock/world"), create_new("city", "clock/city_search"),
+    lambda p: [navigate("the city search of the world clock", ("page", "clock/city_search", "")),
                type_into_field("city name", "field:search", p["city"]),
                select_list_item(p["city"], f"item:{slug(p['city'])}", ("task",))],
     lambda d, p: p["city"] in d[_CLK]["cities"], _city_prepare,
@@ -579,7 +546,7 @@ ALARM_LABELS = ("Gym", "Work", "Medicine", "School run", "Wake up", "Meeting")
 _register(TaskTemplate(
     "clock.label_alarm", _CLK, "Label the {time} alarm '{label}'", (("time", ALARM_TIMES), ("label", ALARM_LABELS)),
     lambda p: [select_list_item(f"the {p['time']} alarm", f"item:{slug(p['time'])}", ("page", "clock/edit_alarm", p["time"])),
-               type_into_field("label", "field:label", p["label"]), save("alarm")],
+               write_and_submit("label", "field:label", p["label"], "icon:save", "save")],
     lambda d, p: bool(_alarm(d, p["time"]) and _alarm(d, p["time"])["label"] == p["label"]),
     lambda d, p, r: _ensure_alarm(d, p["time"], r), lambda d, p, r: {**p, "label": _typo(p["label"])}))
 

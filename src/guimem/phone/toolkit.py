@@ -28,6 +28,8 @@ overflow or tab path to its settings, and per-episode layout shuffles (``View.pe
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import hashlib
 import random
 import re
@@ -148,6 +150,47 @@ class Page:
     note: str = ""  # transient message, e.g. "Added to cart"
 
 
+@dataclass(frozen=True)
+class AppVariant:
+    """How one variant of an app differs from its reference design (variant 0 differs in nothing).
+
+    The same app differs between phone makers and versions; these are the differences the
+    built-in phone models (drawn by :func:`guimem.phone.variants.app_variant`):
+
+    * ``words``: synonyms in the app's own labels (``"Dark mode"`` is ``"Night mode"`` here);
+    * ``labelled``: toolbar glyphs that carry an accessibility label here (elsewhere they are
+      label-free icons that only their picture tells apart);
+    * ``settings_entry``: where the app's settings open from, the overflow (⋮) menu or a gear
+      icon in the top bar;
+    * ``moved``: switches that sit on another settings page than in the reference design;
+    * ``order_seed``: the order of toolbars, menus, tabs and dialog buttons (None: the reference order).
+    """
+
+    app: str
+    index: int = 0
+    words: tuple[tuple[str, str], ...] = ()  # (canonical label, this variant's label)
+    labelled: frozenset[str] = frozenset()  # toolbar glyphs with an accessibility label
+    settings_entry: str = "overflow"  # "overflow" or "toolbar"
+    moved: tuple[tuple[str, str], ...] = ()  # (switch key, settings screen name it sits on here)
+    order_seed: int | None = None
+
+    @functools.cached_property
+    def _words(self) -> dict[str, str]:
+        return dict(self.words)
+
+    def say(self, label: str) -> str:
+        """This variant's word for the reference label ``label`` (unchanged when it has none)."""
+        return self._words.get(label, label)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"app": self.app, "index": self.index, "words": dict(self.words), "labelled": sorted(self.labelled),
+                "settings_entry": self.settings_entry, "moved": dict(self.moved)}
+
+
+REFERENCE = AppVariant("")
+"""The reference design of every app (variant 0)."""
+
+
 @dataclass
 class PhoneState:
     """The whole hidden state of the phone for one episode."""
@@ -159,10 +202,15 @@ class PhoneState:
     shuffle_seed: int | None  # None: no layout shuffles
     overlay: tuple[str, str] | None = None  # (overlay id, argument)
     popup: str | None = None  # interrupting popup kind shown now
+    variants: dict[str, AppVariant] = field(default_factory=dict)  # app key -> its variant on this phone
 
     @property
     def page(self) -> Page:
         return self.stack[-1]
+
+    def variant(self, app: str) -> AppVariant:
+        """The variant of ``app`` installed on this phone (the reference design if none is set)."""
+        return self.variants.get(app, REFERENCE)
 
 
 @dataclass(frozen=True)
@@ -177,25 +225,48 @@ class View:
     def data(self) -> dict:
         return self.state.data[self.app]
 
+    @property
+    def variant(self) -> AppVariant:
+        return self.state.variant(self.app)
+
     def perm(self, key: str, items: Sequence[T]) -> list[T]:
-        """``items`` in this episode's order for ``key`` (unchanged when shuffles are off)."""
+        """``items`` in their order for ``key``: the app variant's for chrome (toolbars, menus, tabs,
+        dialog buttons: :data:`CHROME_KEYS`), this episode's for lists (unchanged when shuffles are off)."""
         items = list(items)
-        if self.state.shuffle_seed is None:
+        seed = self.variant.order_seed if key.split(":")[0] in CHROME_KEYS else self.state.shuffle_seed
+        if seed is None:
             return items
-        random.Random(stable_int(self.state.shuffle_seed, self.app, key)).shuffle(items)
+        random.Random(stable_int(seed, self.app, key)).shuffle(items)
         return items
 
     def flip(self, key: str) -> bool:
-        """A per-episode coin for binary layout choices (e.g. which side the FAB sits)."""
-        return self.state.shuffle_seed is not None and stable_int(self.state.shuffle_seed, self.app, key) % 2 == 1
+        """The app variant's coin for binary layout choices (e.g. which side the FAB sits)."""
+        seed = self.variant.order_seed
+        return seed is not None and stable_int(seed, self.app, key) % 2 == 1
+
+
+CHROME_KEYS = frozenset({
+    "toolbar", "view_toolbar", "product_toolbar", "viewer_toolbar", "edit_toolbar", "composer", "tabs", "overflow",
+    "more", "item_menu", "trash_menu", "thread_menu", "chat_menu", "alarm_menu", "viewer_more", "confirm", "form",
+    "app_info", "trash_item", "fab"})
+"""Order keys fixed by the app variant (its design); every other key is shuffled per episode (content)."""
+
+TRANSLATED_KINDS = frozenset({"title", "text", "row", "toggle", "button", "tab", "menu_item"})
+"""Widget kinds whose text is the app's own wording (a variant's synonyms apply); others show content."""
+
+GLYPH_WORDS: dict[str, str] = {
+    "search": "Search", "more": "More options", "plus": "Add", "gear": "Settings", "star": "Favourite",
+    "star_filled": "Favourite", "trash": "Delete", "edit": "Edit", "share": "Share", "cart": "Cart", "send": "Send",
+    "check": "Save", "smiley": "Stickers"}
+"""The accessibility label a toolbar glyph carries in variants that label it."""
 
 
 # ----------------------------------------------------------------------------- builder
 class Builder:
     """Places widgets top to bottom; lists and grids scroll by whole rows."""
 
-    def __init__(self, screen: str, page: Page | None):
-        self.screen, self.page = screen, page
+    def __init__(self, screen: str, page: Page | None, variant: AppVariant = REFERENCE):
+        self.screen, self.page, self.variant = screen, page, variant
         self.widgets: list[Widget] = []
         self.overlay: list[Widget] = []
         self.modal = False
@@ -211,8 +282,18 @@ class Builder:
         return w
 
     def layout(self) -> Layout:
-        return Layout(self.screen, tuple(self.widgets), tuple(self.overlay), self.modal, self.scroll_box,
+        """The screen, in this app variant's words."""
+        return Layout(self.screen, self._say(self.widgets), self._say(self.overlay), self.modal, self.scroll_box,
                       self.scroll_max, self.scroll_step, tuple(self.offscreen))
+
+    def _say(self, widgets: Sequence[Widget]) -> tuple[Widget, ...]:
+        if not self.variant.words:
+            return tuple(widgets)
+        say = self.variant.say
+        return tuple(dataclasses.replace(w, text=say(w.text), sub=say(w.sub),
+                                         desc=say(w.desc) if w.kind != "toggle" else w.desc)
+                     if w.kind in TRANSLATED_KINDS and (say(w.text) != w.text or say(w.sub) != w.sub) else w
+                     for w in widgets)
 
     # -- bars
     def topbar(self, title: str, back: bool = True, icons: Sequence[tuple[str, str, Cmd]] = ()) -> None:
@@ -224,9 +305,11 @@ class Builder:
             x = 32
         right = W - 2 - 26 * len(icons)
         self.add(Widget("title", "title", (x, BAR_TOP + 4, max(x + 10, right - 2), CONTENT_TOP - 4), text=title))
+        labelled = self.variant.labelled
         for i, (glyph, wid, cmd) in enumerate(icons):
             x0 = right + 26 * i
-            self.add(Widget(wid, "icon", (x0, BAR_TOP + 2, x0 + 26, CONTENT_TOP - 2), glyph=glyph, tap=cmd))
+            self.add(Widget(wid, "icon", (x0, BAR_TOP + 2, x0 + 26, CONTENT_TOP - 2), glyph=glyph, tap=cmd,
+                            desc=GLYPH_WORDS.get(glyph, "") if glyph in labelled else ""))
 
     def tabs(self, tabs: Sequence[tuple[str, str]], current: str) -> None:
         """Bottom tabs: (label, screen) pairs; the content area ends above them."""
@@ -240,7 +323,8 @@ class Builder:
     def fab(self, glyph: str, wid: str, cmd: Cmd, left: bool = False) -> None:
         """A floating round action button at the bottom right (or left)."""
         x0 = 12 if left else W - 52
-        self.add(Widget(wid, "icon", (x0, self.bottom - 52, x0 + 40, self.bottom - 12), glyph=glyph, style="fab", tap=cmd))
+        self.add(Widget(wid, "icon", (x0, self.bottom - 52, x0 + 40, self.bottom - 12), glyph=glyph, style="fab", tap=cmd,
+                        desc=GLYPH_WORDS.get(glyph, "") if glyph in self.variant.labelled else ""))
 
     # -- content
     def text(self, text: str, h: int = 18, style: str = "", big: bool = False) -> None:
@@ -370,6 +454,9 @@ class App:
     overlays: tuple[str, ...] = ()  # every overlay type
     search_screens: frozenset[str] = frozenset()  # screens whose search field is focused on entry
     dark_key: str = "dark_mode"  # the pref that switches this app to the dark theme
+    # settings pages (screen name) -> their switches (pref key, label) in the reference design; a variant moves some
+    TOGGLE_SECTIONS: dict[str, tuple[tuple[str, str], ...]] = {}
+    settings: tuple[str, str] | None = None  # (label, screen) of the page a variant may open from a toolbar gear
 
     # -- data
     def init_data(self, rng: random.Random) -> dict:
@@ -403,7 +490,7 @@ class App:
         """The layout builder of the current page (overlays are added by the world)."""
         page = state.page
         name = page.screen.split("/", 1)[1]
-        b = Builder(page.screen, page)
+        b = Builder(page.screen, page, state.variant(self.key))
         getattr(self, f"s_{name}")(b, View(state, self.key, page))
         return b
 
@@ -417,6 +504,35 @@ class App:
         b.text(f"{self.name} · {v.page.arg}", big=True)
         for line in ("Nothing to change here.", "Version 4.2.1", "Go back to continue."):
             b.text(line, style="sub")
+
+    # -- where things sit in a variant
+    def section_items(self, variant: AppVariant, screen: str) -> list[tuple[str, str]]:
+        """The switches (key, label) on settings page ``screen`` in ``variant``: the reference ones
+        not moved away, then those moved here."""
+        moved = dict(variant.moved)
+        items = [(k, label) for k, label in self.TOGGLE_SECTIONS[screen] if moved.get(k, screen) == screen]
+        return items + [(k, label) for s, its in self.TOGGLE_SECTIONS.items() if s != screen
+                        for k, label in its if moved.get(k) == screen]
+
+    def switch_screen(self, variant: AppVariant, key: str) -> str:
+        """The settings page (screen name) that shows the switch ``key`` in ``variant``."""
+        home = next(s for s, its in self.TOGGLE_SECTIONS.items() if any(k == key for k, _ in its))
+        return dict(variant.moved).get(key, home)
+
+    def root_icons(self, v: View, icons: Sequence[tuple[str, str, Cmd]]) -> list[tuple[str, str, Cmd]]:
+        """The root screen's toolbar icons, with the settings gear where the variant puts settings there."""
+        icons = list(icons)
+        if self.settings is not None and v.variant.settings_entry == "toolbar":
+            icons.insert(0, ("gear", "icon:settings", ("push", self.settings[1], "")))
+        return icons
+
+    def overflow_entries(self, v: View, entries: Sequence[tuple[str, str, Cmd]]) -> list[tuple[str, str, Cmd]]:
+        """An overflow menu's entries, with the settings entry first where the variant keeps it there."""
+        entries = list(entries)
+        if self.settings is not None and v.variant.settings_entry == "overflow":
+            label, screen = self.settings
+            entries.insert(0, (label, f"menu:{slug(label)}", ("push", screen, "")))
+        return entries
 
     def toggle_entries(self, v: View, items: Sequence[tuple[str, str]], where: str = "prefs") -> list[Entry]:
         """Labelled toggles (key, label) bound to ``data[where][key]``, in this episode's order."""

@@ -1,7 +1,9 @@
 """The built-in synthetic phone as an environment: ``reset`` a task, ``step`` actions, check success.
 
-``World.reset(task, seed)`` starts an episode on the launcher; ``World.step(action)`` runs
-one AITW-like action (:data:`guimem.core.data.ACTION_TYPES`) and returns the next observation.
+``World.reset(task, seed, variant)`` starts an episode inside the task's app (or on the
+launcher, ``WorldConfig.start``) on a phone that runs variant ``variant`` of every app
+(:mod:`guimem.phone.variants`); ``World.step(action)`` runs one AITW-like action
+(:data:`guimem.core.data.ACTION_TYPES`) and returns the next observation.
 The real-device backend (:mod:`guimem.real.device`) implements the same
 :class:`~guimem.core.env.Env` protocol.
 
@@ -10,7 +12,8 @@ What makes memory worth having lives here, in :mod:`guimem.phone.apps` and in
 
 * **app-specific paths** the goal does not spell out: dark mode is under ⋮ > Preferences >
   Display in Notes, the Settings tab > Appearance in Messages, Account > Settings >
-  Appearance in Shop, ⋮ > Settings in Gallery, ⋮ > Settings > Display in Clock;
+  Appearance in Shop, ⋮ > Settings in Gallery, ⋮ > Settings > Display in Clock; and each
+  **app variant** moves, renames and reorders some of it (:mod:`guimem.phone.variants`);
 * **label-free icons and dense grids**: toolbar icons carry no text or description; photos
   and stickers are told apart only by their picture;
 * **per-episode shuffles and themes**: list, menu, tab and toolbar orders and the accent
@@ -25,6 +28,7 @@ success is checked on the hidden final state, never on pixels.
 
 from __future__ import annotations
 
+import copy
 import functools
 import hashlib
 import random
@@ -42,7 +46,8 @@ from guimem.phone.config import WorldConfig
 from guimem.phone.render import THEME_ACCENTS, Theme, make_theme, render_layout
 from guimem.phone.subgoals import Post
 from guimem.phone.tasks import spec_of
-from guimem.phone.toolkit import ROLES, Layout, Page, PhoneState, Widget, stable_int
+from guimem.phone.toolkit import ROLES, Cmd, Layout, Page, PhoneState, Widget, stable_int
+from guimem.phone.variants import phone_variants
 
 W, H = LOGICAL_SIZE
 
@@ -54,10 +59,13 @@ class World:
     """The synthetic phone as an environment; deterministic from ``(task, seed)``."""
 
     def __init__(self, config: WorldConfig | None = None, cache_size: int = 512,
-                 image_cache: OrderedDict | None = None):
+                 image_cache: OrderedDict | None = None, render: bool = True):
         """``image_cache`` (an empty ``OrderedDict`` to start) lets many worlds share one bounded
-        cache of rendered screens: a render key fixes the pixels, so sharing changes nothing but time."""
+        cache of rendered screens: a render key fixes the pixels, so sharing changes nothing but time.
+        ``render=False``: observations carry the UI tree and screen type only (``image`` None, key ""),
+        for planning on a copy of the phone (:meth:`fork`)."""
         self.config = config or WorldConfig()
+        self.render = render
         self._images: OrderedDict[tuple, tuple[str, Image.Image, tuple[UIElement, ...]]] = (
             OrderedDict() if image_cache is None else image_cache)  # render key -> (hex key, image, tree)
         self._cache_size = cache_size
@@ -68,10 +76,14 @@ class World:
         self._popup_at: int | None = None  # step after which the popup shows
         self._popup_kind = ""
         self._layout: Layout | None = None
+        self.variant = 0  # the variant index every app of this phone runs
 
     # -- episode
-    def reset(self, task: Task, seed: int) -> WorldObservation:
-        """Fresh phone content, theme, shuffles and popup schedule from ``seed``; start on the launcher."""
+    def reset(self, task: Task, seed: int, variant: int = 0) -> WorldObservation:
+        """Fresh phone content, theme, shuffles and popup schedule from ``seed`` on a phone running
+        variant ``variant`` of every app; start inside the task's app (or on the launcher)."""
+        if not 0 <= variant < self.config.variants:
+            raise ValueError(f"variant {variant} is not one of the world's {self.config.variants} variants")
         rng = random.Random(stable_int("world", seed))
         data = {key: app.init_data(rng) for key, app in APPS.items()}
         accent = rng.choice(THEME_ACCENTS) if self.config.themes else "blue"
@@ -80,9 +92,19 @@ class World:
         self._popup_kind = rng.choice(POPUP_KINDS)
         self._popup_at = rng.randint(1, 4) if popup else None
         spec_of(task).prepare(data, task.p, rng)
-        self.state = PhoneState("launcher", [Page("launcher/home")], data, accent, shuffle_seed)
-        self.task, self.t, self.ended = task, 0, None
+        self.state = PhoneState("launcher", [Page("launcher/home")], data, accent, shuffle_seed,
+                                variants=phone_variants(variant))
+        if self.config.start == "app":
+            open_app(self.state, task.app)
+        self.task, self.t, self.ended, self.variant = task, 0, None, variant
         return self._observe()
+
+    def fork(self) -> "World":
+        """A copy of this world now, for trying actions: no rendering, no popup to come, own state."""
+        twin = World(self.config, render=False)
+        twin.state, twin.task, twin.t, twin.ended = copy.deepcopy(self.state), self.task, self.t, self.ended
+        twin.variant, twin._popup_kind = self.variant, self._popup_kind
+        return twin
 
     def step(self, action: Action) -> tuple[WorldObservation, bool, dict[str, Any]]:
         """Run one action; the episode ends on done/impossible or when the step budget is spent."""
@@ -119,6 +141,8 @@ class World:
         st = self.state
         kind = post[0] if post else "none"
         top = st.page if st.app != "launcher" else None
+        if kind == "visible":
+            return top is not None and shows(self.layout, post[1])
         if kind == "screen":
             return top is not None and st.overlay is None and top.screen == post[1]
         if kind == "page":
@@ -135,19 +159,7 @@ class World:
 
     # -- internals
     def _build(self) -> Layout:
-        st = self.state
-        if st.app == "launcher":
-            b = A.build_launcher(st)
-        else:
-            app = APPS[st.app]
-            b = app.build(st)
-            if st.popup:
-                A.build_popup(b, st.popup, app.name, st)
-                b.screen = f"popup/{st.popup}"
-            elif st.overlay:
-                app.build_overlay(b, st, *st.overlay)
-                b.screen = st.overlay[0]
-        return b.layout()
+        return build_layout(self.state)
 
     def theme(self) -> Theme:
         st = self.state
@@ -156,6 +168,8 @@ class World:
 
     def _observe(self) -> WorldObservation:
         self._layout = None
+        if not self.render:
+            return WorldObservation(None, ui_elements(self.layout), self.layout.screen, "")
         layout, theme = self.layout, self.theme()
         rkey = (layout.widgets, layout.overlay, theme, self.config.image_width)
         hit = self._images.get(rkey)
@@ -208,26 +222,10 @@ class World:
         raise AssertionError(kind)
 
     def _open(self, key: str) -> None:
-        st = self.state
-        app = APPS[key]
-        st.app, st.overlay, st.popup = key, None, None
-        st.stack = [app.new_page(app.root, "", st)]
+        open_app(self.state, key)
 
     def _back(self) -> str:
-        st = self.state
-        if st.popup:
-            st.popup = None
-            return "dismissed popup"
-        if st.overlay:
-            st.overlay = None
-            return "closed overlay"
-        if st.app == "launcher":
-            return "nothing to go back to"
-        if len(st.stack) > 1:
-            st.stack.pop()
-            return "back"
-        st.app, st.stack = "launcher", [Page("launcher/home")]
-        return "left the app"
+        return go_back(self.state)
 
     def _touch(self, action: Action) -> str:
         layout = self.layout
@@ -258,35 +256,85 @@ class World:
         return f"scrolled {page.scroll - before:+d} rows"
 
     def _run(self, cmd: tuple) -> None:
-        """Run a widget's command (see :mod:`guimem.phone.apps`)."""
-        st = self.state
-        kind = cmd[0]
-        app = APPS.get(st.app)
-        if kind == "push":
-            st.overlay = None
-            st.stack.append(app.new_page(cmd[1], cmd[2], st))
-        elif kind == "tab":
-            st.overlay = None
-            st.stack = [app.new_page(cmd[1], "", st)]
-        elif kind == "back":
-            self._back()
-        elif kind == "overlay":
-            st.overlay = (cmd[1], cmd[2])
-        elif kind == "close":
-            st.overlay = None
-        elif kind == "focus":
-            st.page.focus = cmd[1]
-        elif kind == "op":
-            getattr(app, f"op_{cmd[1]}")(st, *cmd[2:])
-        elif kind == "open":
-            self._open(cmd[1])
-        elif kind == "dismiss":
-            st.popup = None
-        elif kind == "accept":
-            st.popup, st.overlay = None, None
-            st.stack.append(app.new_page(f"{app.key}/info", "Rate us" if self._popup_kind == "rate" else "Survey", st))
-        elif kind != "noop":
-            raise AssertionError(f"unknown command {cmd!r}")
+        """Run a widget's command (see :mod:`guimem.phone.toolkit`)."""
+        run_command(self.state, cmd, self._popup_kind)
+
+
+# ----------------------------------------------------------------------------- the phone's mechanics
+def build_layout(state: PhoneState) -> Layout:
+    """The screen ``state`` shows: the app's page, with its overlay or the interrupting popup on top."""
+    if state.app == "launcher":
+        b = A.build_launcher(state)
+    else:
+        app = APPS[state.app]
+        b = app.build(state)
+        if state.popup:
+            A.build_popup(b, state.popup, app.name, state)
+            b.screen = f"popup/{state.popup}"
+        elif state.overlay:
+            app.build_overlay(b, state, *state.overlay)
+            b.screen = state.overlay[0]
+    return b.layout()
+
+
+def shows(layout: Layout, wid: str) -> bool:
+    """Whether widget ``wid`` is on this screen: reachable now, or in its list beyond the viewport."""
+    return layout.find(wid) is not None or (not layout.overlay and any(w == wid for w, _ in layout.offscreen))
+
+
+def open_app(state: PhoneState, key: str) -> None:
+    """Open app ``key`` on its root screen (closing whatever was shown)."""
+    app = APPS[key]
+    state.app, state.overlay, state.popup = key, None, None
+    state.stack = [app.new_page(app.root, "", state)]
+
+
+def go_back(state: PhoneState) -> str:
+    """The back button: dismiss the popup, close the overlay, pop the page or leave the app."""
+    if state.popup:
+        state.popup = None
+        return "dismissed popup"
+    if state.overlay:
+        state.overlay = None
+        return "closed overlay"
+    if state.app == "launcher":
+        return "nothing to go back to"
+    if len(state.stack) > 1:
+        state.stack.pop()
+        return "back"
+    state.app, state.stack = "launcher", [Page("launcher/home")]
+    return "left the app"
+
+
+def run_command(state: PhoneState, cmd: Cmd, popup_kind: str = "") -> None:
+    """Run a widget's command on ``state`` (the commands are listed in :mod:`guimem.phone.toolkit`)."""
+    kind = cmd[0]
+    app = APPS.get(state.app)
+    if kind == "push":
+        state.overlay = None
+        state.stack.append(app.new_page(cmd[1], cmd[2], state))
+    elif kind == "tab":
+        state.overlay = None
+        state.stack = [app.new_page(cmd[1], "", state)]
+    elif kind == "back":
+        go_back(state)
+    elif kind == "overlay":
+        state.overlay = (cmd[1], cmd[2])
+    elif kind == "close":
+        state.overlay = None
+    elif kind == "focus":
+        state.page.focus = cmd[1]
+    elif kind == "op":
+        getattr(app, f"op_{cmd[1]}")(state, *cmd[2:])
+    elif kind == "open":
+        open_app(state, cmd[1])
+    elif kind == "dismiss":
+        state.popup = None
+    elif kind == "accept":
+        state.popup, state.overlay = None, None
+        state.stack.append(app.new_page(f"{app.key}/info", "Rate us" if popup_kind == "rate" else "Survey", state))
+    elif kind != "noop":
+        raise AssertionError(f"unknown command {cmd!r}")
 
 
 def ui_elements(layout: Layout) -> tuple[UIElement, ...]:

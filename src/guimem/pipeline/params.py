@@ -192,7 +192,12 @@ TEXT_EMBEDDER = Text(choices=TEXT_EMBEDDERS, pattern=r"hashing-[1-9]\d*", shown=
 def config_fields(config: type) -> dict[str, Field]:
     """A field per dataclass field of ``config``, typed by its default; the ranges stay the config's own."""
     by_type: dict[type, Field] = {bool: Flag(), int: INTEGER, float: REAL, str: Text(), tuple: Items(Text())}
-    return {f.name: by_type[type(f.default)] for f in dataclasses.fields(config)}
+
+    def field(default: Any) -> Field:
+        if isinstance(default, tuple) and default and all(type(v) is int for v in default):
+            return Items(INTEGER)  # a list of integers (variant indices)
+        return by_type[type(default)]
+    return {f.name: field(f.default) for f in dataclasses.fields(config)}
 
 
 # ============================================================================ a stage
@@ -303,8 +308,9 @@ def _actor(p: Params) -> None:
 # ============================================================================ the stages
 STAGES: dict[str, Stage] = {s.notebook: s for s in (
     Stage("00_world", "world", {
-        "seed": SEED, **config_fields(WorldConfig), "out_dir": PATH, "figures_dir": PATH, "metrics_path": PATH, "results_path": PATH,
-    }, (_world,)),
+        "seed": SEED, **config_fields(WorldConfig), "n_perturbed": POSITIVE, "out_dir": PATH, "figures_dir": PATH,
+        "metrics_path": PATH, "results_path": PATH,
+    }, (_world,), reporting=("n_perturbed",)),
     Stage("01_segmentation", "segmentation", {
         "world_dir": PATH, "out_dir": PATH, "segmenter": Text(SEGMENTERS), "judge": Text(JUDGES),
         "judge_evidence": PROBABILITY, "boundary_tolerance": COUNT, "llm_sample": COUNT, "llm_mode": Text(LLM_MODES),
@@ -316,7 +322,7 @@ STAGES: dict[str, Stage] = {s.notebook: s for s in (
         "text_embedder": TEXT_EMBEDDER, "pca_dim": COUNT, "tau": REAL, "theta": REAL, "k_nodes": INTEGER,
         "flat_k": INTEGER, "task_k": INTEGER, "task_alpha": REAL, "rank_by": Text(), "max_items": INTEGER,
         "max_actions": INTEGER, "memory_image_width": POSITIVE, "memory_image_height": POSITIVE,
-        "tau_sweep": Items(REAL), "theta_sweep": Items(REAL), "max_train_episodes": COUNT, "batch_size": POSITIVE,
+        "tau_sweep": Items(REAL), "theta_sweep": Items(REAL), "max_memory_episodes": COUNT, "batch_size": POSITIVE,
         "embed_workers": POSITIVE, "cache_dir": PATH, "figures_dir": PATH, "plots_dir": PATH,
         "metrics_path": PATH, "results_path": PATH,
     }, (_memories, _graph_sweeps), reporting=("tau_sweep", "theta_sweep", "batch_size", "embed_workers")),

@@ -185,8 +185,8 @@ class DeviceEnv:
         """The device's window size in pixels, checked (:func:`window_size`)."""
         return window_size(self.device.window_size())
 
-    def reset(self, task: Task, seed: int) -> WorldObservation:
-        """Go to the home screen. ``seed`` is unused: a phone's state is not ours to draw."""
+    def reset(self, task: Task, seed: int, variant: int = 0) -> WorldObservation:
+        """Go to the home screen. ``seed`` and ``variant`` are unused: a real phone's state and apps are not ours to draw."""
         self.task, self.t, self.ended = task, 0, None
         self.device.keyevent(KEY_HOME)
         self._sleep(self.settle_s)

@@ -128,9 +128,45 @@ class GroundTruthSegmenter(SegmenterBase):
         return spans
 
 
+OPENERS = frozenset({"icon", "list_item", "menu_item", "button"})  # roles of controls that open menus, windows, pages
+VALUE_SETTERS = frozenset({"icon", "radio"})  # roles of controls that set a value in place (a quantity, a choice)
+
+
+def _navigates(ep: Episode, r: Reading, k: int) -> bool:
+    """Whether touch ``k`` moved to another page: a tap on a row, menu entry, icon, tab or button
+    after which the screen has another title and no window over it."""
+    target, before, after = r.targets[k], r.contexts[k], r.contexts[k + 1]
+    return (ep.steps[k].action.type == "tap" and target is not None and target.role in OPENERS | {"tab"}
+            and after.overlay is None and after.name != before.name)
+
+
+def _opened_window(ep: Episode, r: Reading, k: int) -> bool:
+    """Whether touch ``k`` opened a menu or window: a long press, or a tap on a control that opens things."""
+    target, before, after = r.targets[k], r.contexts[k], r.contexts[k + 1]
+    action = ep.steps[k].action.type
+    return (after.overlay is not None and after.overlay != before.overlay and target is not None
+            and (action == "long_press" or (action == "tap" and target.role in OPENERS)))
+
+
+def _interruption(ep: Episode, r: Reading, k: int) -> bool:
+    """Whether step ``k`` closed a window the agent did not open (a popup that came by itself)."""
+    before, after = r.contexts[k], r.contexts[k + 1]
+    if before.overlay is None or after.overlay is not None:
+        return False
+    return k == 0 or not (_opened_window(ep, r, k - 1) or r.contexts[k - 1].overlay == before.overlay)
+
+
 def _continues(ep: Episode, r: Reading, i: int, j: int) -> bool:
     """Whether effective step ``i`` continues the subgoal of the effective step ``j`` before it
-    (only noise between them): typing after its field tap, enter after typing, the same control pressed again."""
+    (only noise between them), one sub-intent over several actions:
+
+    * typing after its field tap, ``enter`` after typing, and the tap on the control beside the
+      field that submits what was typed (save, send, start);
+    * a choice in the menu or window the previous touch opened (a menu entry, a dialog's button);
+    * a run of touches that each lead to another page (navigation through menus, tabs and rows);
+    * the same control pressed again, and a labelled button after a value set in place on the
+      same page (a quantity, then "Add to cart").
+    """
     steps, a = ep.steps, ep.steps[i].action
     prev = steps[j].action
     if a.type == "enter":
@@ -143,10 +179,20 @@ def _continues(ep: Episode, r: Reading, i: int, j: int) -> bool:
             run_end += 1
         submitted = run_end + 1 < len(steps) and steps[run_end + 1].action.type == "enter"
         return prev.type == "tap" and submitted  # open search, type, submit: one search
-    if a.type in ("tap", "long_press") and prev.type == a.type:  # pressing the same control again
-        same = r.targets[i] is not None and r.targets[i] == r.targets[j]
-        return same and r.contexts[j] == r.contexts[i] == r.contexts[i + 1]
-    return False
+    if a.type not in ("tap", "long_press"):
+        return False
+    target, prev_target = r.targets[i], r.targets[j]
+    if prev.type == "type":
+        return a.type == "tap" and target is not None and target.role in ("icon", "button")
+    if _opened_window(ep, r, j) and r.contexts[i].overlay is not None and r.contexts[i] == r.contexts[j + 1]:
+        return True
+    if _navigates(ep, r, j) and _navigates(ep, r, i):
+        return True
+    same_page = r.contexts[j] == r.contexts[j + 1] == r.contexts[i]
+    if prev.type == a.type and target is not None and target == prev_target:  # pressing the same control again
+        return same_page and r.contexts[i] == r.contexts[i + 1]
+    return (a.type == prev.type == "tap" and same_page and target is not None and target.role == "button"
+            and prev_target is not None and prev_target.role in VALUE_SETTERS)
 
 
 def rule_spans(episode: Episode) -> list[Span]:
@@ -155,19 +201,23 @@ def rule_spans(episode: Episode) -> list[Span]:
     r = read_episode(ep)
     groups: list[list[int]] = []
     pending: list[int] = []  # noise, scrolls and detours waiting for the step they led to
+    interrupted = False  # the last group dismissed an interruption: the next step starts anew
     for i, kind in enumerate(r.kinds):
         only_noise = all(r.kinds[k] == "noise" for k in pending)
         if kind in ("noise", "scroll", "detour"):
             pending.append(i)
-        elif kind == "end" and ep.steps[i].action.type == "done" and groups:
+            continue
+        if kind == "effective" and _interruption(ep, r, i):
+            groups.append(pending + [i])
+            interrupted = True
+        elif kind == "end" and ep.steps[i].action.type == "done" and groups and not interrupted:
             groups[-1].extend(pending + [i])
-            pending = []
-        elif kind == "effective" and groups and only_noise and _continues(ep, r, i, groups[-1][-1]):
+        elif kind == "effective" and groups and only_noise and not interrupted and _continues(ep, r, i, groups[-1][-1]):
             groups[-1].extend(pending + [i])
-            pending = []
         else:
             groups.append(pending + [i])
-            pending = []
+            interrupted = False
+        pending = []
     if pending:
         groups.append(pending)
     return [Span(g[0], g[-1], span_intent(ep, g[0], g[-1], r)) for g in groups]
@@ -178,12 +228,14 @@ class RuleSegmenter(SegmenterBase):
 
     Each step is read as *effective* (the screen changed), *noise* (nothing visible
     changed), a *scroll*, part of a *detour* (it entered a screen or menu and a ``back``
-    left the screen exactly as before) or the *end* (``done``/``impossible``). A subgoal
-    ends with an effective step: noise, scrolls and detours join the effective step that
-    follows them; typing and ``enter`` join the field tap (or the search opened) before them;
-    pressing the same control again joins the previous press (noise in between is absorbed);
-    ``done`` joins the last subgoal, while ``impossible`` gives up on a new one. A scroll
-    after which a window appears counts as effective. Leftover noise at the end of an
+    left the screen exactly as before) or the *end* (``done``/``impossible``). Noise, scrolls
+    and detours join the effective step that follows them. An effective step continues the
+    subgoal before it when it carries on the same sub-intent (:func:`_continues`): typing and
+    submitting what was typed, a choice in the menu or window just opened, a run of touches
+    from page to page, pressing a control again. ``done`` joins the last subgoal, while
+    ``impossible`` gives up on a new one. A scroll after which a window appears counts as
+    effective. A step that closes a window the agent did not open (an interrupting popup) is a
+    subgoal of its own, and the step after it starts a new one. Leftover noise at the end of an
     episode (wandering) forms its own subgoal.
     """
 
