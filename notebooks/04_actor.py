@@ -1,8 +1,9 @@
 # %% [markdown]
 # # 04 · Actor: a miniature multimodal agent that reads its memory as text or as an image
 #
-# **What this stage does.** It trains, by behaviour cloning on the training demonstrations, a
-# small transformer that acts on the phone: it sees the current screenshot (as patches), the
+# **What this stage does.** It trains, by behaviour cloning on the expert's actions at every
+# state of the training demonstrations and then by DAgger on its own rollouts, a small
+# transformer that acts on the phone: it sees the current screenshot (as patches), the
 # goal and its last few actions (as tokens) and, optionally, the experience a memory retrieved
 # for this screen, **as a text block, as an image, as both, or not at all**, and it answers with
 # an action (type, screen point, swipe direction, text to type, app to open). After this stage
@@ -14,7 +15,7 @@
 # laptop pipeline, so this one is trained here in minutes, on the same memories the later
 # stages query, and it exposes the hidden state of every layer at its final token.
 #
-# **Reads** `data/world/{train,test}/`, `data/segmentation/train.jsonl`, `data/graph_build/`
+# **Reads** `data/world/{train,test}/` (and `data/world/memory/`'s manifest), `data/segmentation/train.jsonl`, `data/graph_build/`
 # (the memories, to rebuild them without each training episode) and `data/retrieval_eval/`
 # (the experience each memory retrieved at every held-out step). **Writes** `data/actor/model/`
 # (`config.json`, `model.safetensors`, `vocab.json`: all that `05_closed_loop` reads), its
@@ -66,6 +67,10 @@ wide_type_head = True  # action-type logits also read those last types and the o
 wide_lr_scale = 30.0  # the wide head's learning rate, in multiples of lr
 type_loss_weight = 1.0  # weight of the action-type loss among the heads' losses
 type_balance = 0.0  # action-type loss weights (count / mean) ** -type_balance (0: unweighted)
+dagger_rounds = 1  # DAgger rounds after behaviour cloning: roll out, relabel with the expert, train on (0: none)
+dagger_tasks = 200  # training tasks rolled out per round (each in a fresh world seed, on its own variant)
+dagger_epochs = 2  # epochs over the aggregated examples per round
+dagger_max_steps = 20  # step budget of a rollout
 max_train_episodes = 0  # size knob: learn from the first N training episodes only (0: all)
 max_eval_steps = 0  # held-out test steps scored per condition (a fixed random sample; 0: all)
 torch_threads = 2  # CPU threads for training (results are reproducible for a fixed count)
@@ -76,6 +81,7 @@ metrics_path = "scratch/metrics/actor.json"  # headline numbers (the pipeline: m
 results_path = "scratch/results/actor.json"  # every score behind them (the pipeline: results/actor.json)
 
 # %%
+import dataclasses
 import json
 from pathlib import Path
 
@@ -89,7 +95,15 @@ from guimem.core.data import group_by_episode
 from guimem.core.io import write_metrics, write_stage_results
 from guimem.core.policy import MODALITIES
 from guimem.core.store import load_episodes, load_subgoals
-from guimem.eval.examples import build_kfold_examples, examples_from_retrieval, memory_names_target, sample_held_out
+from guimem.eval.closed_loop import replay_world_config
+from guimem.eval.dagger import dagger_examples, plan_rollouts
+from guimem.eval.examples import (
+    build_kfold_examples,
+    examples_from_retrieval,
+    fold_memories,
+    memory_names_target,
+    sample_held_out,
+)
 from guimem.eval.figures import accuracy_by_condition_figure, memory_effect_figure
 from guimem.eval.memory_effect import names_target_split, right_experience_split
 from guimem.eval.metrics import paired_counts, step_accuracy
@@ -134,8 +148,9 @@ def rebuild(kind, episodes):
     return rebuild_like(saved[kind], episodes, [s for e in episodes for s in subgoals.get(e.id, [])], train_root)
 
 
+folds = fold_memories(train, rebuild, MEMORIES, k_folds, seed)  # kept: DAgger's rollouts read them too
 examples = build_kfold_examples(train, train_root, rebuild, MEMORIES, k_folds, seed, kinds_per_step,
-                                max_history, query_vectors=queries)
+                                max_history, query_vectors=queries, folds=folds)
 print(f"{len(examples)} training examples; kinds:",
       {k: sum(ex.memory_kind == k for ex in examples) for k in MEMORIES})
 print("\nOne of them — goal:", examples[3].input.goal, "| demonstrated:", examples[3].target.describe())
@@ -204,13 +219,40 @@ config = TrainConfig(
 actor, history = train_actor(examples, config, seed, eval_examples=watch)
 n_params = sum(p.numel() for p in actor.model.parameters())
 print(f"{n_params:,} parameters")  # speed: benchmarks/bench_actor.py (timings would make this report differ run to run)
+bc_epochs = len(history.train_loss)
+
+# %% [markdown]
+# ## DAgger: the actor's own detours, relabelled by the expert
+#
+# Behaviour cloning shows the actor only the states the demonstrator reached. Once it errs it is
+# somewhere no example showed it, and it does not find its way back. So, for `dagger_rounds`
+# rounds: the actor plays `dagger_tasks` training tasks itself (each in a fresh world seed, on
+# its own train variant, reading a memory built without its episode's fold, in a modality drawn
+# as in training), the expert — right from any state (`00_world`) — labels every state it
+# visits, and the actor trains on for `dagger_epochs` epochs over all examples so far.
+
+# %%
+rollout_world = replay_world_config(train_root, dagger_max_steps)
+dagger = []
+for r in range(dagger_rounds):
+    rollouts = plan_rollouts(train, *folds, dagger_tasks, seed + r, modality_weights, run=r + 1)
+    new, stats = dagger_examples(actor, rollouts, rollout_world, max_history, seed + r)
+    examples = examples + new
+    dagger.append(stats.to_dict())
+    print(f"round {r + 1}: the actor succeeded on {stats.success} of {stats.episodes} rollouts; "
+          f"{stats.kept} new examples ({stats.type_disagreement_rate:.0%} of states: another action type than the expert's)")
+    actor, history = train_actor(examples, dataclasses.replace(config, epochs=dagger_epochs), seed + 1 + r,
+                                 eval_examples=watch, init=actor, history=history)
 actor.save(Path(out_dir) / "model")
 
 # %%
 fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.2))
 ep = np.arange(1, len(history.train_loss) + 1)
 a.plot(ep, history.train_loss, "o-", color="#333333")
-a.set(xlabel="epoch", ylabel="training loss (sum of heads)", title="Behaviour-cloning loss")
+a.set(xlabel="epoch", ylabel="training loss (sum of heads)", title="Training loss")
+for ax in (a, b):
+    if bc_epochs < len(ep):
+        ax.axvline(bc_epochs + 0.5, color="#bbbbbb", lw=1, ls=":")  # DAgger from here on
 b.plot(ep, history.eval_step_accuracy, "o-", color=MODALITY_COLORS["both"], label="step accuracy")
 b.plot(ep, history.eval_type_accuracy, "s--", color="#999999", label="type accuracy")
 b.set(xlabel="epoch", ylabel="held-out share", ylim=(0, 1), title="Held-out steps (SMG memory, modality drawn)")
@@ -356,6 +398,7 @@ save_figure(fig, figure_path(figures_dir, "actor", "memory_effect"))
 # %%
 results = {
     "train_examples": len(examples), "train_episodes": len(train), "held_out_steps": len(steps),
+    "behaviour_cloning_epochs": bc_epochs, "dagger": dagger,
     "parameters": n_params, "layers": actor.config.num_hidden_layers, "d_model": actor.config.hidden_size,
     "history": {"train_loss": [round(v, 4) for v in history.train_loss],
                 "held_out_step_accuracy": [round(v, 4) for v in history.eval_step_accuracy]},

@@ -286,11 +286,14 @@ class Observation:
 
 @dataclass(frozen=True)
 class Step:
-    """An observation and the action taken on it, with the optional ground-truth subgoal."""
+    """An observation and the action taken on it, with optional ground truth: the subgoal it belongs
+    to and the expert's action from the same state (what a learner should have done; it differs
+    from ``action`` where the demonstrator strayed)."""
 
     observation: Observation
     action: Action
     subgoal: SubgoalLabel | None = None
+    expert: Action | None = None  # None: unknown (recorded data has no expert)
 
     @property
     def screenshot(self) -> str:
@@ -304,6 +307,8 @@ class Step:
         d = {**self.observation.to_dict(), "action": self.action.to_dict()}
         if self.subgoal is not None:
             d["subgoal"] = self.subgoal.to_dict()
+        if self.expert is not None:
+            d["expert"] = self.expert.to_dict()
         return d
 
     @classmethod
@@ -312,7 +317,9 @@ class Step:
         action = nested_field("action", Action.from_dict, get_field(d, "action", Mapping))
         raw = get_field(d, "subgoal", Mapping, optional=True)
         subgoal = nested_field("subgoal", SubgoalLabel.from_dict, raw) if raw is not None else None
-        return cls(observation=observation, action=action, subgoal=subgoal)
+        raw = get_field(d, "expert", Mapping, optional=True)
+        expert = nested_field("expert", Action.from_dict, raw) if raw is not None else None
+        return cls(observation=observation, action=action, subgoal=subgoal, expert=expert)
 
 
 @dataclass(frozen=True)

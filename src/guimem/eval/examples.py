@@ -2,10 +2,12 @@
 experience a memory retrieved for it.
 
 An :class:`ActorExample` pairs what the actor sees at a demonstration step (screen, goal,
-history, and the retrieved experience as text and as an image) with what the demonstrator did.
-Training examples read memories rebuilt in k folds (:func:`build_kfold_examples`), so a step
-never sees its own episode; held-out examples read what ``retrieval_eval`` retrieved from the
-memories built on all training episodes (:func:`examples_from_retrieval`).
+history, and the retrieved experience as text and as an image) with its target: the expert's
+action from that state (``Step.expert``, where the world recorded one: the demonstrator's
+mistakes stay in the stores and in memory but are never imitated), else what the demonstrator
+did. Training examples read memories rebuilt in k folds (:func:`build_kfold_examples`), so a
+step never sees its own episode; held-out examples read what ``retrieval_eval`` retrieved from
+the saved memories (:func:`examples_from_retrieval`).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import numpy as np
 from PIL import Image
 from tqdm.auto import tqdm
 
-from guimem.core.data import Action, DataError, Episode
+from guimem.core.data import Action, DataError, Episode, Step
 from guimem.core.describe import target_element
 from guimem.core.policy import PolicyInput
 from guimem.core.store import load_screenshot, open_image
@@ -50,17 +52,23 @@ def assign_folds(episode_ids: Sequence[str], k: int, seed: int) -> dict[str, int
     return {ids[j]: rank % k for rank, j in enumerate(order)}
 
 
+def target_of(step: Step) -> Action:
+    """What a learner should do at ``step``: the expert's action when recorded, else the one taken."""
+    return step.expert if step.expert is not None else step.action
+
+
 def episode_steps(episode: Episode, store_root: str | Path, max_history: int) -> list[tuple[PolicyInput, Action]]:
-    """Every step of ``episode`` as a memory-less input (screen, tree, goal, recent history) and its action."""
+    """Every step of ``episode`` as a memory-less input (screen, tree, goal, the actions taken
+    before it) and its target (:func:`target_of`)."""
     out = []
     for i, step in enumerate(episode.steps):
         history = tuple(s.action for s in episode.steps[max(0, i - max_history):i]) if max_history else ()
         screenshot = load_screenshot(store_root, step.screenshot)
-        out.append((PolicyInput(screenshot, step.elements, episode.goal, history), step.action))
+        out.append((PolicyInput(screenshot, step.elements, episode.goal, history), target_of(step)))
     return out
 
 
-def _with_memory(inp: PolicyInput, memory: Memory, query: Any, renders: dict) -> PolicyInput:
+def with_memory(inp: PolicyInput, memory: Memory, query: Any, renders: dict) -> PolicyInput:
     """``inp`` with the memory's retrieval for ``query`` rendered as text and as image (renders memoised)."""
     retrieved = memory.retrieve(query, inp.goal)
     key = (id(memory), tuple(getattr(retrieved, "ids", ())) or id(retrieved))
@@ -89,29 +97,39 @@ def build_examples(episodes: Sequence[Episode], store_root: str | Path, memories
             query = query_vectors[shot] if query_vectors is not None and shot in query_vectors else inp.screenshot
             chosen = kinds if n_kinds == len(kinds) else sorted(rng.choice(kinds, n_kinds, replace=False).tolist())
             for kind in chosen:
-                out.append(ActorExample(_with_memory(inp, memories[kind], query, renders), action, episode.id, i, kind))
+                out.append(ActorExample(with_memory(inp, memories[kind], query, renders), action, episode.id, i, kind))
     return out
 
 
 def build_kfold_examples(episodes: Sequence[Episode], store_root: str | Path, factory: MemoryFactory,
                          kinds: Sequence[str], k_folds: int, seed: int, kinds_per_step: int | None = 1,
                          max_history: int = 4, query_vectors: Mapping[str, np.ndarray] | None = None,
-                         progress: bool = True) -> list[ActorExample]:
+                         progress: bool = True,
+                         folds: tuple[dict[str, int], list[dict[str, Memory]]] | None = None) -> list[ActorExample]:
     """Training examples whose memory never holds their own episode (no leakage).
 
     The episodes are split into ``k_folds`` folds; the steps of fold ``f`` read memories of every
-    kind built by ``factory`` from the other folds only. Returned in the order of ``episodes``.
+    kind built by ``factory`` from the other folds only (``folds``: those of :func:`fold_memories`,
+    already built). Returned in the order of ``episodes``.
     """
-    folds = assign_folds([e.id for e in episodes], k_folds, seed)
+    folds, fold_mems = folds if folds is not None else fold_memories(episodes, factory, kinds, k_folds, seed)
     by_id: dict[str, list[ActorExample]] = {}
-    for f in range(k_folds):
+    for f, memories in enumerate(fold_mems):
         inside = [e for e in episodes if folds[e.id] == f]
-        outside = [e for e in episodes if folds[e.id] != f]
-        memories = {kind: factory(kind, outside) for kind in kinds}
         for ex in build_examples(inside, store_root, memories, kinds_per_step, seed + 1 + f, max_history,
                                  query_vectors, progress):
             by_id.setdefault(ex.episode_id, []).append(ex)
     return [ex for e in episodes for ex in by_id.get(e.id, [])]
+
+
+def fold_memories(episodes: Sequence[Episode], factory: MemoryFactory, kinds: Sequence[str], k_folds: int,
+                  seed: int) -> tuple[dict[str, int], list[dict[str, Memory]]]:
+    """The episodes' folds (:func:`assign_folds`) and, per fold, a memory of every kind built by
+    ``factory`` from the *other* folds: what that fold's steps (and rollouts of its tasks) may read."""
+    folds = assign_folds([e.id for e in episodes], k_folds, seed)
+    memories = [{kind: factory(kind, [e for e in episodes if folds[e.id] != f]) for kind in kinds}
+                for f in range(k_folds)]
+    return folds, memories
 
 
 def examples_from_retrieval(episodes: Sequence[Episode], store_root: str | Path, retrieval_dir: str | Path,

@@ -12,8 +12,10 @@ the expert's recovery undoes its mistakes. Noise, per episode:
   text (or stopping one subgoal short), then ``done``.
 
 Every step carries the ground-truth :class:`~guimem.core.data.SubgoalLabel` of the subgoal
-during which it happened (noise steps included); an episode's ``success`` is the world's
-check on its hidden final state.
+during which it happened (noise steps included) and the expert's action from its state
+(``Step.expert``: the true task's expert, whatever the demonstrator did — the target a learner
+is trained on, so noise stays in the stores and in memory but is never imitated); an episode's
+``success`` is the world's check on its hidden final state.
 """
 
 from __future__ import annotations
@@ -140,6 +142,8 @@ def run_episode(world: World, task: Task, seed: int, episode_id: str, images: di
             wrong_task = make_task(task.template, tuple(sorted(wrong.items())))
             finished = lambda w: bool(spec_of(wrong_task).check(w.state.data, wrong_task.p))  # noqa: E731
     expert = Expert(world, run, finished, strict=strict)
+    teacher = Expert(world, max_repeats=None)  # the true task's expert labels every state the demonstrator visits
+    teacher_rng = random.Random(stable_int("teacher", seed))
     give_up_at = rng.randint(1, max(1, len(plan) - 1)) if mode.startswith("give_up") else None
     track, steps = _Tracker(), []
     popup: tuple[int, SubgoalSpec] | None = None
@@ -170,10 +174,11 @@ def run_episode(world: World, task: Task, seed: int, episode_id: str, images: di
                 action = wrong[0]
             else:
                 action, _ = expert.act(world, rng, cfg.p_launcher_tap, decision)
+        right = teacher.act(world, teacher_rng)[0]
         new_obs, done, info = world.step(action)
         if popup is not None and not world.state.popup:
             popup = None
-        steps.append(_step(obs, action, label, images))
+        steps.append(_step(obs, action, label, images, right))
         obs = new_obs
         if done:
             break
@@ -197,9 +202,10 @@ def _keep(obs: WorldObservation, images: dict[str, bytes] | None) -> None:
         images[obs.key] = png_bytes(obs.image)
 
 
-def _step(obs: WorldObservation, action: Action, label: SubgoalLabel, images: dict[str, bytes] | None) -> Step:
+def _step(obs: WorldObservation, action: Action, label: SubgoalLabel, images: dict[str, bytes] | None,
+          expert: Action) -> Step:
     _keep(obs, images)
-    return Step(observation=obs.to_observation(obs.key), action=action, subgoal=label)
+    return Step(observation=obs.to_observation(obs.key), action=action, subgoal=label, expert=expert)
 
 
 # ----------------------------------------------------------------------------- datasets

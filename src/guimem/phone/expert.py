@@ -265,11 +265,14 @@ class Expert:
 
     ``plan`` defaults to the task's own; ``finished`` to the task's check on the hidden state.
     A demonstrator that means to stop short passes ``finished=None``: it is finished once the
-    whole trace is played and the phone is where the trace ended.
+    whole trace is played and the phone is where the trace ended. ``max_repeats``: how often it
+    makes one move before it gives the task up (None: never, as a teacher that only labels states
+    someone else visits must).
     """
 
     def __init__(self, world: World, plan: Sequence[SubgoalSpec] | None = None,
-                 finished: Callable[[World], bool] | None | str = "task", strict: bool = False):
+                 finished: Callable[[World], bool] | None | str = "task", strict: bool = False,
+                 max_repeats: int | None = MAX_REPEATS):
         task = world.task
         spec = spec_of(task)
         self.plan = list(plan) if plan is not None else spec.full_plan(task.p, world.config.start)
@@ -287,6 +290,7 @@ class Expert:
         self.progress = 0  # the latest trace entry acted on
         self.played_out = not self.trace  # the last entry has been completed
         self.repeats: dict[int, int] = {}  # trace entry -> times acted on
+        self.max_repeats = max_repeats
         self.lost = ""  # why the expert gave the task up ("" while it has not)
 
     def finished(self, world: World) -> bool:
@@ -337,8 +341,8 @@ class Expert:
         if d.index == BACK:
             return Action("back"), d
         self.repeats[d.index] = self.repeats.get(d.index, 0) + 1
-        if self.repeats[d.index] > MAX_REPEATS:
-            raise ExpertLost(f"{self.trace[d.index].move} made {MAX_REPEATS} times without effect")
+        if self.max_repeats is not None and self.repeats[d.index] > self.max_repeats:
+            raise ExpertLost(f"{self.trace[d.index].move} made {self.max_repeats} times without effect")
         action, complete = move_action(world, self.trace[d.index].move, rng, p_launcher_tap)
         self.progress = max(self.progress, d.index)
         if complete and d.index == len(self.trace) - 1:

@@ -144,23 +144,30 @@ def modality_batches(modalities: Sequence[Modality], batch_size: int, rng: np.ra
 
 def train_actor(examples: Sequence[ActorExample], config: TrainConfig, seed: int,
                 eval_examples: Sequence[ActorExample] = (), match: MatchConfig = STRICT_MATCH,
-                progress: bool = True) -> tuple[MiniActor, TrainHistory]:
-    """Behaviour cloning: fit a fresh :class:`GuiActor` to ``examples``; deterministic for ``seed``.
+                progress: bool = True, init: MiniActor | None = None,
+                history: "TrainHistory | None" = None) -> tuple[MiniActor, TrainHistory]:
+    """Behaviour cloning: fit a :class:`GuiActor` to ``examples``; deterministic for ``seed``.
 
-    Each epoch redraws every example's memory modality (``config.modality_weights`` over the
-    modalities its memory allows). Held-out steps are scored after every epoch with ``match``.
+    A fresh model, its vocabulary built from ``examples`` — or, with ``init``, that actor's model
+    and vocabulary trained on (a DAgger round: the aggregated examples, ``config.epochs`` more
+    epochs, the curve appended to ``history``). Each epoch redraws every example's memory modality
+    (``config.modality_weights`` over the modalities its memory allows). Held-out steps are scored
+    after every epoch with ``match``.
     """
     if not examples:
         raise DataError("examples", "no training examples")
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
-    vocab = build_vocabulary(examples, config.min_count, config.n_hash_buckets)
-    apps = sorted({ex.target.text for ex in examples if ex.target.type == "open_app" and ex.target.text})
-    roles = sorted({role_key(el) for ex in examples for el in ex.input.elements})
-    model_cfg = ActorConfig(**{**dict(config.model), "vocab_size": len(vocab), "app_names": apps,
-                               "widget_roles": roles,
-                               "type_class_weights": type_class_weights(examples, config.type_balance)})
-    model = GuiActor(model_cfg)
+    if init is None:
+        vocab = build_vocabulary(examples, config.min_count, config.n_hash_buckets)
+        apps = sorted({ex.target.text for ex in examples if ex.target.type == "open_app" and ex.target.text})
+        roles = sorted({role_key(el) for ex in examples for el in ex.input.elements})
+        model_cfg = ActorConfig(**{**dict(config.model), "vocab_size": len(vocab), "app_names": apps,
+                                   "widget_roles": roles,
+                                   "type_class_weights": type_class_weights(examples, config.type_balance)})
+        model = GuiActor(model_cfg)
+    else:
+        vocab, model, model_cfg = init.vocab, init.model, init.config
     patcher = ImagePatcher()
     feats = [featurise(ex.input, vocab, model_cfg, patcher)
              for ex in tqdm(examples, desc="featurise", disable=not progress)]
@@ -178,7 +185,7 @@ def train_actor(examples: Sequence[ActorExample], config: TrainConfig, seed: int
     groups = [{"params": deep}] + ([{"params": wide, "lr": config.lr * config.wide_lr_scale}] if wide else [])
     opt = torch.optim.AdamW(groups, lr=config.lr, weight_decay=config.weight_decay)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, _warmup_cosine(config.warmup_steps, total))
-    history = TrainHistory()
+    history = history if history is not None else TrainHistory()
     bar = tqdm(total=config.epochs * len(examples), desc="train actor", unit="ex", disable=not progress)
     for epoch in range(config.epochs):
         model.train()

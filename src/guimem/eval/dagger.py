@@ -1,0 +1,142 @@
+"""DAgger: the actor plays training tasks itself, and the expert labels every state it reaches.
+
+Behaviour cloning only ever shows the actor states the demonstrator reached. Once the actor errs
+it is somewhere no example showed it, and it rarely finds its way back (covariate shift). DAgger
+(Ross et al., 2011) closes that gap: roll the current actor out, ask the expert
+(:class:`guimem.phone.expert.Expert`, right from any state) what it should have done at every
+state it visited, add those examples to the training set, and train on.
+
+:func:`dagger_examples` runs the rollouts in lock-step (one batched actor call per tick), each
+on its task's own app variant and world seed, reading the memory it is given in the modality
+drawn for it, exactly as the closed loop does; every visited state becomes an
+:class:`~guimem.eval.examples.ActorExample` carrying *both* memory renderings (training redraws
+the modality every epoch) and the expert's action as its target.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from guimem.core.data import Action
+from guimem.core.policy import MODALITIES, Modality, Policy, PolicyInput
+from guimem.eval.closed_loop import Replay, pick_tasks, replay_tasks
+from guimem.eval.examples import ActorExample, with_memory
+from guimem.phone.config import WorldConfig
+from guimem.phone.expert import Expert
+from guimem.phone.toolkit import stable_int
+from guimem.phone.world import World
+from guimem.smg.memories import Memory
+
+
+@dataclass(frozen=True)
+class Rollout:
+    """One DAgger rollout: a training task replayed in a fresh world seed, with the memory it reads."""
+
+    replay: Replay
+    memory: Memory | None = None  # None: no memory
+    memory_kind: str | None = None  # its name, recorded on the examples
+    modality: Modality = "none"  # what the actor is shown while it plays
+
+
+@dataclass
+class DaggerStats:
+    """What a round of rollouts did: episodes, states labelled, how the actor's episodes ended."""
+
+    episodes: int = 0
+    states: int = 0
+    kept: int = 0  # examples kept (a state already labelled for the same prompt is kept once)
+    success: int = 0
+    disagreements: int = 0  # states where the actor's action was not the expert's type
+    ended: dict[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {"episodes": self.episodes, "states": self.states, "kept": self.kept, "success": self.success,
+                "success_rate": self.success / self.episodes if self.episodes else 0.0,
+                "type_disagreement_rate": self.disagreements / self.states if self.states else 0.0,
+                "ended": dict(sorted(self.ended.items()))}
+
+
+@dataclass
+class _Live:
+    rollout: Rollout
+    world: World
+    teacher: Expert
+    obs: object
+    history: list[Action] = field(default_factory=list)
+
+
+def dagger_examples(policy: Policy, rollouts: Sequence[Rollout], world_config: WorldConfig, max_history: int,
+                    seed: int, progress: bool = True) -> tuple[list[ActorExample], DaggerStats]:
+    """Play every rollout with ``policy`` and label each state it visits with the expert's action.
+
+    Episodes run in lock-step until each ends (``done``, ``impossible`` or the world's step
+    budget). Deterministic for a deterministic policy and ``seed``.
+    """
+    rng = random.Random(stable_int("dagger", seed))
+    stats = DaggerStats(episodes=len(rollouts))
+    live = []
+    for r in rollouts:
+        world = World(world_config)
+        obs = world.reset(r.replay.task, r.replay.seed, r.replay.variant)
+        live.append(_Live(r, world, Expert(world, max_repeats=None), obs))
+    renders: dict = {}
+    examples: list[ActorExample] = []
+    seen: set[tuple] = set()
+    bar = tqdm(total=len(live), desc="dagger rollouts", unit="ep", disable=not progress)
+    while live:
+        inputs, shown = [], []
+        for lv in live:
+            inp = PolicyInput(lv.obs.image, lv.obs.elements, lv.rollout.replay.task.goal,
+                              tuple(lv.history[-max_history:]) if max_history else ())
+            if lv.rollout.memory is not None:
+                inp = with_memory(inp, lv.rollout.memory, lv.obs.image, renders)
+            inputs.append(inp)
+            shown.append(inp.with_modality(lv.rollout.modality))
+        answers = [out.action for out in policy.act(shown)]
+        still = []
+        for lv, inp, action in zip(live, inputs, answers):
+            label = lv.teacher.act(lv.world, rng)[0]
+            stats.states += 1
+            stats.disagreements += action.type != label.type
+            key = (lv.rollout.replay.task.goal, lv.obs.key, inp.history, lv.rollout.memory_kind)
+            if key not in seen:
+                seen.add(key)
+                examples.append(ActorExample(inp, label, lv.rollout.replay.episode, len(lv.history),
+                                             lv.rollout.memory_kind))
+            lv.history.append(action)
+            lv.obs, done, info = lv.world.step(action)
+            if done:
+                stats.success += bool(info["success"])
+                stats.ended[info["ended"]] = stats.ended.get(info["ended"], 0) + 1
+                bar.update(1)
+            else:
+                still.append(lv)
+        live = still
+    bar.close()
+    stats.kept = len(examples)
+    return examples, stats
+
+
+def plan_rollouts(episodes: Sequence, folds: Mapping[str, int], fold_memories: Sequence[Mapping[str, Memory]],
+                  n: int, seed: int, modality_weights: Sequence[float], run: int = 1) -> list[Rollout]:
+    """``n`` rollouts of the tasks of ``episodes`` (drawn by ``seed``), each in a fresh world seed
+    (replay index ``run``) on its episode's variant, reading a memory built without its episode's
+    fold (a kind drawn at random) in a modality drawn by ``modality_weights`` (none/text/image/both)."""
+    rng = np.random.default_rng(seed)
+    picked = pick_tasks(list(episodes), n, seed)
+    replays = {r.episode: r for r in replay_tasks(picked, run + 1) if r.run == run}
+    weights = np.asarray(modality_weights, dtype=float)
+    if weights.shape != (len(MODALITIES),) or (weights < 0).any() or weights.sum() <= 0:
+        raise ValueError(f"modality_weights: expected {len(MODALITIES)} non-negative odds, not all 0, got {list(modality_weights)}")
+    out = []
+    for ep in picked:
+        memories = fold_memories[folds[ep.id]]
+        kind = sorted(memories)[int(rng.integers(len(memories)))]
+        modality = MODALITIES[int(rng.choice(len(MODALITIES), p=weights / weights.sum()))]
+        out.append(Rollout(replays[ep.id], memories[kind], kind, modality))
+    return out
