@@ -239,8 +239,8 @@ for r in range(dagger_rounds):
     new, stats = dagger_examples(actor, rollouts, rollout_world, max_history, seed + r)
     examples = examples + new
     dagger.append(stats.to_dict())
-    print(f"round {r + 1}: the actor succeeded on {stats.success} of {stats.episodes} rollouts; "
-          f"{stats.kept} new examples ({stats.type_disagreement_rate:.0%} of states: another action type than the expert's)")
+    print(f"round {r + 1}: the actor succeeded on {stats.success} of {stats.episodes} rollouts; {stats.kept} new "
+          f"examples ({dagger[-1]['type_disagreement_rate']:.0%} of states: another action type than the expert's)")
     actor, history = train_actor(examples, dataclasses.replace(config, epochs=dagger_epochs), seed + 1 + r,
                                  eval_examples=watch, init=actor, history=history)
 actor.save(Path(out_dir) / "model")
