@@ -142,8 +142,7 @@ def main() -> dict:
     # training throughput per modality (forward + backward + optimizer step)
     model.train()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    targets = stack_targets([targets_for(Action("tap", point=(0.5, 0.3)), f, config) for f in feats],
-                            config.n_screen_patches)
+    targets = stack_targets([targets_for(Action("tap", point=(0.5, 0.3)), f, config) for f in feats])
 
     def step(b: dict) -> None:
         out = model(**b, **targets)

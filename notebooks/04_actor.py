@@ -21,7 +21,7 @@
 # (`config.json`, `model.safetensors`, `vocab.json`: all that `05_closed_loop` reads), its
 # headline numbers to `metrics/actor.json`, every score behind them to `results/actor.json`,
 # the training curves to `plots/actor_training_curves.csv`, and
-# `figures/actor_{training_curves,accuracy_by_condition,memory_effect}.png`.
+# `figures/actor_{training_curves,accuracy_by_condition,memory_effect,modality_contest}.png`.
 #
 # **Running it yourself.** `dvc repro` runs this notebook with the paths above. Opened in
 # JupyterLab (`make lab`), it reads the pipeline's `data/` and its defaults below write under
@@ -57,11 +57,11 @@ num_hidden_layers = 6  # transformer blocks (hidden states: this + 1)
 num_attention_heads = 2  # attention heads per block
 intermediate_size = 128  # MLP width
 dropout = 0.0  # dropout on embeddings and residual branches
-max_memory_tokens = 64  # memory text truncated to this many tokens (the first item and a half)
+max_memory_tokens = 224  # memory text budget in tokens: covers the p95 SMG block of 03_retrieval_eval (3 items)
 mimetic_init = 1.0  # attention query and key projections start equal, at this times identity (0: plain init)
 word_init_scale = 3.0  # word embeddings start this many times larger than the other embeddings
-exact_match = True  # screen patches carry exact-match codes against the goal and the memory text
-role_channel = True  # screen patches carry the UI-tree role and state of the widget under them (toggle:on, field, ...)
+exact_match = True  # element tokens carry exact-match codes against the goal and the memory text
+role_channel = True  # element tokens carry their UI-tree role and state (toggle:on, a focused field, ...)
 act_context = True  # the [ACT] token carries the types of the last two actions (or "none yet")
 wide_type_head = True  # action-type logits also read those last types and the on-screen roles linearly
 wide_lr_scale = 30.0  # the wide head's learning rate, in multiples of lr
@@ -104,13 +104,14 @@ from guimem.eval.examples import (
     memory_names_target,
     sample_held_out,
 )
-from guimem.eval.figures import accuracy_by_condition_figure, memory_effect_figure
+from guimem.eval.figures import accuracy_by_condition_figure, memory_effect_figure, modality_contest_figure
 from guimem.eval.memory_effect import names_target_split, right_experience_split
 from guimem.eval.metrics import paired_counts, step_accuracy
+from guimem.eval.modality import contest, contest_by_group, step_groups
 from guimem.eval.scoring import step_table
 from guimem.models.embedding import embed_screenshots
 from guimem.pipeline.paths import enter_repo_root
-from guimem.smg.memories import MEMORIES, load_memories, memory_embedders, rebuild_like
+from guimem.smg.memories import MEMORIES, count_tokens, load_memories, memory_embedders, rebuild_like
 from guimem.smg.retrieval import read_results
 from guimem.viz.plotting import MEMORY_LABELS, MODALITY_COLORS, figure_path, save_figure, write_plot_data
 
@@ -170,39 +171,40 @@ held = sample_held_out(examples_from_retrieval(test, test_root, retrieval_dir, M
 steps = sorted({(ex.episode_id, ex.step) for ex in held})
 watch = [ex for ex in held if ex.memory_kind == "smg"][:200]  # scored after every epoch
 print(f"{len(steps)} held-out steps x {len(MEMORIES)} memories = {len(held)} examples")
+memory_cut = {kind: float(np.mean([count_tokens(ex.input.memory_text) > max_memory_tokens
+                                   for ex in held if ex.memory_kind == kind])) for kind in MEMORIES}
+print("share of memory blocks longer than the actor's budget (cut):", {k: f"{v:.1%}" for k, v in memory_cut.items()})
 
 # %% [markdown]
 # ## The actor and its prompt
 #
-# One token sequence: `[screen patches] [goal] [history] [memory text] [memory image] [ACT]`.
-# The screenshot is resized to 48 x 96 pixels and cut into 8 x 8 patches; each patch is
-# projected and gets a 2-D position code. A model this small cannot learn to read rendered
-# text, so a patch also carries the word embeddings of the UI labels written on it — a stand-in
-# for the OCR a real VLM's vision tower does; a label-free icon has only its pixels. On top,
-# each labelled patch carries an *exact-match* code, as in reading-comprehension models
-# (DrQA): whether none, some or all of its label's words occur in the goal and in the memory
-# text shown (the memory part is empty when the text is not shown). Minutes of training on a
-# few thousand steps do not teach a from-scratch transformer to align words across the prompt;
+# One token sequence: `[elements] [screen patches] [goal] [history] [memory text] [memory image] [ACT]`.
+# The actor reads the screen **element by element**, as GUI agents read an accessibility tree:
+# one token per UI element, the sum of its label's word embeddings (its text, else its
+# accessibility description; a label-free icon has none), its role with its state (`toggle:on`, a
+# focused `field`; `role_channel`), its box, the grid cell of its centre, and its **pixels** — the
+# element cut out of the full-size screenshot and scaled to `crop_size` squared, so that a ⋮, a ✓ or
+# a photo is visible even where a thumbnail would blur it. A coarse view of the whole screen
+# (48 x 96 pixels in 8 x 8 patches) adds the layout around them. Each labelled element also
+# carries an *exact-match* code, as in reading-comprehension models (DrQA): whether none, some or
+# all of its label's words occur in the goal and in the memory text shown. Minutes of training on
+# a few thousand steps do not teach a from-scratch transformer to align words across the prompt;
 # this one feature does, and the model still has to learn when to trust it.
 #
-# Two more inputs carry what an accessibility tree and the agent's own past make plain, and
-# what such a model otherwise learns too slowly to decide *which kind* of action comes next:
-# each screen patch adds the embedding of the **role** of the widget under it (button, field,
-# toggle, list item, dialog, ...; `role_channel`), and the `[ACT]` token adds the embeddings of
-# the **types of the last two actions** (or "none yet"; `act_context`) — the previous action as
-# a direct input of the decision, as recurrent agents get it. The widget state (a toggle on, a
-# field focused) is part of the role, as an accessibility tree reports it. Which kind of action
-# comes next is then mostly a function of these facts — a focused field right after a tap: type;
-# a toggle just switched on: done — so the action-type logits also get a *wide* linear read of
-# them (wide-and-deep), trained at a higher learning rate. Without these the type head stayed at
-# the prior (always `tap`) after five epochs: every `done`, `type` and `open_app` step was missed.
+# The `[ACT]` token adds the types of the last two actions (`act_context`), and the action-type
+# logits also get a *wide* linear read of those types and of the element roles on screen
+# (wide-and-deep, trained at a higher learning rate): which kind of action comes next is mostly a
+# function of these facts — a focused field right after a tap: type; a toggle just switched on: done.
 #
-# The memory image (the anchor screens with the past actions marked) is patched like the
-# screen but gets **no** words and no match code: it is pixels only. The memory text is word
-# tokens. Every head reads the final `[ACT]` token: the action type, a pointer over screen
-# patches (plus an in-patch offset), a swipe direction, a span of the goal to type, and the app
-# to open. Behaviour cloning sums their losses where they apply; the pointer's target is every
-# patch of the touched element, since any of them is the same action.
+# **Memory, two ways.** As text: the memory block, word tokens, up to `max_memory_tokens` (its
+# share of blocks cut is reported below; words say of a label-free icon only its role and region).
+# As an image: the top-1 retrieved item's first screen with its actions marked where they were
+# made, patched like the live screen and given the *live* grid's positions (a mark and the element
+# at that place now share a position code), and the crops of the elements it touched, which share
+# the elements' pixel projection (a remembered glyph and the same glyph on screen start alike).
+# Every head reads the final `[ACT]` token: the action type, a **pointer over the elements** (a
+# touch lands on the chosen element's centre, and is still scored by the AITW rules on its
+# coordinates), a swipe direction, a span of the goal to type, and the app to open.
 
 # %%
 config = TrainConfig(
@@ -327,6 +329,29 @@ for name, c in paired.items():
 
 
 # %% [markdown]
+# ## Text or image: the same experience, two renderings
+#
+# SwitchMem's premise: the top-1 retrieved demonstration shown as text and shown as an image
+# lead the frozen actor to different actions on different steps. On the held-out steps with the
+# SMG's memory: the share of *non-tied* steps (exactly one rendering right), each rendering's
+# share of them, the best fixed rendering and the per-step oracle between the two (an analysis
+# reference that sees which one was right) — and where each wins, by what the step needs.
+
+# %%
+groups = step_groups([ex.input for ex in smg_examples], [ex.target for ex in smg_examples])
+text_hits, image_hits = hits["smg/text"][0], hits["smg/image"][0]
+modality = {"overall": contest(text_hits, image_hits), "by_group": contest_by_group(text_hits, image_hits, groups)}
+o = modality["overall"]
+print(f"non-tied steps {o['non_tied_share']:.1%} ({o['non_tied']} of {o['steps']}); text wins {o['text_wins']:.0%}, "
+      f"image wins {o['image_wins']:.0%}; best fixed {o['best_fixed']:.3f}, per-step oracle {o['oracle']:.3f} "
+      f"(+{100 * o['oracle_gain']:.1f} points)")
+for name, g in modality["by_group"].items():
+    print(f"  {name:18s} {g['steps']:4d} steps: text {g['text_accuracy']:.3f}, image {g['image_accuracy']:.3f}, "
+          f"non-tied {g['non_tied_share']:.1%}")
+fig = modality_contest_figure(modality["by_group"], modality["overall"])
+save_figure(fig, figure_path(figures_dir, "actor", "modality_contest"))
+
+# %% [markdown]
 # ## Where could memory help at all?
 #
 # Memory can only add something where it says what the goal does not. A simple, checkable
@@ -398,7 +423,8 @@ save_figure(fig, figure_path(figures_dir, "actor", "memory_effect"))
 # %%
 results = {
     "train_examples": len(examples), "train_episodes": len(train), "held_out_steps": len(steps),
-    "behaviour_cloning_epochs": bc_epochs, "dagger": dagger,
+    "behaviour_cloning_epochs": bc_epochs, "dagger": dagger, "memory_text_cut_share": memory_cut,
+    "modality_contest": modality,
     "parameters": n_params, "layers": actor.config.num_hidden_layers, "d_model": actor.config.hidden_size,
     "history": {"train_loss": [round(v, 4) for v in history.train_loss],
                 "held_out_step_accuracy": [round(v, 4) for v in history.eval_step_accuracy]},
@@ -416,5 +442,6 @@ headline = ["none", "smg/text", "smg/image", "smg/both", "flat/text", "action_gr
 metrics = {"held_out_steps": len(steps), "majority_step_accuracy": results["majority_action"]["step_accuracy"],
            "type_accuracy_none": results["type_accuracy"]["none"]}
 metrics |= {f"step_accuracy_{c.replace('/', '_')}": results["step_accuracy"][c] for c in headline}
+metrics |= {"smg_text_image_non_tied": round(o["non_tied_share"], 4), "smg_text_image_oracle_gain": round(o["oracle_gain"], 4)}
 write_metrics(metrics_path, metrics)
 print(json.dumps(metrics, indent=1))

@@ -21,8 +21,10 @@ from guimem.actors.mini.config import (
     IGNORE,
     N_ROLE_SPECIAL,
     SEG_ACT,
+    SEG_ELEMENT,
     SEG_GOAL,
     SEG_HISTORY,
+    SEG_MEMORY_CROP,
     SEG_MEMORY_IMAGE,
     SEG_MEMORY_TEXT,
     SEG_SCREEN,
@@ -32,16 +34,18 @@ from guimem.actors.mini.features import (
     MEMORY_MATCH,
     N_MATCH,
     act_context_ids,
+    cell_of,
     collate,
     decode,
-    element_patches,
+    element_words,
     featurise,
     match_ids,
     memory_match_ids,
-    patch_of,
-    role_ids,
+    role_index,
     targets_for,
+    touched,
 )
+from guimem.smg.memories import MEMORY_CROPS
 from guimem.actors.mini.model import GuiActor, decision_facts
 from guimem.actors.mini.policy import MiniActor
 from guimem.actors.mini.train import TrainConfig, build_vocabulary, modality_batches, train_actor, type_class_weights
@@ -55,7 +59,7 @@ from guimem.models.tokenizer import ACT, Vocabulary, find_span, span_text, token
 torch.set_num_threads(1)
 TINY = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64, dropout=0.0,
             screen_height=32, screen_width=16, memory_image_height=32, memory_image_width=16, patch_size=8,
-            max_memory_tokens=24)
+            max_memory_tokens=24, max_elements=5, crop_size=4)
 
 
 def screen(colour=(230, 230, 230), mark=None) -> Image.Image:
@@ -121,33 +125,36 @@ def test_prompt_holds_exactly_the_memory_parts_asked_for(vocab, model, memory):
     f = featurise(an_input("both"), vocab, cfg)
     batch = collate([f], [memory], cfg, vocab)
     seg = batch["segment_ids"][0]
-    parts = (SEG_SCREEN, SEG_GOAL, SEG_HISTORY, SEG_MEMORY_TEXT, SEG_MEMORY_IMAGE, SEG_ACT)
+    parts = (SEG_ELEMENT, SEG_SCREEN, SEG_GOAL, SEG_HISTORY, SEG_MEMORY_TEXT, SEG_MEMORY_IMAGE, SEG_MEMORY_CROP, SEG_ACT)
     count = {s: int((seg == s).sum()) for s in parts}
-    assert count[SEG_SCREEN] == cfg.n_screen_patches == 8 and count[SEG_ACT] == 1
+    assert count[SEG_ELEMENT] == len(BUTTONS) and count[SEG_ACT] == 1
+    assert count[SEG_SCREEN] == cfg.n_screen_patches == 8
     assert count[SEG_GOAL] == len(tokenize(an_input().goal)) and count[SEG_HISTORY] == 4
     assert count[SEG_MEMORY_TEXT] == (len(f.memory_text_ids) if memory in ("text", "both") else 0)
     assert len(f.memory_text_ids) == len(tokenize(an_input().memory_text)) > 0
     assert count[SEG_MEMORY_IMAGE] == (8 if memory in ("image", "both") else 0)
-    # the order is screen, goal, history, memory text, memory image, [ACT] last
-    order = [int(s) for s in seg]
+    assert count[SEG_MEMORY_CROP] == (MEMORY_CROPS if memory in ("image", "both") else 0)
+    # the element slots open the prompt (empty ones are padding), then screen, goal, history, memory, [ACT] last
+    assert seg[:len(BUTTONS)].tolist() == [SEG_ELEMENT] * 3 and seg[3:cfg.max_elements].tolist() == [0, 0]
+    assert batch["attention_mask"][0, :cfg.max_elements].tolist() == [1, 1, 1, 0, 0]
+    order = [int(s) for s in seg if s]
     assert order == sorted(order) and order[-1] == SEG_ACT
     assert int(batch["input_ids"][0, -1]) == vocab.id(ACT)
-    # screen patches carry label words (the label-free icon none); memory patches never
-    words = batch["patch_words"][0]
-    assert int((words[seg == SEG_SCREEN] > 0).any(-1).sum()) == 2
-    assert not bool((words[seg == SEG_MEMORY_IMAGE] > 0).any())
+    # elements carry their label words (the label-free icon none) and their pixels; memory patches no words
+    words = batch["element_words"][0]
+    assert int((words[seg == SEG_ELEMENT] > 0).any(-1).sum()) == 2
+    assert not bool((words[seg != SEG_ELEMENT] > 0).any())
+    assert bool((batch["crop_pixels"][0][seg == SEG_ELEMENT] > 0).any())
 
 
 def test_exact_match_codes_follow_goal_and_shown_memory(vocab, model):
     cfg = model.config
     f = featurise(an_input("both", goal="Open the display page"), vocab, cfg)
     for memory, memory_level in (("none", 0), ("text", 2), ("image", 0), ("both", 2)):
-        codes = collate([f], [memory], cfg, vocab)["match_ids"][0, :cfg.n_screen_patches]
-        display = patch_of(BUTTONS[0].center, cfg.screen_grid)[0]  # "Display": in the goal and the memory
-        sound = patch_of(BUTTONS[1].center, cfg.screen_grid)[0]  # "Sound": in neither
-        assert int(codes[display]) == 1 + N_MATCH * 2 + memory_level
-        assert int(codes[sound]) == 1
-        assert int((codes == 0).sum()) == cfg.n_screen_patches - 2  # unlabelled patches carry no code
+        codes = collate([f], [memory], cfg, vocab)["match_ids"][0, :cfg.max_elements]
+        assert int(codes[0]) == 1 + N_MATCH * 2 + memory_level  # "Display": in the goal and the memory
+        assert int(codes[1]) == 1  # "Sound": in neither
+        assert codes[2:].tolist() == [0, 0, 0]  # the label-free icon and the empty slots carry no code
     words = torch.tensor([[vocab.id("display"), vocab.id("sound"), 0], [0, 0, 0]])
     partial = match_ids(words, torch.tensor([vocab.id("sound")]), None, vocab)
     assert partial.tolist() == [1 + N_MATCH * 1, 0]
@@ -161,7 +168,7 @@ def test_memory_text_words_flag_whether_the_goal_holds_them(vocab, model):
         seg, codes, ids = batch["segment_ids"][0], batch["match_ids"][0], batch["input_ids"][0]
         on_text = seg == SEG_MEMORY_TEXT
         assert bool(on_text.any()) == (memory in ("text", "both"))
-        assert not bool((codes[(seg != SEG_SCREEN) & ~on_text] > 0).any())  # goal, history, image, act: no code
+        assert not bool((codes[(seg != SEG_ELEMENT) & ~on_text] > 0).any())  # screen, goal, history, image: no code
         for word, code in zip(ids[on_text].tolist(), codes[on_text].tolist()):
             if word in (vocab.id('"'), vocab.id("|"), vocab.id("."), vocab.id("(")):
                 assert code == 0
@@ -174,17 +181,16 @@ def test_memory_text_words_flag_whether_the_goal_holds_them(vocab, model):
         MEMORY_MATCH, 0, MEMORY_MATCH + 1]
 
 
-def test_role_ids_name_the_innermost_widget_under_each_patch():
-    grid = (4, 2)  # 4 rows x 2 columns of patches; centres at x 0.25 / 0.75, y 0.125 / 0.375 / ...
+def test_an_element_reads_its_role_with_state_its_words_and_its_cell():
+    roles = ["list_item", "toggle:on"]
     row = UIElement("r", "list_item", "Wi-Fi", bounds=(0.0, 0.0, 1.0, 0.5), clickable=True)
-    toggle = UIElement("t", "toggle", "", bounds=(0.5, 0.25, 1.0, 0.5), clickable=True, selected=True)  # in the row
+    toggle = UIElement("t", "toggle", "", "on", bounds=(0.5, 0.25, 1.0, 0.5), clickable=True, selected=True)
     odd = UIElement("x", "slider", "", bounds=(0.0, 0.75, 0.5, 1.0))  # a role not in the list
-    ids = role_ids((row, toggle, odd), ["list_item", "toggle:on"], grid).tolist()
-    li, tg = N_ROLE_SPECIAL + 0, N_ROLE_SPECIAL + 1
-    assert ids == [li, li, li, tg, 0, 0, 1, 0]
-    assert role_ids((odd, toggle, row), ["list_item", "toggle:on"], grid).tolist() == ids  # order does not matter
-    off = replace(toggle, selected=False)  # the same toggle switched off is another role key
-    assert role_ids((row, off), ["list_item", "toggle:on"], grid).tolist()[3] == 1
+    assert [role_index(e, roles) for e in (row, toggle, odd)] == [N_ROLE_SPECIAL, N_ROLE_SPECIAL + 1, 1]
+    assert role_index(replace(toggle, selected=False), roles) == 1  # switched off: another role key
+    assert element_words(row) == "Wi-Fi" and element_words(toggle) == ""  # a switch's on/off is its state
+    assert element_words(UIElement("s", "icon", "", "Search", bounds=(0, 0, 0.1, 0.1))) == "Search"
+    assert cell_of(toggle.center, (4, 2)) == (2, 2) and cell_of((1.0, 1.0), (4, 2)) == (4, 2)
 
 
 def test_act_context_ids_hold_the_last_two_types_most_recent_first():
@@ -216,8 +222,8 @@ def test_role_and_context_inputs_reach_the_act_token(vocab, model):
 def test_decision_facts_are_the_last_types_and_the_roles_on_screen():
     width = 1 + len(ACTION_TYPES)
     n_facts = 2 * width + N_ROLE_SPECIAL + 3  # three known roles
-    seg = torch.tensor([[SEG_SCREEN, SEG_SCREEN, SEG_SCREEN, SEG_GOAL, SEG_ACT]])
-    roles = torch.tensor([[0, N_ROLE_SPECIAL + 2, N_ROLE_SPECIAL + 2, 0, 0]])  # one role, twice; a bare patch
+    seg = torch.tensor([[SEG_ELEMENT, SEG_ELEMENT, SEG_ELEMENT, SEG_GOAL, SEG_ACT]])
+    roles = torch.tensor([[0, N_ROLE_SPECIAL + 2, N_ROLE_SPECIAL + 2, 0, 0]])  # one role, twice; an empty slot
     context = act_context_ids((Action("tap", point=(0.5, 0.5)),))[None]  # last: tap; second-to-last: none
     facts = decision_facts(roles, seg, context, n_facts)[0]
     on = torch.nonzero(facts).flatten().tolist()
@@ -264,10 +270,11 @@ def test_hidden_states_at_the_final_prompt_token(vocab, model):
     batch = collate(feats, [x.modality for x in inputs], cfg, vocab)
     with torch.no_grad():
         out = model(**batch, output_hidden_states=True)
-        embedded = model.embed(*(batch[k] for k in ("input_ids", "patch_pixels", "patch_words", "segment_ids",
-                                                    "position_ids", "row_ids", "col_ids", "match_ids",
-                                                    "role_ids", "act_context_ids")))
-    last = batch["attention_mask"].sum(1) - 1  # the last real position of every row
+        embedded = model.embed(*(batch[k] for k in ("input_ids", "patch_pixels", "crop_pixels", "element_words",
+                                                    "element_boxes", "segment_ids", "position_ids", "row_ids",
+                                                    "col_ids", "match_ids", "role_ids", "act_context_ids")))
+    last = (batch["segment_ids"] == SEG_ACT).long().argmax(1)  # the [ACT] position of every row
+    assert (last == batch["attention_mask"].cumsum(1).argmax(1)).all()  # ... its last real position
     assert out.act_hidden_states.shape == (4, cfg.num_hidden_layers + 1, cfg.hidden_size)
     assert len(out.hidden_states) == cfg.num_hidden_layers + 1
     for b in range(4):
@@ -318,16 +325,15 @@ def test_targets_and_decoding_agree(vocab, model):
     cfg = model.config
     f = featurise(an_input("none"), vocab, cfg)
     t = targets_for(Action("type", text="yoga"), f, cfg)
-    assert (t.span_start, t.span_end) == (cfg.n_screen_patches + 2, cfg.n_screen_patches + 2)  # rename " yoga
+    assert cfg.goal_offset == cfg.max_elements + cfg.n_screen_patches
+    assert (t.span_start, t.span_end) == (cfg.goal_offset + 2, cfg.goal_offset + 2)  # rename " yoga
     assert targets_for(Action("type", text="absent words"), f, cfg).span_start == IGNORE
-    tap = targets_for(Action("tap", point=(0.8, 0.6)), f, cfg)
-    assert tap.patch == patch_of((0.8, 0.6), cfg.screen_grid)[0] == 2 * 2 + 1
+    assert targets_for(Action("tap", point=(0.8, 0.6)), f, cfg).element == 1  # "Sound" holds the point
+    assert targets_for(Action("tap", point=(0.7, 0.3)), f, cfg).element == IGNORE  # nothing there
     wide = UIElement("w", "list_item", "Wide row", bounds=(0.0, 0.5, 1.0, 0.75), clickable=True)
-    g = featurise(PolicyInput(screen(), (wide,), "go"), vocab, cfg)
-    assert targets_for(Action("tap", point=(0.1, 0.6)), g, cfg).patches == (4, 5)  # the whole row is right
-    assert element_patches((0.0, 0.0, 1.0, 1.0), cfg.screen_grid) == list(range(8))
-    assert element_patches((0.3, 0.3, 0.4, 0.4), cfg.screen_grid) == []  # covers no patch centre
-    assert (g.screen_words[4] > 0).any() and (g.screen_words[5] > 0).any()  # the row's label on both patches
+    label = UIElement("l", "text", "Caption", bounds=(0.0, 0.55, 0.5, 0.7))
+    assert touched(Action("swipe", point=(0.2, 0.6), end=(0.2, 0.3)), (wide, label)) == 1  # the innermost under it
+    assert touched(Action("tap", point=(0.2, 0.6)), (wide, label)) == 0  # a tap: the clickable one
     assert targets_for(Action("open_app", text="Shop"), f, cfg).app == 1
     assert swipe_direction(Action("swipe", point=(0.5, 0.8), end=(0.5, 0.2))) == "up"
     assert swipe_direction(Action("swipe", point=(0.5, 0.5), end=(0.9, 0.6))) == "right"
@@ -338,17 +344,19 @@ def test_targets_and_decoding_agree(vocab, model):
     big = 50.0
     out.type_logits[:] = 0
     out.type_logits[0, 3] = out.type_logits[1, 2] = out.type_logits[2, 7] = big  # type, swipe, open_app
-    out.span_start_logits[0, cfg.n_screen_patches + 2] = big
-    out.span_end_logits[0, cfg.n_screen_patches + 2] = big
-    out.pointer_logits[1, 5] = big
-    out.offset[1] = torch.tensor([0.5, 0.5])
+    out.span_start_logits[0, cfg.goal_offset + 2] = big
+    out.span_end_logits[0, cfg.goal_offset + 2] = big
+    out.pointer_logits[1, 1] = big
     out.direction_logits[1, DIRECTIONS.index("up")] = big
     out.app_logits[2, 1] = big
     typed, swiped, opened = decode(out, [f] * 3, cfg)
     assert typed == Action("type", text="Yoga")  # the goal's own casing
-    assert swiped.point == pytest.approx((0.75, 0.625))
+    assert swiped.point == pytest.approx(BUTTONS[1].center)  # on the centre of the element pointed at
     assert swiped.end == pytest.approx((0.75, 0.625 - cfg.swipe_length))
     assert opened == Action("open_app", text="Shop")
+    with torch.no_grad():
+        logits = model(**batch).pointer_logits
+    assert bool((logits[:, len(BUTTONS):] <= -1e8).all())  # empty slots are never pointed at
 
 
 # ----------------------------------------------------------------------------- training
@@ -360,7 +368,8 @@ def colour_task(n: int, seed: int) -> list[ActorExample]:
     out = []
     for i in range(n):
         img, act = acts[int(rng.integers(3))]
-        out.append(ActorExample(PolicyInput(img, (), "do it", (), "remembered text", screen()), act, f"e{i}", 0, "smg"))
+        out.append(ActorExample(PolicyInput(img, BUTTONS, "do it", (), "remembered text", screen()), act, f"e{i}", 0,
+                                "smg"))
     return out
 
 

@@ -20,7 +20,9 @@ from guimem.smg.memories import (
     Retrieved,
     build_memory,
     count_tokens,
-    grid_shape,
+    EMPTY,
+    MEMORY_CROPS,
+    image_layout,
     load_memory,
     make_memory,
     render_text,
@@ -231,24 +233,27 @@ def test_render_text_is_compact_and_deterministic(store):
 
 def test_render_image_fixed_size_marks_and_determinism(store):
     root, _, _ = store
-    style = RenderStyle(max_items=4, image_size=(180, 360))
+    style = RenderStyle(max_items=4)
     m = build("smg", store, style=style)
     r = m.retrieve(draw_screen("list"), "turn on dark mode")
     image = m.render_image(r)
-    assert image.size == (180, 360) and grid_shape(4) == (2, 2)
+    screen, crops = image_layout(style.image_size)
+    assert image.size == (180, 405) and screen == (0, 0, 180, 360) and len(crops) == MEMORY_CROPS
+    strip = np.asarray(image)[crops[0][1] + 2:crops[0][3] - 2, crops[0][0] + 2:crops[0][2] - 2]
+    assert r.items[0].targets[0] is not None and not (strip == EMPTY).all()  # the touched element's crop
+    assert (np.asarray(m.render_image(Retrieved("smg", ()))) == EMPTY).all()  # nothing retrieved: grey
     png = io.BytesIO()
     image.save(png, format="PNG")
     again = io.BytesIO()
     build("smg", store, style=style).render_image(r, root).save(again, format="PNG")
     assert png.getvalue() == again.getvalue()
     px = np.asarray(image)
-    assert tuple(px[1, 1]) == (0, 158, 115)  # first panel: success border
-    assert tuple(px[1, 91]) == (213, 94, 0)  # second panel: failure border
-    assert tuple(px[200, 10]) == (128, 128, 128)  # third panel empty
-    ring = px[:180, :90][np.all(px[:180, :90] == (255, 0, 200), axis=-1)]
-    assert len(ring) > 20  # the tap is marked
-    empty = m.render_image(Retrieved("smg", ()))
-    assert empty.size == (180, 360)
+    assert tuple(px[1, 1]) == (0, 158, 115)  # the top-1 item succeeded: its border
+    ring = px[:360][np.all(px[:360] == (255, 0, 200), axis=-1)]
+    assert len(ring) > 20  # its tap is marked where it was made
+    x, y = r.items[0].actions[0].point
+    assert np.all(px[int(y * 360) - 12:int(y * 360) + 12, int(x * 180) - 12:int(x * 180) + 12] == (255, 0, 200), axis=-1).any()
+    assert m.render_image(Retrieved("smg", ())).size == (180, 405)
 
 
 def test_render_image_marks_swipes_and_typing(store):
@@ -259,14 +264,14 @@ def test_render_image_marks_swipes_and_typing(store):
     ep = Episode("t", "settings", "search for milk", tuple(typing), obs("home"))
     sg = [Subgoal("t", 0, 0, 3, "screens/home.png", "screens/home.png", "search", "", "", "uncertain", None, ep.goal)]
     img, txt = embedders(root)
-    m = build_memory("smg", [ep], sg, root, img, txt, style=RenderStyle(max_items=1, image_size=(90, 180)))
+    m = build_memory("smg", [ep], sg, root, img, txt, style=RenderStyle(max_items=1, image_size=(92, 203)))
     r = m.retrieve(draw_screen("home"), "x")
     assert r.items[0].phrases == ('tap "Search" (field)', 'type "milk" into "Search"', "swipe up at bottom center", "back")
     image = np.asarray(m.render_image(r))
-    assert image.shape == (180, 90, 3) and tuple(image[0, 0]) == (240, 228, 66)
-    marked = np.all(image == (255, 0, 200), axis=-1)
+    assert image.shape == (203, 92, 3) and tuple(image[0, 0]) == (240, 228, 66)
+    marked = np.all(image == (255, 0, 200), axis=-1)  # every action was made on the anchor screen: all marked
     assert marked[100:150, 40:50].any()  # the swipe arrow's shaft
-    assert marked[170:176, :].any() or marked[150:176, :].any()  # the back badge near the bottom
+    assert marked[150:180, :].any()  # the back badge near the bottom of the screen part
 
 
 # ----------------------------------------------------------------------------- files

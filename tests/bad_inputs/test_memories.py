@@ -203,7 +203,7 @@ STYLES: list[tuple[str, dict[str, Any], str]] = [
     ("max_items_minus_two", {"max_items": -2}, "max_items"),
     ("max_items_zero", {"max_items": 0}, "max_items"),
     ("max_items_a_float", {"max_items": 2.0}, "max_items"),
-    ("max_items_huge", {"max_items": 10 ** 9}, "image_size"),
+    ("crops_too_small", {"image_size": (28, 405)}, "image_size"),  # 7-pixel crops of the touched elements
     ("max_actions_minus_one", {"max_actions": -1}, "max_actions"),
     ("show_effect_a_string", {"show_effect": "yes"}, "show_effect"),
     ("image_size_zero_width", {"image_size": (0, 360)}, "image_size"),

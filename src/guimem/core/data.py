@@ -224,6 +224,11 @@ class UIElement:
         x0, y0, x1, y1 = self.bounds
         return ((x0 + x1) / 2, (y0 + y1) / 2)
 
+    @property
+    def area(self) -> float:
+        x0, y0, x1, y1 = self.bounds
+        return (x1 - x0) * (y1 - y0)
+
     def contains(self, point: Point) -> bool:
         x0, y0, x1, y1 = self.bounds
         return x0 <= point[0] <= x1 and y0 <= point[1] <= y1

@@ -11,7 +11,9 @@ the p-value.
   no memory, with its 95% interval, the fixed/broken counts and the sign test's p-value;
 * :func:`memory_effect_figure` — accuracy with no memory and with the memory as text where the
   right experience was retrieved and where it was not, and accuracy per modality on the steps
-  where the memory names the element to touch that the goal does not; step counts and p-values.
+  where the memory names the element to touch that the goal does not; step counts and p-values;
+* :func:`modality_contest_figure` — per group of steps, the share only the text and the share only
+  the image rendering of the same experience gets right (:mod:`guimem.eval.modality`).
 
 Intervals: a share gets the Wilson score interval (:func:`wilson_interval`); a difference of two
 shares on the same steps gets the Wald interval for paired proportions (:func:`paired_difference`).
@@ -270,4 +272,31 @@ def memory_effect_figure(shown_right: Mapping[str, Mapping[str, Any]], informati
     handles.append(Line2D([], [], marker="o", ls="", color="#555555", mfc="white", label="hollow: wrong experience"))
     fig.legend(handles=handles, loc="lower center", ncols=len(handles), fontsize=8, bbox_to_anchor=(0.5, -0.01))
     fig.tight_layout(rect=(0, 0.05, 1, 1))
+    return fig
+
+
+def modality_contest_figure(by_group: Mapping[str, Mapping[str, Any]], overall: Mapping[str, Any],
+                            title: str = "Text or image: where each rendering of the same experience wins") -> Figure:
+    """Per group of held-out steps (:func:`guimem.eval.modality.step_groups`, and all steps), the
+    share of steps only the text rendering gets right and the share only the image rendering gets
+    right, side by side, with the group's step count: where a router between them could gain."""
+    import matplotlib.pyplot as plt
+
+    groups = {"all steps": overall, **{k: v for k, v in by_group.items() if v["steps"]}}
+    names = list(groups)
+    y = np.arange(len(names))[::-1]
+    fig, ax = plt.subplots(figsize=(7.2, 0.45 * len(names) + 1.4), layout="constrained")
+    for offset, key, label in ((0.18, "text", "only text right"), (-0.18, "image", "only image right")):
+        shares = [groups[n]["non_tied"] * groups[n][f"{key}_wins"] / groups[n]["steps"] if groups[n]["non_tied"] else 0.0
+                  for n in names]
+        ax.barh(y + offset, shares, height=0.34, color=MODALITY_COLORS[key], label=label)
+    for yi, n in zip(y, names):
+        g = groups[n]
+        ax.annotate(f"n={g['steps']}, oracle +{100 * g['oracle_gain']:.1f} pts", (0, yi), xytext=(4, -9),
+                    textcoords="offset points", fontsize=ANNOTATION_SIZE, color="#444444")
+    ax.set_yticks(y, names)
+    ax.set_xlabel("share of the group's steps")
+    ax.set_xlim(0, max(0.05, ax.get_xlim()[1] * 1.15))
+    ax.set_title(title, fontsize=10)
+    ax.legend(loc="lower right", fontsize=8)
     return fig

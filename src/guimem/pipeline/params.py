@@ -263,7 +263,7 @@ _MEMORY_ARGS: dict[str, dict[str, str]] = {  # 02_graph_build: each memory's con
 def _memories(p: Params) -> None:
     """The four memories, built as 02_graph_build builds them (empty), with its RenderStyle."""
     width, height = p["memory_image_width"], p["memory_image_height"]
-    short_side = "memory_image_width" if width <= height else "memory_image_height"  # the one too small for a panel
+    short_side = "memory_image_width" if width <= height - width // 4 else "memory_image_height"  # the one too small
     style = p.build({"max_items": "max_items", "max_actions": "max_actions", "image_size": short_side}, RenderStyle,
                     max_items=p["max_items"], max_actions=p["max_actions"], image_size=(width, height))
     for name, args in _MEMORY_ARGS.items():

@@ -127,6 +127,7 @@ class MemoryItem:
     actions: tuple[Action, ...]
     phrases: tuple[str, ...]  # each action in words, on its own screen (guimem.core.describe)
     targets: tuple[UIElement | None, ...]  # each action's target element on its own screen
+    shots: tuple[str, ...] = ()  # each action's own screenshot (relative to the store); () = all on the anchor
     score: float = 0.0  # screen cosine that retrieved it (its node's, for graph memories)
     goal_score: float | None = None  # cosine of its goal to the query goal (when ranked by goal)
     node: int | None = None  # the graph node it left from (graph memories)
@@ -138,7 +139,12 @@ class MemoryItem:
         d["phrases"] = list(self.phrases)
         d["actions"] = [a.to_dict() for a in self.actions]
         d["targets"] = [t.to_dict() if t is not None else None for t in self.targets]
+        d["shots"] = list(self.shots)
         return d
+
+    def shot(self, j: int) -> str:
+        """The screenshot action ``j`` was taken on."""
+        return self.shots[j] if self.shots else self.anchor
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any], path: str | None = None) -> "MemoryItem":
@@ -173,10 +179,16 @@ class MemoryItem:
                 targets.append(UIElement.from_dict(t) if t is not None else None)
             except DataError as err:
                 raise err.at(path, f"targets[{j}]") from None
+        shots = d.get("shots", [])
+        if not isinstance(shots, list) or (shots and len(shots) != n):
+            raise DataError("shots", f"expected a list of {n} screenshots (steps {first}..{last}), got {shots!r:.60}", path)
+        for j, rel in enumerate(shots):
+            relative_path(rel, f"shots[{j}]", path)
         goal_score, node = d.get("goal_score"), d.get("node")
         return cls(id=d["id"], kind=d["kind"], episode_id=d["episode_id"], first_step=first, last_step=last,
                    success=d["success"], goal=d["goal"], text=d["text"], effect=d["effect"], anchor=d["anchor"],
                    outcome=d["outcome"], actions=tuple(actions), phrases=tuple(d["phrases"]), targets=tuple(targets),
+                   shots=tuple(shots),
                    score=float(check_number(d.get("score", 0.0), "score", path=path)),
                    goal_score=None if goal_score is None else check_number(goal_score, "goal_score", path=path),
                    node=None if node is None else check_number(node, "node", lo=0, integer=True, path=path))
@@ -199,21 +211,30 @@ class Retrieved:
                 "items": [i.to_dict() for i in self.items]}
 
 
-def grid_shape(n: int) -> tuple[int, int]:
-    """(rows, cols) of a square grid holding ``n`` panels; each panel keeps the canvas aspect."""
-    side = max(1, math.ceil(math.sqrt(n)))
-    return side, side
+MEMORY_CROPS = 4  # crops of touched elements in the memory image's strip (the first actions of the item)
+
+
+def image_layout(size: tuple[int, int]) -> tuple[tuple[int, int, int, int], list[tuple[int, int, int, int]]]:
+    """Where things are in a memory image of ``size`` (width, height): the box of the remembered
+    screen (the top, in the live screen's geometry) and the boxes of the :data:`MEMORY_CROPS` crop
+    slots (a strip along the bottom, ``width // MEMORY_CROPS`` square), each ``(x0, y0, x1, y1)``.
+    The miniature actor cuts the image along the same boxes."""
+    width, height = size
+    side = width // MEMORY_CROPS
+    screen = (0, 0, width, height - side)
+    return screen, [(i * side, height - side, (i + 1) * side, height) for i in range(MEMORY_CROPS)]
 
 
 @dataclass(frozen=True)
 class RenderStyle:
-    """How much of a retrieval the actor is shown, in words and in pixels (the same items)."""
+    """How much of a retrieval the actor is shown: in words the first ``max_items`` items (the SMG
+    block), in pixels the first item (the top-1 demonstration, in the live screen's geometry)."""
 
-    max_items: int = 3  # items rendered (text and image); the rest are counted, not shown
+    max_items: int = 3  # items rendered as text; the rest are counted, not shown
     max_actions: int = 4  # actions shown per item
     show_goal: bool = True  # the past task's goal
     show_effect: bool = True  # the effect sentence
-    image_size: tuple[int, int] = (180, 360)  # (width, height) of the memory image (phone aspect)
+    image_size: tuple[int, int] = (180, 405)  # (width, height): a 180 x 360 screen over a strip of 4 crops of 45 px
 
     def __post_init__(self) -> None:
         check_number(self.max_items, "max_items", lo=1, integer=True)
@@ -226,10 +247,10 @@ class RenderStyle:
             raise DataError("image_size", f"expected (width, height), got {size!r:.60}")
         for value in size:
             check_number(value, "image_size", lo=1, integer=True)
-        rows, cols = grid_shape(self.max_items)
-        if min(size[0] // cols, size[1] // rows) < MIN_PANEL:
-            raise DataError("image_size", f"{size[0]}x{size[1]} pixels leave panels smaller than {MIN_PANEL} "
-                                          f"pixels for {self.max_items} items ({rows}x{cols})")
+        screen, crops = image_layout(tuple(size))
+        if min(screen[2] - screen[0], screen[3] - screen[1], crops[0][2] - crops[0][0]) < MIN_PANEL:
+            raise DataError("image_size", f"{size[0]}x{size[1]} pixels leave the remembered screen or its crops "
+                                          f"smaller than {MIN_PANEL} pixels")
         object.__setattr__(self, "image_size", tuple(size))
 
 
@@ -307,7 +328,8 @@ def make_item(memory: str, unit: Subgoal, episode: Episode) -> MemoryItem:
                       goal=unit.goal or episode.goal, text=unit.text, effect=unit.effect,
                       anchor=unit.from_screenshot, outcome=unit.to_screenshot, actions=tuple(actions),
                       phrases=tuple(describe_actions(actions, screens)),
-                      targets=tuple(target_element(a, els) for a, els in zip(actions, screens)))
+                      targets=tuple(target_element(a, els) for a, els in zip(actions, screens)),
+                      shots=tuple(s.screenshot for s in steps))
 
 
 def units_for(memory: str, episode: Episode, subgoals: Sequence[Subgoal]) -> list[Subgoal]:
@@ -786,15 +808,17 @@ def _arrow(d: ImageDraw.ImageDraw, a: tuple[float, float], b: tuple[float, float
 
 
 def draw_actions(panel: Image.Image, item: MemoryItem, style: RenderStyle) -> None:
-    """Mark an item's actions on its anchor screen: rings at taps, arrows for swipes, typed text noted.
-
-    Marks are numbered from the second action on; the first action is drawn thickest.
+    """Mark an item's actions where they were made: those taken on its anchor screen (the actions
+    after it that left the screen are shown by their crops): rings at taps, arrows for swipes,
+    typed text noted. Marks are numbered when the item has several actions; the first is drawn thickest.
     """
     d = ImageDraw.Draw(panel)
     w, h = panel.size
     r, fs = max(3.0, 0.09 * w), max(7, int(0.075 * w))
     badge_y = h - 2 * (fs + 6)
     for j, action in enumerate(item.actions[: style.max_actions]):
+        if item.shot(j) != item.anchor:
+            continue
         width = max(1, round(w / (40 if j == 0 else 80)))
         label = str(j + 1) if len(item.actions) > 1 else ""
         if action.type in ("tap", "long_press"):
@@ -832,7 +856,7 @@ def _anchor(store_root: str, rel: str, size: tuple[int, int]) -> Image.Image:
 def render_panel(item: MemoryItem, store_root: str | Path, size: tuple[int, int], style: RenderStyle) -> Image.Image:
     """One item: its anchor screen, actions marked, inside a border coloured by its outcome."""
     w, h = size
-    border = max(2, round(w / 30))
+    border = max(2, round(w / 60))
     panel = Image.new("RGB", size, OUTCOME_COLOURS.get(item.success, EMPTY))
     inner = (w - 2 * border, h - 2 * border)
     shot = _anchor(str(store_root), item.anchor, inner).copy()
@@ -841,13 +865,30 @@ def render_panel(item: MemoryItem, store_root: str | Path, size: tuple[int, int]
     return panel
 
 
+@lru_cache(maxsize=4096)
+def _crop(store_root: str, rel: str, bounds: tuple[float, float, float, float], side: int) -> Image.Image:
+    """The element at ``bounds`` on screenshot ``rel``, cut out at full resolution and scaled to ``side``."""
+    shot = open_image(file_inside(store_root, rel, "anchor"))
+    w, h = shot.size
+    x0, y0, x1, y1 = bounds
+    box = (int(x0 * w), int(y0 * h), max(int(x0 * w) + 1, math.ceil(x1 * w)), max(int(y0 * h) + 1, math.ceil(y1 * h)))
+    return shot.crop(box).resize((side, side), Image.BILINEAR)
+
+
 def render_image(retrieved: Retrieved, store_root: str | Path, style: RenderStyle = RenderStyle()) -> Image.Image:
-    """The shown items (the same ``max_items`` as the text) as a fixed-size grid of panels."""
-    width, height = style.image_size
-    rows, cols = grid_shape(style.max_items)
-    pw, ph = width // cols, height // rows
-    canvas = Image.new("RGB", (width, height), EMPTY)
-    for i, item in enumerate(retrieved.items[: style.max_items]):
-        r, c = divmod(i, cols)
-        canvas.paste(render_panel(item, store_root, (pw, ph), style), (c * pw, r * ph))
+    """The top-1 item as a picture: its first screen in the live screen's geometry (the whole width,
+    so a remembered control sits where it sits on a screen of this variant), each action marked where
+    it was made, inside a border coloured by the item's outcome; below it a strip of crops of the
+    elements its first actions touched, at full resolution, so a label-free glyph stays recognisable
+    (:func:`image_layout`). An empty retrieval is a grey image."""
+    canvas = Image.new("RGB", style.image_size, EMPTY)
+    if not retrieved.items:
+        return canvas
+    item = retrieved.items[0]
+    screen, crops = image_layout(style.image_size)
+    canvas.paste(render_panel(item, store_root, (screen[2] - screen[0], screen[3] - screen[1]), style), screen[:2])
+    touched = [(item.shot(j), t) for j, t in enumerate(item.targets[: style.max_actions]) if t is not None]
+    for (x0, y0, x1, y1), (shot, target) in zip(crops, touched[:MEMORY_CROPS]):
+        side = x1 - x0 - 2
+        canvas.paste(_crop(str(store_root), shot, target.bounds, side), (x0 + 1, y0 + 1))
     return canvas

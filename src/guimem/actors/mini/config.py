@@ -18,10 +18,12 @@ DIRECTIONS: tuple[str, ...] = ("up", "down", "left", "right")
 DIRECTION_VECTORS = {"up": (0.0, -1.0), "down": (0.0, 1.0), "left": (-1.0, 0.0), "right": (1.0, 0.0)}
 
 # Segment ids; 0 is padding (its embedding row is fixed at zero and never attended to).
-SEG_PAD, SEG_SCREEN, SEG_GOAL, SEG_HISTORY, SEG_MEMORY_TEXT, SEG_MEMORY_IMAGE, SEG_ACT = range(7)
-SEGMENTS: tuple[str, ...] = ("pad", "screen", "goal", "history", "memory_text", "memory_image", "act")
+(SEG_PAD, SEG_ELEMENT, SEG_SCREEN, SEG_GOAL, SEG_HISTORY, SEG_MEMORY_TEXT, SEG_MEMORY_IMAGE, SEG_MEMORY_CROP,
+ SEG_ACT) = range(9)
+SEGMENTS: tuple[str, ...] = ("pad", "element", "screen", "goal", "history", "memory_text", "memory_image",
+                             "memory_crop", "act")
 
-N_ROLE_SPECIAL = 2  # role ids: 0 = no widget under the patch centre, 1 = a role not seen in training
+N_ROLE_SPECIAL = 2  # role ids: 0 = not an element, 1 = a role not seen in training
 ACT_CONTEXT_SLOTS = 2  # the [ACT] token's context: the types of the last and the second-to-last action
 
 STRICT_MATCH = MatchConfig(variant="aitw", text_rule="token_f1", match_app_name=True)
@@ -63,22 +65,22 @@ class ActorConfig(PretrainedConfig):
     memory_image_height: int = 96  # memory image resized to this size (same as the screen
     memory_image_width: int = 48  #   by default so position codes line up)
     patch_size: int = 8  # square patch side in pixels (screen 96x48 -> 12 x 6 = 72 patches)
-    max_words_per_patch: int = 6  # label words kept per screen patch (word channel)
-    max_label_patches: int = 12  # a label is written on every patch its element covers, up to this many
+    max_elements: int = 40  # UI elements read per screen, one token each (the tree's first ones; the rest are cut)
+    max_element_words: int = 6  # words of an element's label (text, else accessibility description) kept
+    crop_size: int = 12  # an element's pixels: its box cut out of the full-size screenshot, scaled to this square
     max_goal_tokens: int = 32  # goal truncated to this many tokens
     max_history: int = 4  # last actions shown (2 tokens each)
-    max_memory_tokens: int = 64  # memory text truncated to this many tokens (about 1.5 items)
+    max_memory_tokens: int = 192  # memory text budget in tokens (covers the p95 memory block; longer ones are cut)
     max_span_tokens: int = 8  # longest text span the type head may decode
     swipe_length: float = 0.3  # swipe distance (normalized screen units) from the pointed point
     app_names: list[str] | None = None  # classes of the open_app head, in order
-    offset_loss_weight: float = 1.0  # weight of the L1 in-patch offset loss
     type_loss_weight: float = 1.0  # weight of the action-type cross-entropy
     type_class_weights: list[float] | None = None  # per-class weights of that cross-entropy (None: all 1)
     mimetic_init: float = 1.0  # query = key projection starts near this x identity (0: plain random init)
     word_init_scale: float = 3.0  # word embeddings start this many times larger than the other embeddings
-    exact_match: bool = True  # screen patches flag whether their label's words occur in the goal / memory text
-    widget_roles: list[str] | None = None  # UI-tree roles a screen patch can carry (set from the training screens)
-    role_channel: bool = True  # each screen patch adds the embedding of the role of the widget under its centre
+    exact_match: bool = True  # element tokens flag whether their label's words occur in the goal / memory text
+    widget_roles: list[str] | None = None  # UI-tree roles (with state) an element can carry (set from the training screens)
+    role_channel: bool = True  # each element token adds the embedding of its role and state
     act_context: bool = True  # the [ACT] token adds embeddings of the last two action types (or "none yet")
     wide_type_head: bool = True  # action-type logits also read the role and last-type facts linearly (needs both above)
 
@@ -104,6 +106,11 @@ class ActorConfig(PretrainedConfig):
         rows, cols = self.screen_grid
         return rows * cols
 
+    @property
+    def goal_offset(self) -> int:
+        """Prompt position of the first goal token: after the element slots and the screen patches."""
+        return self.max_elements + self.n_screen_patches
+
     def check(self) -> None:
         """Raise :class:`DataError` naming the first inconsistent field."""
         for name in ("screen_height", "screen_width", "memory_image_height", "memory_image_width"):
@@ -113,3 +120,7 @@ class ActorConfig(PretrainedConfig):
             raise DataError("num_attention_heads", f"must divide hidden_size={self.hidden_size}")
         if self.num_hidden_layers < 1:
             raise DataError("num_hidden_layers", "must be >= 1")
+        if self.max_elements < 1:
+            raise DataError("max_elements", "must be >= 1")
+        if self.crop_size < 2:
+            raise DataError("crop_size", "must be >= 2")

@@ -1,17 +1,19 @@
 """Turning a :class:`~guimem.core.policy.PolicyInput` into the miniature actor's tensors, and back.
 
-:func:`featurise` reads one prompt (screen patches with their words, roles and exact-match
-codes; goal, history and memory tokens; the memory image's patches) into :class:`Features`;
-:func:`collate` pads a batch and chooses the memory modality shown at that moment, so one
-featurisation serves every modality. :func:`targets_for` gives the training targets of a
-demonstrated action and :func:`decode` turns the heads' outputs back into
-:class:`~guimem.core.data.Action` s.
+:func:`featurise` reads one prompt into :class:`Features`: one token per UI element (its label
+words, role and state, box, and its pixels cut out of the full-size screenshot), a coarse view of
+the screen as patches, goal, history and memory tokens, and the memory image cut along
+:func:`guimem.smg.memories.image_layout` (the remembered screen as patches in the live screen's
+grid, the crops of the touched elements as crop tokens). :func:`collate` pads a batch and chooses
+the memory modality shown at that moment, so one featurisation serves every modality.
+:func:`targets_for` gives the training targets of an action and :func:`decode` turns the heads'
+outputs back into :class:`~guimem.core.data.Action` s: a touch is made at the centre of the element
+the pointer chose.
 """
 
 from __future__ import annotations
 
 import hashlib
-import math
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -28,8 +30,10 @@ from guimem.actors.mini.config import (
     N_MATCH,
     N_ROLE_SPECIAL,
     SEG_ACT,
+    SEG_ELEMENT,
     SEG_GOAL,
     SEG_HISTORY,
+    SEG_MEMORY_CROP,
     SEG_MEMORY_IMAGE,
     SEG_MEMORY_TEXT,
     SEG_SCREEN,
@@ -37,26 +41,34 @@ from guimem.actors.mini.config import (
 )
 from guimem.actors.mini.model import ActorOutput
 from guimem.core.data import ACTION_TYPES, Action, DataError, UIElement
-from guimem.core.describe import scroll_container, swipe_direction, target_element
+from guimem.core.describe import swipe_direction, target_element
 from guimem.core.policy import MODALITIES, Modality, PolicyInput
 from guimem.models.tokenizer import ACT, Token, Vocabulary, find_span, span_text, tokenize
+from guimem.smg.memories import MEMORY_CROPS, image_layout
+
+LABEL_FREE_DESCRIPTIONS = frozenset({"on", "off"})  # a switch's description is its state (the role carries it)
 
 
 @dataclass(frozen=True)
 class Features:
     """One prompt's parts as tensors (unpadded); memory parts kept so a modality is chosen at collate."""
 
-    screen_pixels: torch.Tensor  # [n_screen_patches, 3*p*p] uint8
-    screen_words: torch.Tensor  # [n_screen_patches, max_words_per_patch] long, 0 = none
+    element_words: torch.Tensor  # [n_elements, max_element_words] long, 0 = none
+    element_roles: torch.Tensor  # [n_elements] long, see :func:`role_index`
+    element_boxes: torch.Tensor  # [n_elements, 4] float32: x0, y0, x1, y1 in [0, 1]
+    element_cells: torch.Tensor  # [n_elements, 2] long: 1-based (row, column) of the centre on the screen grid
+    element_crops: torch.Tensor  # [n_elements, 3*crop*crop] uint8
+    screen_pixels: torch.Tensor  # [n_screen_patches, 3*p*p] uint8: the coarse view
     goal_ids: torch.Tensor  # [n_goal] long
     history_ids: torch.Tensor  # [2 * n_history] long
-    screen_roles: torch.Tensor  # [n_screen_patches] long, see :func:`role_ids`
     act_context: torch.Tensor  # [ACT_CONTEXT_SLOTS] long, see :func:`act_context_ids`
     memory_text_ids: torch.Tensor | None  # [n_memory_tokens] long
-    memory_pixels: torch.Tensor | None  # [n_memory_patches, 3*p*p] uint8
+    memory_pixels: torch.Tensor | None  # [n_memory_patches, 3*p*p] uint8: the remembered screen
+    memory_crops: torch.Tensor | None  # [MEMORY_CROPS, 3*crop*crop] uint8: the touched elements
     goal: str  # the goal text, for decoding spans ...
     goal_tokens: tuple[Token, ...]  # ... and its tokens (truncated like goal_ids)
-    elements: tuple[UIElement, ...] = ()
+    elements: tuple[UIElement, ...] = ()  # the elements read, in token order
+    memory_text_cut: bool = False  # the memory text was longer than the budget
 
     def has(self, modality: Modality) -> bool:
         """Whether the memory ``modality`` asks for is present."""
@@ -65,17 +77,19 @@ class Features:
 
 
 class ImagePatcher:
-    """Resizes images and cuts them into flattened uint8 patches; caches by content hash."""
+    """Resizes images and cuts them into flattened uint8 patches or box crops; caches by content hash."""
 
     def __init__(self, max_cache: int = 50_000):
         self._cache: dict[bytes, torch.Tensor] = {}
         self.max_cache = max_cache
 
+    def _key(self, rgb: Image.Image, salt: str) -> bytes:
+        return hashlib.blake2b(rgb.tobytes(), digest_size=16, key=f"{rgb.size}{salt}".encode()[:64]).digest()
+
     def __call__(self, image: Image.Image, height: int, width: int, patch: int) -> torch.Tensor:
         """``[rows*cols, 3*patch*patch]`` uint8 patches of ``image`` resized to ``height x width``."""
         rgb = image if image.mode == "RGB" else image.convert("RGB")
-        salt = f"{rgb.size}{height}x{width}/{patch}".encode()  # the same pixels at another size: another key
-        key = hashlib.blake2b(rgb.tobytes(), digest_size=16, key=salt).digest()
+        key = self._key(rgb, f"{height}x{width}/{patch}")  # the same pixels at another size: another key
         hit = self._cache.get(key)
         if hit is not None:
             return hit
@@ -87,46 +101,48 @@ class ImagePatcher:
             self._cache[key] = out
         return out
 
+    def crops(self, image: Image.Image, boxes: Sequence[tuple[float, float, float, float]], side: int) -> torch.Tensor:
+        """``[len(boxes), 3*side*side]`` uint8: each normalised box cut out of ``image`` at its own
+        resolution and scaled to ``side`` x ``side`` (a label-free glyph keeps its shape)."""
+        rgb = image if image.mode == "RGB" else image.convert("RGB")
+        key = self._key(rgb, f"crops{side}{tuple(boxes)}")
+        hit = self._cache.get(key)
+        if hit is not None:
+            return hit
+        w, h = rgb.size
+        out = np.zeros((len(boxes), side, side, 3), dtype=np.uint8)
+        for i, (x0, y0, x1, y1) in enumerate(boxes):
+            px = (int(x0 * w), int(y0 * h), max(int(x0 * w) + 1, int(np.ceil(x1 * w))),
+                  max(int(y0 * h) + 1, int(np.ceil(y1 * h))))
+            out[i] = np.asarray(rgb.crop(px).resize((side, side), Image.Resampling.BOX), dtype=np.uint8)
+        t = torch.from_numpy(out.reshape(len(boxes), -1))  # [n, 3*side*side]
+        if len(self._cache) < self.max_cache:
+            self._cache[key] = t
+        return t
 
-def patch_of(point: tuple[float, float], grid: tuple[int, int]) -> tuple[int, tuple[float, float]]:
-    """Row-major patch index containing a normalized point, and the point's (x, y) offset in it."""
+
+def cell_of(point: tuple[float, float], grid: tuple[int, int]) -> tuple[int, int]:
+    """1-based (row, column) of the grid cell holding a normalised point."""
     rows, cols = grid
-    fx, fy = point[0] * cols, point[1] * rows
-    c, r = min(int(fx), cols - 1), min(int(fy), rows - 1)
-    return r * cols + c, (min(max(fx - c, 0.0), 1.0), min(max(fy - r, 0.0), 1.0))
+    return min(int(point[1] * rows), rows - 1) + 1, min(int(point[0] * cols), cols - 1) + 1
 
 
-def element_patches(bounds: tuple[float, float, float, float], grid: tuple[int, int]) -> list[int]:
-    """Row-major indices of the patches whose centre lies inside ``bounds`` (x0, y0, x1, y1)."""
-    rows, cols = grid
-    x0, y0, x1, y1 = bounds
-    r_lo, r_hi = max(0, math.ceil(y0 * rows - 0.5)), min(rows - 1, math.floor(y1 * rows - 0.5))
-    c_lo, c_hi = max(0, math.ceil(x0 * cols - 0.5)), min(cols - 1, math.floor(x1 * cols - 0.5))
-    return [r * cols + c for r in range(r_lo, r_hi + 1) for c in range(c_lo, c_hi + 1)]
+def element_words(element: UIElement) -> str:
+    """The words an element carries: its text, else its accessibility description (a switch's
+    on/off is state, carried by its role); a label-free icon has none."""
+    text = element.text.strip()
+    if text:
+        return text
+    desc = element.description.strip()
+    return "" if desc.lower() in LABEL_FREE_DESCRIPTIONS else desc
 
 
-def label_patches(element: UIElement, grid: tuple[int, int], max_patches: int) -> list[int]:
-    """Where a label is "seen": every patch the element covers, or its centre patch if that is none
-    or more than ``max_patches`` (a large panel's text is not written all over it)."""
-    covered = element_patches(element.bounds, grid)
-    return covered if 0 < len(covered) <= max_patches else [patch_of(element.center, grid)[0]]
-
-
-def label_words(elements: Sequence[UIElement], vocab: Vocabulary, grid: tuple[int, int], max_words: int,
-                max_patches: int) -> torch.Tensor:
-    """``[rows*cols, max_words]`` word ids of the visible labels on each patch (0 = none)."""
-    rows, cols = grid
-    out = torch.zeros(rows * cols, max_words, dtype=torch.long)
-    fill = [0] * (rows * cols)
-    for el in elements:
-        if not el.text:
-            continue
-        ids = vocab.encode(el.text)
-        for idx in label_patches(el, grid, max_patches):
-            for w in ids:
-                if fill[idx] < max_words:
-                    out[idx, fill[idx]] = w
-                    fill[idx] += 1
+def word_matrix(texts: Sequence[str], vocab: Vocabulary, max_words: int) -> torch.Tensor:
+    """``[len(texts), max_words]`` word ids of each text (0 = none)."""
+    out = torch.zeros(len(texts), max_words, dtype=torch.long)
+    for i, text in enumerate(texts):
+        ids = vocab.encode(text)[:max_words] if text else []
+        out[i, :len(ids)] = torch.tensor(ids, dtype=torch.long)
     return out
 
 
@@ -136,26 +152,11 @@ def role_key(element: UIElement) -> str:
     return f"{element.role}:on" if element.selected else element.role
 
 
-def role_ids(elements: Sequence[UIElement], roles: Sequence[str], grid: tuple[int, int]) -> torch.Tensor:
-    """``[rows*cols]`` the role (with its state, :func:`role_key`) of the innermost widget under
-    each patch centre, from the UI tree.
-
-    0 where no element covers the centre, 1 for a role not in ``roles``, else ``2 + roles.index``.
-    The innermost widget is the smallest one by area (a toggle inside its list row is the toggle).
-    This is the widget class an accessibility tree gives every AITW-style agent; like the word
-    channel it stands in for what a real VLM reads off the pixels.
-    """
-    rows, cols = grid
-    out = [0] * (rows * cols)
-    area = [math.inf] * (rows * cols)
-    index = {r: N_ROLE_SPECIAL + i for i, r in enumerate(roles)}
-    for el in elements:
-        x0, y0, x1, y1 = el.bounds
-        a = (x1 - x0) * (y1 - y0)
-        for idx in element_patches(el.bounds, grid):
-            if a < area[idx]:
-                area[idx], out[idx] = a, index.get(role_key(el), 1)
-    return torch.tensor(out, dtype=torch.long)
+def role_index(element: UIElement, roles: Sequence[str]) -> int:
+    """The id of an element's role with its state (:func:`role_key`): ``2 + roles.index``, or 1 for
+    a role not in ``roles`` (0 marks a slot that holds no element)."""
+    key = role_key(element)
+    return N_ROLE_SPECIAL + roles.index(key) if key in roles else 1
 
 
 def act_context_ids(history: Sequence[Action]) -> torch.Tensor:
@@ -193,97 +194,117 @@ def featurise(inp: PolicyInput, vocab: Vocabulary, config: ActorConfig,
               patcher: ImagePatcher | None = None) -> Features:
     """Turn one :class:`PolicyInput` into tensors (both memory parts, when present)."""
     patcher = patcher or ImagePatcher(max_cache=0)
-    p = config.patch_size
+    p, c = config.patch_size, config.crop_size
+    elements = tuple(inp.elements[:config.max_elements])
+    boxes = [e.bounds for e in elements]
     goal_tokens = tuple(tokenize(inp.goal)[:config.max_goal_tokens])
-    mem_text = None
+    mem_text, cut = None, False
     if inp.memory_text is not None:
-        mem_text = torch.tensor([vocab.id(t.word) for t in tokenize(inp.memory_text)[:config.max_memory_tokens]],
-                                dtype=torch.long)
-    mem_pixels = None
+        tokens = tokenize(inp.memory_text)
+        cut = len(tokens) > config.max_memory_tokens
+        mem_text = torch.tensor([vocab.id(t.word) for t in tokens[:config.max_memory_tokens]], dtype=torch.long)
+    mem_pixels = mem_crops = None
     if inp.memory_image is not None:
-        mem_pixels = patcher(inp.memory_image, config.memory_image_height, config.memory_image_width, p)
+        screen, crops = image_layout(inp.memory_image.size)
+        mem_pixels = patcher(inp.memory_image.crop(screen), config.screen_height, config.screen_width, p)
+        w, h = inp.memory_image.size
+        mem_crops = patcher.crops(inp.memory_image, [(x0 / w, y0 / h, x1 / w, y1 / h) for x0, y0, x1, y1 in crops], c)
     return Features(
+        element_words=word_matrix([element_words(e) for e in elements], vocab, config.max_element_words),
+        element_roles=torch.tensor([role_index(e, config.widget_roles) for e in elements], dtype=torch.long),
+        element_boxes=torch.tensor(boxes, dtype=torch.float32).reshape(len(elements), 4),
+        element_cells=torch.tensor([cell_of(e.center, config.screen_grid) for e in elements],
+                                   dtype=torch.long).reshape(len(elements), 2),
+        element_crops=patcher.crops(inp.screenshot, boxes, c),
         screen_pixels=patcher(inp.screenshot, config.screen_height, config.screen_width, p),
-        screen_words=label_words(inp.elements, vocab, config.screen_grid, config.max_words_per_patch,
-                                 config.max_label_patches),
         goal_ids=torch.tensor([vocab.id(t.word) for t in goal_tokens], dtype=torch.long),
         history_ids=history_ids(inp.history, vocab, config.max_history),
-        screen_roles=role_ids(inp.elements, config.widget_roles, config.screen_grid),
         act_context=act_context_ids(inp.history),
-        memory_text_ids=mem_text, memory_pixels=mem_pixels,
-        goal=inp.goal, goal_tokens=goal_tokens, elements=tuple(inp.elements))
+        memory_text_ids=mem_text, memory_pixels=mem_pixels, memory_crops=mem_crops,
+        goal=inp.goal, goal_tokens=goal_tokens, elements=elements, memory_text_cut=cut)
 
 
 def collate(features: Sequence[Features], modalities: Sequence[Modality], config: ActorConfig,
             vocab: Vocabulary) -> dict[str, torch.Tensor]:
     """Pad prompts into one batch; each keeps exactly the memory parts its modality names.
 
-    Returns the keyword tensors of :meth:`GuiActor.forward` (right-padded to the longest prompt).
+    Every prompt opens with ``max_elements`` element slots (padding masked), then the screen
+    patches, so the pointer and the goal sit at the same positions in every row. Returns the
+    keyword tensors of :meth:`GuiActor.forward` (right-padded to the longest prompt).
     """
     if len(features) != len(modalities):
         raise DataError("modalities", f"one per prompt: {len(features)} prompts, {len(modalities)} modalities")
-    p2 = 3 * config.patch_size ** 2
+    p2, c2, n_el = 3 * config.patch_size ** 2, 3 * config.crop_size ** 2, config.max_elements
     screen_rc = _grid_ids(config.screen_grid)
-    memory_rc = _grid_ids(config.memory_grid)
     act_id = vocab.id(ACT)
-    rows: list[list[tuple[int, torch.Tensor, torch.Tensor | None]]] = []
+    rows: list[list[tuple[int, int]]] = []  # per prompt: (segment, length) in order
     for f, m in zip(features, modalities):
         if m not in MODALITIES:
             raise DataError("modality", f"expected one of {MODALITIES}, got {m!r}")
         if not f.has(m):
             raise DataError("modality", f"asked for memory {m!r} but the input carries {_present(f)}")
-        parts = [(SEG_SCREEN, f.screen_pixels, None), (SEG_GOAL, f.goal_ids, None), (SEG_HISTORY, f.history_ids, None)]
+        parts = [(SEG_ELEMENT, n_el), (SEG_SCREEN, len(f.screen_pixels)), (SEG_GOAL, len(f.goal_ids)),
+                 (SEG_HISTORY, len(f.history_ids))]
         if m in ("text", "both"):
-            parts.append((SEG_MEMORY_TEXT, f.memory_text_ids, None))
+            parts.append((SEG_MEMORY_TEXT, len(f.memory_text_ids)))
         if m in ("image", "both"):
-            parts.append((SEG_MEMORY_IMAGE, f.memory_pixels, None))
-        parts.append((SEG_ACT, torch.tensor([act_id]), None))
+            parts += [(SEG_MEMORY_IMAGE, len(f.memory_pixels)), (SEG_MEMORY_CROP, len(f.memory_crops))]
+        parts.append((SEG_ACT, 1))
         rows.append(parts)
-    lengths = [sum(len(t) for _, t, _ in parts) for parts in rows]
-    b, s = len(rows), max(lengths)
+    b, s = len(rows), max(sum(n for _, n in parts) for parts in rows)
     batch = {
-        "input_ids": torch.zeros(b, s, dtype=torch.long),  # [batch, seq]
-        "patch_pixels": torch.zeros(b, s, p2, dtype=torch.uint8),  # [batch, seq, 3*p*p]
-        "patch_words": torch.zeros(b, s, config.max_words_per_patch, dtype=torch.long),  # [batch, seq, W]
+        "input_ids": torch.zeros(b, s, dtype=torch.long),  # [batch, seq]: word tokens
+        "patch_pixels": torch.zeros(b, s, p2, dtype=torch.uint8),  # [batch, seq, 3*p*p]: screen and memory patches
+        "crop_pixels": torch.zeros(b, s, c2, dtype=torch.uint8),  # [batch, seq, 3*c*c]: elements and memory crops
+        "element_words": torch.zeros(b, s, config.max_element_words, dtype=torch.long),  # [batch, seq, W]
+        "element_boxes": torch.zeros(b, s, 4),  # [batch, seq, 4]
         "segment_ids": torch.zeros(b, s, dtype=torch.long),
         "position_ids": torch.zeros(b, s, dtype=torch.long),
-        "row_ids": torch.zeros(b, s, dtype=torch.long),
+        "row_ids": torch.zeros(b, s, dtype=torch.long),  # grid cell of a patch or of an element's centre
         "col_ids": torch.zeros(b, s, dtype=torch.long),
         "attention_mask": torch.zeros(b, s, dtype=torch.long),
-        "match_ids": torch.zeros(b, s, dtype=torch.long),  # [batch, seq]; screen patches and memory text
+        "match_ids": torch.zeros(b, s, dtype=torch.long),  # [batch, seq]; elements and memory text
     }
     if config.role_channel:
-        batch["role_ids"] = torch.zeros(b, s, dtype=torch.long)  # [batch, seq]; screen patches only
+        batch["role_ids"] = torch.zeros(b, s, dtype=torch.long)  # [batch, seq]; elements only
     if config.act_context:
         batch["act_context_ids"] = torch.stack([f.act_context for f in features])  # [batch, ACT_CONTEXT_SLOTS]
     for i, (parts, f) in enumerate(zip(rows, features)):
         at = 0
-        for seg, t, _ in parts:
-            n = len(t)
+        mask = batch["attention_mask"][i]
+        for seg, n in parts:
             sl = slice(at, at + n)
             batch["segment_ids"][i, sl] = seg
-            if seg in (SEG_SCREEN, SEG_MEMORY_IMAGE):
-                rc = screen_rc if seg == SEG_SCREEN else memory_rc
-                batch["patch_pixels"][i, sl] = t
-                batch["row_ids"][i, sl], batch["col_ids"][i, sl] = rc[0], rc[1]
-                if seg == SEG_SCREEN:
-                    batch["patch_words"][i, sl] = f.screen_words
-                    if config.role_channel:
-                        batch["role_ids"][i, sl] = f.screen_roles
-                    if config.exact_match:
-                        shown = f.memory_text_ids if modalities[i] in ("text", "both") else None
-                        batch["match_ids"][i, sl] = match_ids(f.screen_words, f.goal_ids, shown, vocab)
+            mask[sl] = 1
+            if seg == SEG_ELEMENT:
+                k = len(f.elements)
+                el = slice(at, at + k)
+                mask[at + k:at + n] = 0  # empty element slots: padding
+                batch["segment_ids"][i, at + k:at + n] = 0
+                batch["crop_pixels"][i, el] = f.element_crops
+                batch["element_words"][i, el] = f.element_words
+                batch["element_boxes"][i, el] = f.element_boxes
+                batch["row_ids"][i, el], batch["col_ids"][i, el] = f.element_cells[:, 0], f.element_cells[:, 1]
+                if config.role_channel:
+                    batch["role_ids"][i, el] = f.element_roles
+                if config.exact_match:
+                    shown = f.memory_text_ids if modalities[i] in ("text", "both") else None
+                    batch["match_ids"][i, el] = match_ids(f.element_words, f.goal_ids, shown, vocab)
+            elif seg in (SEG_SCREEN, SEG_MEMORY_IMAGE):
+                batch["patch_pixels"][i, sl] = f.screen_pixels if seg == SEG_SCREEN else f.memory_pixels
+                batch["row_ids"][i, sl], batch["col_ids"][i, sl] = screen_rc  # the remembered screen: the live grid
+            elif seg == SEG_MEMORY_CROP:
+                batch["crop_pixels"][i, sl] = f.memory_crops
+                batch["position_ids"][i, sl] = torch.arange(1, n + 1)  # crop slot: the order of the touches
             else:
-                batch["input_ids"][i, sl] = t
+                t = {SEG_GOAL: f.goal_ids, SEG_HISTORY: f.history_ids, SEG_MEMORY_TEXT: f.memory_text_ids}.get(seg)
+                batch["input_ids"][i, sl] = t if t is not None else torch.tensor([act_id])
                 if seg == SEG_MEMORY_TEXT and config.exact_match:
                     batch["match_ids"][i, sl] = memory_match_ids(t, f.goal_ids, vocab)
                 if seg != SEG_ACT:
                     batch["position_ids"][i, sl] = torch.arange(1, n + 1)
             at += n
-        batch["attention_mask"][i, :at] = 1
     return batch
-
-
 
 
 def match_ids(patch_words: torch.Tensor, goal_ids: torch.Tensor, memory_ids: torch.Tensor | None,
@@ -332,51 +353,47 @@ class Targets:
     """The supervised labels of one example (``IGNORE`` where a head does not apply)."""
 
     type: int
-    patch: int = IGNORE  # the patch holding the demonstrated point (its offset is regressed)
-    patches: tuple[int, ...] = ()  # every patch that is as good: those of the target element
-    offset: tuple[float, float] = (0.0, 0.0)
+    element: int = IGNORE  # the element slot the action touches (a swipe: the element it starts on)
     direction: int = IGNORE
-    span_start: int = IGNORE  # absolute prompt position (the goal starts after the screen)
+    span_start: int = IGNORE  # absolute prompt position (the goal starts at ``config.goal_offset``)
     span_end: int = IGNORE
     app: int = IGNORE
+
+
+def touched(action: Action, elements: Sequence[UIElement]) -> int | None:
+    """The index of the element an action touches: the target of a tap or long press; for a swipe
+    the innermost element under its start (the list row it drags). None without one."""
+    if action.point is None or action.type not in ("tap", "long_press", "swipe"):
+        return None
+    if action.type != "swipe":
+        target = target_element(action, elements)
+        return next(i for i, e in enumerate(elements) if e is target) if target is not None else None
+    under = [i for i, e in enumerate(elements) if e.contains(action.point)]
+    return min(under, key=lambda i: elements[i].area) if under else None
 
 
 def targets_for(action: Action, features: Features, config: ActorConfig) -> Targets:
     """Labels for ``action`` given the prompt it answers."""
     kw: dict[str, Any] = {"type": ACTION_TYPES.index(action.type)}
-    if action.point is not None and action.type in ("tap", "long_press", "swipe"):
-        grid = config.screen_grid
-        kw["patch"], kw["offset"] = patch_of(action.point, grid)
-        target = (scroll_container(action.point, features.elements) if action.type == "swipe"
-                  else target_element(action, features.elements))
-        same = element_patches(target.bounds, grid) if target is not None else []
-        kw["patches"] = tuple(sorted(set(same) | {kw["patch"]}))
+    index = touched(action, features.elements)
+    if index is not None:
+        kw["element"] = index
     if action.type == "swipe" and swipe_direction(action) != "none":
         kw["direction"] = DIRECTIONS.index(swipe_direction(action))
     if action.type == "type" and action.text:
         span = find_span(features.goal_tokens, action.text)
         if span is not None:
-            kw["span_start"], kw["span_end"] = (config.n_screen_patches + span[0], config.n_screen_patches + span[1])
+            kw["span_start"], kw["span_end"] = (config.goal_offset + span[0], config.goal_offset + span[1])
     if action.type == "open_app" and action.text in config.app_names:
         kw["app"] = config.app_names.index(action.text)
     return Targets(**kw)
 
 
-def patch_sets(targets: Sequence[Targets], n_patches: int) -> torch.Tensor:
-    """``[batch, n_patches]`` bool: the patches each example may point at (all False: no pointer target)."""
-    out = torch.zeros(len(targets), n_patches, dtype=torch.bool)
-    for i, t in enumerate(targets):
-        out[i, list(t.patches)] = True
-    return out
-
-
-def stack_targets(targets: Sequence[Targets], n_patches: int) -> dict[str, torch.Tensor]:
+def stack_targets(targets: Sequence[Targets]) -> dict[str, torch.Tensor]:
     """The label keyword tensors of :meth:`GuiActor.forward` for a batch."""
     return {
         "type_labels": torch.tensor([t.type for t in targets]),
-        "patch_labels": torch.tensor([t.patch for t in targets]),
-        "patch_set_labels": patch_sets(targets, n_patches),  # [batch, n_screen_patches] bool
-        "offset_labels": torch.tensor([t.offset for t in targets], dtype=torch.float32),  # [batch, 2]
+        "element_labels": torch.tensor([t.element for t in targets]),
         "direction_labels": torch.tensor([t.direction for t in targets]),
         "span_start_labels": torch.tensor([t.span_start for t in targets]),
         "span_end_labels": torch.tensor([t.span_end for t in targets]),
@@ -385,24 +402,23 @@ def stack_targets(targets: Sequence[Targets], n_patches: int) -> dict[str, torch
 
 
 def decode(out: ActorOutput, features: Sequence[Features], config: ActorConfig) -> list[Action]:
-    """Argmax decoding of each head into one :class:`Action` per prompt."""
-    rows, cols = config.screen_grid
+    """Argmax decoding of each head into one :class:`Action` per prompt; a touch lands on the centre
+    of the element the pointer chose (the screen's centre on a screen without elements)."""
     types = out.type_logits.argmax(-1).tolist()
-    patches = out.pointer_logits.argmax(-1).tolist()
-    offsets = out.offset.tolist()
+    pointed = out.pointer_logits.argmax(-1).tolist()
     directions = out.direction_logits.argmax(-1).tolist()
     apps = out.app_logits.argmax(-1).tolist()
     actions = []
     for i, f in enumerate(features):
         kind = ACTION_TYPES[types[i]]
-        r, c = divmod(patches[i], cols)
-        point = ((c + offsets[i][0]) / cols, (r + offsets[i][1]) / rows)
+        point = f.elements[pointed[i]].center if pointed[i] < len(f.elements) else (0.5, 0.5)
+        point = (round(point[0], 4), round(point[1], 4))
         if kind in ("tap", "long_press"):
             actions.append(Action(kind, point=point))
         elif kind == "swipe":
             dx, dy = DIRECTION_VECTORS[DIRECTIONS[directions[i]]]
-            end = (min(max(point[0] + dx * config.swipe_length, 0.0), 1.0),
-                   min(max(point[1] + dy * config.swipe_length, 0.0), 1.0))
+            end = (round(min(max(point[0] + dx * config.swipe_length, 0.0), 1.0), 4),
+                   round(min(max(point[1] + dy * config.swipe_length, 0.0), 1.0), 4))
             actions.append(Action(kind, point=point, end=end))
         elif kind == "type":
             actions.append(Action(kind, text=_decode_span(out, i, f, config)))
@@ -419,7 +435,7 @@ def _decode_span(out: ActorOutput, i: int, f: Features, config: ActorConfig) -> 
     n = len(f.goal_tokens)
     if n == 0:
         return ""
-    base = config.n_screen_patches
+    base = config.goal_offset
     start = out.span_start_logits[i, base:base + n]  # [n_goal]
     end = out.span_end_logits[i, base:base + n]
     score = start[:, None] + end[None, :]  # [n_goal, n_goal]

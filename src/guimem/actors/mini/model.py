@@ -1,70 +1,57 @@
-"""The miniature multimodal actor: a small transformer that reads memory as text and as an image.
+"""The miniature multimodal actor: a small transformer that reads the screen element by element
+and its memory as text or as an image.
 
 One prompt is one token sequence, in this order::
 
-    [screen patches] [goal tokens] [history tokens] [memory text | -] [memory image patches | -] [ACT]
+    [elements] [screen patches] [goal] [history] [memory text | -] [memory image: patches, crops | -] [ACT]
 
-* **Screen.** The screenshot is resized to ``screen_height x screen_width`` pixels and cut into
-  ``patch_size``-pixel square patches (row-major), each linearly projected and given a learned
-  2-D (row, column) position embedding. A model this small cannot read rendered text from
-  pixels, so every screen patch also adds the mean word embedding of the visible labels
-  (``UIElement.text``; never ``description``) written on it — each label on every patch its
-  element covers (only its centre patch for large panels): a documented stand-in for the OCR a
-  real VLM's vision tower does. Label-free icons carry no words, only pixels.
-* **Exact match** (``exact_match``, on by default). Each labelled screen patch also adds the
-  embedding of a code saying whether none, some or all of its label's words occur in the goal
-  and in the memory text shown — the exact-match features of reading-comprehension models
-  (Chen et al. 2017, DrQA). A from-scratch transformer trained for minutes on a few thousand
-  steps does not learn to align a word in the prompt with the same word on screen; this does it
-  for it, and the model still learns when to trust the match. Without memory text the memory
-  half of the code is "none", so the code is part of what showing the text changes. In the other
-  direction every memory-text word says whether it occurs in the goal (:func:`memory_match_ids`):
-  whether the retrieved experience is about this task is then visible in the first layer.
-* **Widget roles** (``role_channel``, on by default). Each screen patch also adds the embedding
-  of the UI-tree role and state (button, field, toggle, list item, dialog, ...; ``:on`` when
-  toggled on, checked or focused; ``config.widget_roles``, learned from the training screens) of
-  the innermost widget under its centre: the widget class and state an accessibility tree gives
-  an agent.
-* **Goal, memory text.** Word tokens (:mod:`guimem.models.tokenizer`) with 1-D positions.
-* **History.** The last ``max_history`` actions, two tokens each: the type and a coarse
-  argument (the 3x3 screen cell of a point, the direction of a swipe, or none).
-* **Memory image.** Resized to ``memory_image_height x memory_image_width`` and patched like
-  the screen, sharing its projection and its row/column embeddings (so a mark at a place in a
-  remembered screen and that place on the current screen start from the same position code).
-  Memory patches are **pixels only**: a rendered memory carries no UI tree, and a thumbnail is
-  less legible than the live screen, so giving it the word channel would hand the image the
-  text's advantage for free.
-* Every position adds its segment's embedding (screen, goal, history, memory text, memory
-  image, act). The final ``[ACT]`` token is where every head reads the model's decision; it
-  also adds the embeddings of the last two action types (``act_context``, on by default; "none
-  yet" at the start of an episode), the previous action as a direct input of the decision.
+* **Elements.** One token per UI element (the first ``max_elements`` of the tree; empty slots are
+  padding, so every prompt's elements sit at the same positions). A token is the sum of: the mean
+  word embedding of its label (its text, else its accessibility description; a label-free icon
+  has none), the embedding of its role with its state (``role_channel``: ``toggle:on``, a focused
+  ``field``, ...), a linear code of its box, the (row, column) embedding of the screen-grid cell of
+  its centre, and a linear projection of its **pixels**: its box cut out of the full-size
+  screenshot and scaled to ``crop_size`` x ``crop_size``, so that a label-free glyph (⋮, ✓, a
+  star, a photo) is visible to the model even where the coarse view blurs it.
+* **Exact match** (``exact_match``, on by default). Each labelled element also adds the embedding
+  of a code saying whether none, some or all of its label's words occur in the goal and in the
+  memory text shown — the exact-match features of reading-comprehension models (Chen et al. 2017,
+  DrQA): a from-scratch transformer trained for minutes does not learn to align a word in the
+  prompt with the same word on screen; this does it for it. In the other direction every
+  memory-text word says whether it occurs in the goal (:func:`memory_match_ids`).
+* **Screen.** A coarse view: the screenshot resized to ``screen_height x screen_width`` and cut
+  into ``patch_size`` patches, each projected and given its (row, column) embedding (the same
+  embeddings the elements' cells use).
+* **Goal, memory text.** Word tokens (:mod:`guimem.models.tokenizer`) with 1-D positions; the
+  memory text up to ``max_memory_tokens`` (a budget that covers the p95 memory block).
+* **History.** The last ``max_history`` actions, two tokens each: the type and a coarse argument.
+* **Memory image** (:func:`guimem.smg.memories.image_layout`). The remembered screen — the top-1
+  retrieved item's first screen with its actions marked where they were made — patched like the
+  live screen and given the *live* grid's row and column embeddings, so a mark in the memory and
+  the element at that place now share a position code; and the crops of the elements the item
+  touched, one token each (sharing the elements' pixel projection, so a remembered glyph and the
+  same glyph on screen start alike; the crop slot as position). The memory image carries no words.
+* Every position adds its segment's embedding. The final ``[ACT]`` token is where every head reads
+  the decision; it also adds the embeddings of the last two action types (``act_context``).
 
 The encoder is a pre-LN transformer (bidirectional attention, padding masked), initialised for
 small data: query and key projections start equal and near ``mimetic_init`` x identity (mimetic
 initialisation, Trockman & Kolter 2023), and word embeddings start ``word_init_scale`` times
-larger than the other embeddings, so that from the first step a token attends to tokens with
-the same word or the same grid cell. Heads on the final-norm state at ``[ACT]``:
+larger than the other embeddings, so that from the first step a token attends to tokens with the
+same word, glyph or grid cell. Heads on the final-norm state at ``[ACT]``:
 
-* action type: 10 classes, :data:`guimem.core.data.ACTION_TYPES` order. With ``wide_type_head`` (on by
-  default) a linear "wide" head over the decision facts (:func:`decision_facts`: the last two
-  action types and the widget roles with state on screen) adds to these logits, trained at
-  ``wide_lr_scale`` times the learning rate (wide-and-deep, Cheng et al. 2016). The deep head
-  alone stayed at the prior (always ``tap``) within the training budget although a linear
-  model on those facts types 70% of held-out steps right: Adam moves each weight by about the
-  learning rate per step, so a few hundred steps cannot grow the logit gaps those decisions
-  need;
-* a point: a pointer over the screen patches (scaled dot product of the ``[ACT]`` state and each
-  screen-patch state through one shared projection) plus an in-patch offset in [0, 1]^2 regressed
-  from the ``[ACT]`` and chosen-patch states. Its training target is a set: every patch of the
-  touched element (of the scrolled list, for a swipe), since touching any of them is the same
-  action; the loss is the negative log of the probability mass on the set;
-* swipe direction: 4 classes (:data:`DIRECTIONS`, the way the finger moves); a swipe starts at
-  the pointed point and ends ``swipe_length`` away in that direction (clipped to the screen);
+* action type: 10 classes, :data:`guimem.core.data.ACTION_TYPES` order. With ``wide_type_head``
+  (on by default) a linear "wide" head over the decision facts (:func:`decision_facts`: the last
+  two action types and the element roles with state on screen) adds to these logits, trained at
+  ``wide_lr_scale`` times the learning rate (wide-and-deep, Cheng et al. 2016);
+* a pointer over the element slots (scaled dot product of the ``[ACT]`` state and each element's
+  state through one shared projection, padding masked): a touch lands on the centre of the chosen
+  element, and is still scored by the AITW and LearnGUI rules on its coordinates;
+* swipe direction: 4 classes (:data:`DIRECTIONS`); a swipe starts on the pointed element and ends
+  ``swipe_length`` away in that direction (clipped to the screen);
 * text to type: a start/end span pointer over the goal tokens, decoded to the exact original
   substring of the goal;
-* app to open: a class over ``config.app_names`` (the apps seen opened in training). The goal
-  often does not name the app ("turn on dark mode"), so a pointer over goal tokens would fail
-  exactly where experience matters; an unseen app cannot be produced (documented limitation).
+* app to open: a class over ``config.app_names`` (the apps seen opened in training).
 
 **Hidden states.** ``forward(..., output_hidden_states=True)`` returns ``hidden_states``, a
 tuple of ``n_layers + 1`` tensors ``[batch, seq, d_model]``, and ``act_hidden_states``
@@ -93,7 +80,10 @@ from guimem.actors.mini.config import (
     N_MATCH_CODES,
     N_ROLE_SPECIAL,
     SEG_ACT,
+    SEG_ELEMENT,
     SEG_GOAL,
+    SEG_MEMORY_CROP,
+    SEG_MEMORY_IMAGE,
     SEG_PAD,
     SEG_SCREEN,
     SEGMENTS,
@@ -109,8 +99,7 @@ class ActorOutput(ModelOutput):
     loss: torch.Tensor | None = None  # scalar, when labels are given
     losses: dict[str, torch.Tensor] | None = None  # the loss terms, detached
     type_logits: torch.Tensor | None = None  # [batch, n_types]
-    pointer_logits: torch.Tensor | None = None  # [batch, n_screen_patches]
-    offset: torch.Tensor | None = None  # [batch, 2] in-patch (x, y) in [0, 1] of the argmax patch
+    pointer_logits: torch.Tensor | None = None  # [batch, max_elements], -1e9 on empty slots
     direction_logits: torch.Tensor | None = None  # [batch, 4]
     span_start_logits: torch.Tensor | None = None  # [batch, seq], -inf outside the goal
     span_end_logits: torch.Tensor | None = None  # [batch, seq], -inf outside the goal
@@ -120,7 +109,7 @@ class ActorOutput(ModelOutput):
 
 
 class PatchProjection(nn.Linear):
-    """Linear projection of flattened patch pixels (its own type so its init can differ)."""
+    """Linear projection of flattened patch or crop pixels (its own type so its init can differ)."""
 
 
 class WordEmbedding(nn.Embedding):
@@ -173,35 +162,41 @@ class Block(nn.Module):
 
 
 class PromptEmbedding(nn.Module):
-    """Embeds the mixed sequence: words, patches (pixels + label words), positions, segments."""
+    """Embeds the mixed sequence: words, elements (words, role, box, cell, pixels), patches, positions, segments."""
 
     def __init__(self, config: ActorConfig):
         super().__init__()
-        d, p = config.hidden_size, config.patch_size
-        rows = max(config.screen_grid[0], config.memory_grid[0])
-        cols = max(config.screen_grid[1], config.memory_grid[1])
+        d, p, c = config.hidden_size, config.patch_size, config.crop_size
+        rows, cols = config.screen_grid
         text_len = max(config.max_goal_tokens, 2 * config.max_history, config.max_memory_tokens)
-        self.words = WordEmbedding(config.vocab_size, d, padding_idx=0)  # shared by text and patch labels
+        self.words = WordEmbedding(config.vocab_size, d, padding_idx=0)  # shared by text tokens and element labels
         self.patch = PatchProjection(3 * p * p, d, bias=False)
-        self.row = nn.Embedding(rows + 1, d, padding_idx=0)  # 0 = not a patch
+        self.crop = PatchProjection(3 * c * c, d, bias=False)  # element pixels and remembered crops
+        self.box = nn.Linear(4, d)
+        self.row = nn.Embedding(rows + 1, d, padding_idx=0)  # 0 = neither a patch nor an element
         self.col = nn.Embedding(cols + 1, d, padding_idx=0)
-        self.position = nn.Embedding(text_len + 1, d, padding_idx=0)  # 0 = not a text token
+        self.position = nn.Embedding(text_len + 1, d, padding_idx=0)  # 0 = no position
         self.segment = nn.Embedding(len(SEGMENTS), d, padding_idx=SEG_PAD)
         self.match = nn.Embedding(N_MATCH_CODES, d, padding_idx=0)  # 0 = no code (or feature off)
-        self.role = FactEmbedding(N_ROLE_SPECIAL + len(config.widget_roles), d, padding_idx=0)  # 0 = no widget
+        self.role = FactEmbedding(N_ROLE_SPECIAL + len(config.widget_roles), d, padding_idx=0)  # 0 = not an element
         self.act_context = FactEmbedding(ACT_CONTEXT_SLOTS * (1 + len(ACTION_TYPES)), d)  # per slot: none + types
         self.drop = nn.Dropout(config.dropout)
 
-    def forward(self, input_ids: torch.Tensor, patch_pixels: torch.Tensor, patch_words: torch.Tensor,
-                segment_ids: torch.Tensor, position_ids: torch.Tensor, row_ids: torch.Tensor,
-                col_ids: torch.Tensor, match_ids: torch.Tensor | None = None, role_ids: torch.Tensor | None = None,
+    def forward(self, input_ids: torch.Tensor, patch_pixels: torch.Tensor, crop_pixels: torch.Tensor,
+                element_words: torch.Tensor, element_boxes: torch.Tensor, segment_ids: torch.Tensor,
+                position_ids: torch.Tensor, row_ids: torch.Tensor, col_ids: torch.Tensor,
+                match_ids: torch.Tensor | None = None, role_ids: torch.Tensor | None = None,
                 act_context_ids: torch.Tensor | None = None) -> torch.Tensor:
-        is_patch = (row_ids > 0).unsqueeze(-1)  # [batch, seq, 1]
+        is_patch = ((segment_ids == SEG_SCREEN) | (segment_ids == SEG_MEMORY_IMAGE)).unsqueeze(-1)  # [batch, seq, 1]
+        is_crop = ((segment_ids == SEG_ELEMENT) | (segment_ids == SEG_MEMORY_CROP)).unsqueeze(-1)
+        is_element = (segment_ids == SEG_ELEMENT).unsqueeze(-1)
         pixels = (patch_pixels.float() / 255.0 - 0.5) / 0.25  # [batch, seq, 3*p*p], roughly unit scale
-        label_sum = self.words(patch_words).sum(-2)  # [batch, seq, d_model]; PAD rows are zero
-        n_labels = (patch_words > 0).sum(-1, keepdim=True).clamp(min=1)  # [batch, seq, 1]
+        crops = (crop_pixels.float() / 255.0 - 0.5) / 0.25  # [batch, seq, 3*c*c]
+        label_sum = self.words(element_words).sum(-2)  # [batch, seq, d_model]; PAD rows are zero
+        n_labels = (element_words > 0).sum(-1, keepdim=True).clamp(min=1)  # [batch, seq, 1]
         x = (self.words(input_ids) + self.position(position_ids) + self.segment(segment_ids)
-             + is_patch * self.patch(pixels) + self.row(row_ids) + self.col(col_ids) + label_sum / n_labels)
+             + is_patch * self.patch(pixels) + is_crop * self.crop(crops) + is_element * self.box(element_boxes)
+             + self.row(row_ids) + self.col(col_ids) + label_sum / n_labels)
         if match_ids is not None:
             x = x + self.match(match_ids)
         if role_ids is not None:
@@ -229,7 +224,6 @@ class GuiActor(PreTrainedModel):
         self.ln_final = nn.LayerNorm(d, eps=config.layer_norm_eps)
         self.type_head = nn.Linear(d, len(ACTION_TYPES))
         self.pointer = nn.Linear(d, d)  # one projection for query and key: same content scores high
-        self.offset_head = nn.Sequential(nn.Linear(2 * d, d), nn.GELU(), nn.Linear(d, 2))
         self.direction_head = nn.Linear(d, len(DIRECTIONS))
         self.span_query = nn.Linear(d, 2 * d)  # start and end queries
         self.span_key = nn.Linear(d, d)
@@ -241,9 +235,9 @@ class GuiActor(PreTrainedModel):
     def _init_weights(self, module: nn.Module) -> None:
         """Library defaults, then three deliberate changes (each skipped for loaded weights).
 
-        * Patch projection at the scale of the embeddings: a plain N(0, 0.02) projection of 3*p*p
-          unit-scale pixels is ~sqrt(3*p*p) times larger than a word embedding and would drown
-          the label-word channel of a patch at the start.
+        * Patch and crop projections at the scale of the embeddings: a plain N(0, 0.02) projection
+          of 3*p*p unit-scale pixels is ~sqrt(3*p*p) times larger than a word embedding and would
+          drown an element's label words at the start.
         * Word embeddings ``word_init_scale`` times the usual scale: a word's identity dominates
           its token (and a labelled patch) at the start, so equal words look alike.
         * Mimetic attention (Trockman & Kolter 2023, "Mimetic initialization of self-attention
@@ -273,100 +267,81 @@ class GuiActor(PreTrainedModel):
                 module.weight[:d].copy_(qk)
                 module.weight[d:2 * d].copy_(qk)
 
-    def forward(self, input_ids: torch.Tensor, patch_pixels: torch.Tensor, patch_words: torch.Tensor,
-                segment_ids: torch.Tensor, position_ids: torch.Tensor, row_ids: torch.Tensor,
-                col_ids: torch.Tensor, attention_mask: torch.Tensor, match_ids: torch.Tensor | None = None,
+    def forward(self, input_ids: torch.Tensor, patch_pixels: torch.Tensor, crop_pixels: torch.Tensor,
+                element_words: torch.Tensor, element_boxes: torch.Tensor, segment_ids: torch.Tensor,
+                position_ids: torch.Tensor, row_ids: torch.Tensor, col_ids: torch.Tensor,
+                attention_mask: torch.Tensor, match_ids: torch.Tensor | None = None,
                 role_ids: torch.Tensor | None = None, act_context_ids: torch.Tensor | None = None,
                 output_hidden_states: bool = False, type_labels: torch.Tensor | None = None,
-                patch_labels: torch.Tensor | None = None, patch_set_labels: torch.Tensor | None = None,
-                offset_labels: torch.Tensor | None = None, direction_labels: torch.Tensor | None = None,
+                element_labels: torch.Tensor | None = None, direction_labels: torch.Tensor | None = None,
                 span_start_labels: torch.Tensor | None = None, span_end_labels: torch.Tensor | None = None,
                 app_labels: torch.Tensor | None = None, **_: Any) -> ActorOutput:
         """Run the prompt; with ``type_labels`` also the loss (other labels ``IGNORE`` where absent).
 
         Inputs are what :func:`collate` builds: ``[batch, seq]`` ids/masks, ``patch_pixels``
-        ``[batch, seq, 3*p*p]`` uint8, ``patch_words`` ``[batch, seq, max_words_per_patch]``,
-        ``match_ids`` ``[batch, seq]`` (see :func:`match_ids`), ``role_ids`` ``[batch, seq]`` (see
-        :func:`role_ids`) and ``act_context_ids`` ``[batch, 2]`` (see :func:`act_context_ids`).
+        ``[batch, seq, 3*p*p]`` and ``crop_pixels`` ``[batch, seq, 3*c*c]`` uint8, ``element_words``
+        ``[batch, seq, max_element_words]``, ``element_boxes`` ``[batch, seq, 4]``, ``match_ids``
+        and ``role_ids`` ``[batch, seq]``, ``act_context_ids`` ``[batch, 2]``. The first
+        ``max_elements`` positions of every row are the element slots.
         """
-        n_patch = self.config.n_screen_patches
+        n_el = self.config.max_elements
         act_index = _act_index(segment_ids)  # [batch]
         rows = torch.arange(len(act_index), device=act_index.device)
         key_mask = attention_mask.bool()[:, None, None, :]  # [batch, 1, 1, seq]
 
-        h = self.embed(input_ids, patch_pixels, patch_words, segment_ids, position_ids, row_ids, col_ids, match_ids,
-                       role_ids, act_context_ids)
+        h = self.embed(input_ids, patch_pixels, crop_pixels, element_words, element_boxes, segment_ids, position_ids,
+                       row_ids, col_ids, match_ids, role_ids, act_context_ids)
         states = [h]  # residual stream: index 0 = embedding output
         for block in self.blocks:
             h = block(h, key_mask)
             states.append(h)
         z = self.ln_final(h)  # [batch, seq, d_model]
         z_act = z[rows, act_index]  # [batch, d_model]
-        z_screen = z[:, :n_patch]  # [batch, n_patch, d_model]; the screen always opens the prompt
+        z_el = z[:, :n_el]  # [batch, max_elements, d_model]; the element slots open every prompt
 
         d = z.shape[-1]
-        pointer_logits = torch.einsum("bpd,bd->bp", self.pointer(z_screen), self.pointer(z_act)) / math.sqrt(d)
+        empty = segment_ids[:, :n_el] != SEG_ELEMENT  # [batch, max_elements]
+        pointer_logits = (torch.einsum("bed,bd->be", self.pointer(z_el), self.pointer(z_act)) / math.sqrt(d)
+                          ).masked_fill(empty, -1e9)
         start_q, end_q = self.span_query(z_act).chunk(2, dim=-1)  # [batch, d_model] each
         span_keys = self.span_key(z)  # [batch, seq, d_model]
         not_goal = segment_ids != SEG_GOAL
         span_start = (torch.einsum("bsd,bd->bs", span_keys, start_q) / math.sqrt(d)).masked_fill(not_goal, -1e9)
         span_end = (torch.einsum("bsd,bd->bs", span_keys, end_q) / math.sqrt(d)).masked_fill(not_goal, -1e9)
 
-        chosen = pointer_logits.argmax(-1)  # [batch]: the argmax patch, or the gold one where labelled
-        if patch_labels is not None:
-            chosen = torch.where(patch_labels >= 0, patch_labels, chosen)
-        offset = torch.sigmoid(self.offset_head(torch.cat([z_act, z_screen[rows, chosen]], -1)))  # [batch, 2]
-
         type_logits = self.type_head(z_act)  # [batch, n_types]
         if self.wide_type_head is not None and role_ids is not None and act_context_ids is not None:
             type_logits = type_logits + self.wide_type_head(decision_facts(role_ids, segment_ids, act_context_ids,
                                                                            self.wide_type_head.in_features))
-        out = ActorOutput(type_logits=type_logits, pointer_logits=pointer_logits, offset=offset,
+        out = ActorOutput(type_logits=type_logits, pointer_logits=pointer_logits,
                           direction_logits=self.direction_head(z_act), span_start_logits=span_start,
                           span_end_logits=span_end, app_logits=self.app_head(z_act))
         if output_hidden_states:
             out.hidden_states = tuple(states)
             out.act_hidden_states = torch.stack([s[rows, act_index] for s in states], dim=1)  # [batch, L+1, d]
         if type_labels is not None:
-            out.loss, out.losses = self._loss(out, type_labels, patch_labels, patch_set_labels, offset_labels,
-                                              direction_labels, span_start_labels, span_end_labels, app_labels)
+            out.loss, out.losses = self._loss(out, type_labels, element_labels, direction_labels, span_start_labels,
+                                              span_end_labels, app_labels)
         return out
 
-    def _loss(self, out: ActorOutput, type_labels: torch.Tensor, patch_labels: torch.Tensor | None,
-              patch_set_labels: torch.Tensor | None, offset_labels: torch.Tensor | None,
+    def _loss(self, out: ActorOutput, type_labels: torch.Tensor, element_labels: torch.Tensor | None,
               direction_labels: torch.Tensor | None, span_start_labels: torch.Tensor | None,
               span_end_labels: torch.Tensor | None,
               app_labels: torch.Tensor | None) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-        """Type CE + pointer NLL + offset L1 + direction CE + span CE + app CE, each where it applies.
-
-        The pointer's target is a set: every patch of the target element (the scrolled list for a
-        swipe) is an equally right place to touch, so its loss is the negative log of the
-        probability mass on the set (plain CE on ``patch_labels`` when no set is given).
-        """
+        """Type CE + pointer CE over the element slots + direction CE + span CE + app CE, each where it applies."""
         weights = self.config.type_class_weights
         weights = None if not weights else torch.tensor(weights, dtype=out.type_logits.dtype)
         terms = {"type": self.config.type_loss_weight * F.cross_entropy(out.type_logits, type_labels, weight=weights)}
-        if patch_set_labels is not None and bool(patch_set_labels.any()):
-            has = patch_set_labels.any(-1)  # [batch]
-            logits = out.pointer_logits[has]  # [n, n_patch]
-            on_set = logits.masked_fill(~patch_set_labels[has], -1e9).logsumexp(-1)
-            terms["pointer"] = (logits.logsumexp(-1) - on_set).mean()
-            patch_labels_for_ce = None
-        else:
-            patch_labels_for_ce = patch_labels
 
         def ce(name: str, logits: torch.Tensor, labels: torch.Tensor | None) -> None:
             if labels is not None and bool((labels != IGNORE).any()):
                 terms[name] = F.cross_entropy(logits, labels, ignore_index=IGNORE)
 
-        ce("pointer", out.pointer_logits, patch_labels_for_ce)
+        ce("pointer", out.pointer_logits, element_labels)
         ce("direction", out.direction_logits, direction_labels)
         ce("span_start", out.span_start_logits, span_start_labels)
         ce("span_end", out.span_end_logits, span_end_labels)
         ce("app", out.app_logits, app_labels)
-        if patch_labels is not None and offset_labels is not None and bool((patch_labels >= 0).any()):
-            has = patch_labels >= 0
-            terms["offset"] = self.config.offset_loss_weight * F.l1_loss(out.offset[has], offset_labels[has])
         loss = sum(terms.values())
         return loss, {k: v.detach() for k, v in terms.items()}
 
@@ -379,7 +354,7 @@ class WideHead(nn.Linear):
 def decision_facts(role_ids: torch.Tensor, segment_ids: torch.Tensor, act_context_ids: torch.Tensor,
                    n_facts: int) -> torch.Tensor:
     """``[batch, n_facts]`` 0/1: which of the last action types (one-hot per slot of
-    ``act_context_ids``) and which widget roles with state (anywhere on the screen) the prompt holds.
+    ``act_context_ids``) and which element roles with state (anywhere on the screen) the prompt holds.
 
     Which *kind* of action comes next is mostly a function of these facts (a focused field after a
     tap: type; a toggle just switched on: done), and a linear read of them is learned in a few
@@ -389,9 +364,9 @@ def decision_facts(role_ids: torch.Tensor, segment_ids: torch.Tensor, act_contex
     facts = torch.zeros(b, n_facts, dtype=torch.float32, device=role_ids.device)
     facts.scatter_(1, act_context_ids, 1.0)
     n_context = ACT_CONTEXT_SLOTS * (1 + len(ACTION_TYPES))
-    on_screen = torch.where(segment_ids == SEG_SCREEN, role_ids, 0)  # [batch, seq]
+    on_screen = torch.where(segment_ids == SEG_ELEMENT, role_ids, 0)  # [batch, seq]
     facts[:, n_context:].scatter_(1, on_screen, 1.0)
-    facts[:, n_context] = 0.0  # role id 0: no widget under the patch, not a fact
+    facts[:, n_context] = 0.0  # role id 0: not an element, not a fact
     return facts
 
 

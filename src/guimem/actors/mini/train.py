@@ -23,8 +23,8 @@ from guimem.actors.mini.features import (
     ImagePatcher,
     Targets,
     collate,
+    cell_of,
     featurise,
-    patch_of,
     role_key,
     stack_targets,
     targets_for,
@@ -39,8 +39,8 @@ from guimem.models.tokenizer import Vocabulary
 
 
 def majority_action(actions: Sequence[Action], grid: tuple[int, int]) -> Action:
-    """The most frequent action of a training set: its commonest type, at that type's commonest
-    patch centre for touches (ties: first seen) — the baseline a policy must beat."""
+    """The most frequent action of a training set: its commonest type, at the centre of that type's
+    commonest cell of ``grid`` for touches (ties: first seen) — the baseline a policy must beat."""
     if not actions:
         raise DataError("actions", "no actions to take a majority of")
     kind = max(ACTION_TYPES, key=lambda t: sum(a.type == t for a in actions))
@@ -48,10 +48,9 @@ def majority_action(actions: Sequence[Action], grid: tuple[int, int]) -> Action:
         same = [a for a in actions if a.type == kind]
         return Action(kind, text=max(same, key=lambda a: sum(b.text == a.text for b in same)).text
                       if kind in ("type", "open_app") else None)
-    patches = [patch_of(a.point, grid)[0] for a in actions if a.type == kind]
-    best = max(dict.fromkeys(patches), key=patches.count)
-    r, c = divmod(best, grid[1])
-    point = ((c + 0.5) / grid[1], (r + 0.5) / grid[0])
+    cells = [cell_of(a.point, grid) for a in actions if a.type == kind]
+    r, c = max(dict.fromkeys(cells), key=cells.count)  # 1-based
+    point = ((c - 0.5) / grid[1], (r - 0.5) / grid[0])
     if kind == "swipe":
         return Action("swipe", point=point, end=(point[0], max(0.0, point[1] - 0.3)))
     return Action(kind, point=point)
@@ -195,7 +194,7 @@ def train_actor(examples: Sequence[ActorExample], config: TrainConfig, seed: int
         for idx in modality_batches(modalities, config.batch_size, rng):
             shown = [without_goal(feats[i], targets[i]) if hide[i] else (feats[i], targets[i]) for i in idx]
             batch = collate([f for f, _ in shown], [modalities[i] for i in idx], model_cfg, vocab)
-            out = model(**batch, **stack_targets([t for _, t in shown], model_cfg.n_screen_patches))
+            out = model(**batch, **stack_targets([t for _, t in shown]))
             opt.zero_grad(set_to_none=True)
             out.loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)

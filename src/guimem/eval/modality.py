@@ -1,0 +1,70 @@
+"""Where the same experience shown as text and shown as an image lead the actor to different actions.
+
+SwitchMem's premise is that neither rendering of a retrieved demonstration is better everywhere:
+on some steps the words help, on others the picture. :func:`contest` measures that on paired
+step scores (the same steps, the same memory, two renderings): the share of *non-tied* steps
+(exactly one rendering right), each rendering's share of them, the best fixed rendering and the
+per-step oracle between the two (an analysis reference: it sees which one was right).
+:func:`step_groups` cuts the steps by what they need — a label-free icon or a labelled control to
+touch, text to type, a system key, the end of the task, the first step or a later one — so a
+figure can show where each rendering wins.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from guimem.core.data import Action
+from guimem.core.describe import is_labeled, target_element
+from guimem.core.policy import PolicyInput
+
+
+def contest(text: np.ndarray, image: np.ndarray) -> dict[str, float | int]:
+    """Paired per-step hits (``[n]`` bool each) of the text and the image rendering, summarised.
+
+    ``non_tied_share``: steps where exactly one is right; ``text_wins`` / ``image_wins``: each
+    one's share of those; ``best_fixed``: the better rendering's accuracy; ``oracle``: the accuracy
+    of picking, per step, the rendering that was right; ``oracle_gain``: oracle minus best fixed.
+    """
+    text, image = np.asarray(text, dtype=bool), np.asarray(image, dtype=bool)
+    if text.shape != image.shape or text.ndim != 1:
+        raise ValueError(f"expected paired [n] hits, got {text.shape} and {image.shape}")
+    n = len(text)
+    non_tied = text != image
+    k = int(non_tied.sum())
+    best = max(float(text.mean()), float(image.mean())) if n else float("nan")
+    oracle = float((text | image).mean()) if n else float("nan")
+    return {"steps": n, "non_tied": k, "non_tied_share": k / n if n else float("nan"),
+            "text_wins": float((text & ~image).sum() / k) if k else float("nan"),
+            "image_wins": float((image & ~text).sum() / k) if k else float("nan"),
+            "text_accuracy": float(text.mean()) if n else float("nan"),
+            "image_accuracy": float(image.mean()) if n else float("nan"),
+            "best_fixed": best, "oracle": oracle, "oracle_gain": oracle - best}
+
+
+STEP_GROUPS: tuple[str, ...] = ("label-free icon", "labelled control", "typing", "system key", "done", "first step",
+                                "later step")
+"""The groups :func:`step_groups` cuts held-out steps into (a step may be in several)."""
+
+
+def step_groups(inputs: Sequence[PolicyInput], targets: Sequence[Action]) -> dict[str, np.ndarray]:
+    """``[n]`` bool masks over the steps, one per :data:`STEP_GROUPS` name: what the right action
+    needs (a touch on a label-free icon or on a labelled control, typing, a system key such as
+    ``back``/``home``/``enter``, ``done``) and where in the episode it is (its first step or later)."""
+    out = {g: np.zeros(len(inputs), dtype=bool) for g in STEP_GROUPS}
+    for i, (inp, target) in enumerate(zip(inputs, targets)):
+        element = target_element(target, inp.elements)
+        if element is not None:
+            out["labelled control" if is_labeled(element) else "label-free icon"][i] = True
+        out["typing"][i] = target.type == "type"
+        out["system key"][i] = target.type in ("back", "home", "enter")
+        out["done"][i] = target.type == "done"
+        out["first step" if not inp.history else "later step"][i] = True
+    return out
+
+
+def contest_by_group(text: np.ndarray, image: np.ndarray, groups: Mapping[str, np.ndarray]) -> dict[str, dict]:
+    """:func:`contest` within each group of steps."""
+    return {name: contest(np.asarray(text)[mask], np.asarray(image)[mask]) for name, mask in groups.items()}
