@@ -107,7 +107,7 @@ from guimem.eval.examples import (
 from guimem.eval.figures import accuracy_by_condition_figure, memory_effect_figure, modality_contest_figure
 from guimem.eval.memory_effect import names_target_split, right_experience_split
 from guimem.eval.metrics import paired_counts, step_accuracy
-from guimem.eval.modality import contest, contest_by_group, step_groups
+from guimem.eval.modality import DETERMINED, contest, contest_by_group, information_groups, step_groups
 from guimem.eval.scoring import step_table
 from guimem.models.embedding import embed_screenshots
 from guimem.pipeline.paths import enter_repo_root
@@ -308,6 +308,25 @@ for t in sorted({ex.target.type for ex in smg_examples}):
     print(f"{t:12s}{by_type[t]['steps']:6d} steps  step acc {by_type[t]['step_accuracy']:.3f}  "
           f"type acc {by_type[t]['type_accuracy']:.3f}")
 
+# %% [markdown]
+# **What each step needs to be known.** On an app variant the actor never trained on, some
+# steps follow from the goal and the screen alone — touching the control the goal names, typing
+# the text it quotes, `done` once the screen shows the task done — and others need what only
+# experience of this variant gives (which unnamed menu hides the setting, which bare icon does
+# what) or a recovery. On the held-out steps of clean demonstrations (no noise), with no memory:
+
+# %%
+clean = {e.id for e in test if e.provenance.get("demonstrator") == "clean"}
+is_clean = np.array([ex.episode_id in clean for ex in smg_examples], dtype=bool)
+info = information_groups([ex.input for ex in smg_examples], [ex.target for ex in smg_examples])
+determined = np.logical_or.reduce([info[g] for g in DETERMINED]) & is_clean
+by_information = {g: {"steps": int((m & is_clean).sum()),
+                      **{c: round(float(hits[k][0][m & is_clean].mean()), 4) if (m & is_clean).any() else None
+                         for c, k in (("none", "none"), ("smg_text", "smg/text"), ("smg_image", "smg/image"))}}
+                  for g, m in {**info, "determined by goal and screen": determined}.items()}
+for g, r in by_information.items():
+    print(f"{g:30s}{r['steps']:5d} clean steps: none {r['none']}, SMG text {r['smg_text']}, SMG image {r['smg_image']}")
+
 # %%
 # left: the absolute level (shares from zero); right: each memory kind x modality minus no memory, on the
 # same steps, with its 95% paired interval, the steps it fixes and breaks, and the sign test's p-value
@@ -424,7 +443,7 @@ save_figure(fig, figure_path(figures_dir, "actor", "memory_effect"))
 results = {
     "train_examples": len(examples), "train_episodes": len(train), "held_out_steps": len(steps),
     "behaviour_cloning_epochs": bc_epochs, "dagger": dagger, "memory_text_cut_share": memory_cut,
-    "modality_contest": modality,
+    "modality_contest": modality, "by_information_clean": by_information,
     "parameters": n_params, "layers": actor.config.num_hidden_layers, "d_model": actor.config.hidden_size,
     "history": {"train_loss": [round(v, 4) for v in history.train_loss],
                 "held_out_step_accuracy": [round(v, 4) for v in history.eval_step_accuracy]},
@@ -440,7 +459,7 @@ results = {
 write_stage_results(results_path, results)
 headline = ["none", "smg/text", "smg/image", "smg/both", "flat/text", "action_graph/text", "task_graph/text"]
 metrics = {"held_out_steps": len(steps), "majority_step_accuracy": results["majority_action"]["step_accuracy"],
-           "type_accuracy_none": results["type_accuracy"]["none"]}
+           "step_accuracy_determined_none": by_information["determined by goal and screen"]["none"]}
 metrics |= {f"step_accuracy_{c.replace('/', '_')}": results["step_accuracy"][c] for c in headline}
 metrics |= {"smg_text_image_non_tied": round(o["non_tied_share"], 4), "smg_text_image_oracle_gain": round(o["oracle_gain"], 4)}
 write_metrics(metrics_path, metrics)

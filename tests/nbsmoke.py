@@ -86,20 +86,21 @@ def _read_object(path: Path) -> dict[str, Any]:
     return data
 
 
-def tiny_segmented_world(tmp_path: Path, n_train: int, n_test: int, seed: int = 0) -> Path:
+def tiny_segmented_world(tmp_path: Path, n_train: int, n_test: int, seed: int = 0, n_memory: int | None = None) -> Path:
     """A tiny world made with master ``seed`` and its rule segmentation under ``tmp_path``, where the
     ``world`` and ``segmentation`` stages leave them (the start of every later smoke run). The smoke
     chains use different seeds, so that the notebooks' teaching cells meet different worlds."""
-    from guimem.core.store import load_episodes, save_subgoals
+    from guimem.core.store import SPLITS, load_episodes, save_subgoals
     from guimem.phone.config import WorldConfig
     from guimem.phone.demonstrator import generate_dataset
     from guimem.smg.judge import RuleJudge
     from guimem.smg.segment import make_segmenter, segment_episodes
 
     root = Path(tmp_path)
-    generate_dataset(WorldConfig(n_train=n_train, n_test=n_test), root / "data" / "world", seed=seed, progress=False)
+    config = WorldConfig(n_train=n_train, n_test=n_test, n_memory=n_train if n_memory is None else n_memory)
+    generate_dataset(config, root / "data" / "world", seed=seed, progress=False)
     segmenter = make_segmenter("rule", RuleJudge())
-    for split in ("train", "test"):
+    for split in SPLITS:
         episodes = load_episodes(root / "data" / "world" / split)
         save_subgoals(root / "data" / "segmentation" / f"{split}.jsonl", segment_episodes(episodes, segmenter, False))
     return root

@@ -451,7 +451,8 @@ def actor_stage(tmp_path_factory):
 def _actor_params(tmp):
     """04_actor's parameters as dvc passes them (params.yaml's actor section), on tiny sizes."""
     stage = yaml.safe_load((Path(__file__).parents[1] / "params.yaml").read_text())["actor"]
-    tiny = dict(epochs=2, k_folds=2, hidden_size=32, num_hidden_layers=6, intermediate_size=64, torch_threads=1)
+    tiny = dict(epochs=2, k_folds=2, hidden_size=32, num_hidden_layers=6, intermediate_size=64, torch_threads=1,
+                dagger_tasks=6, dagger_epochs=1, dagger_max_steps=8)
     return {**stage, **tiny, "seed": SMOKE_SEED, "image_embedder": "pixels", "text_embedder": "hashing",
             "cache_dir": str(tmp / "cache")}
 
@@ -484,8 +485,14 @@ def test_actor_notebook_runs(actor_stage):
 def test_actor_notebook_metrics(actor_stage):
     tmp, m = actor_stage
     steps = sum(len(e.steps) for e in load_episodes(tmp / "data" / "world" / "train"))
-    assert m["train_examples"] == steps and m["train_episodes"] == 12 and m["layers"] == 6
-    assert len(m["history"]["train_loss"]) == 2 and len(m["history"]["held_out_step_accuracy"]) == 2
+    (dagger,) = m["dagger"]  # one round: 6 rollouts of at most 8 steps, each state labelled by the expert
+    assert dagger["episodes"] == 6 and 0 < dagger["kept"] <= dagger["states"] <= 6 * 8
+    assert m["train_examples"] == steps + dagger["kept"] and m["train_episodes"] == 12 and m["layers"] == 6
+    assert m["behaviour_cloning_epochs"] == 2  # then one DAgger epoch
+    assert len(m["history"]["train_loss"]) == 3 and len(m["history"]["held_out_step_accuracy"]) == 3
+    contest = m["modality_contest"]["overall"]
+    assert contest["steps"] == m["held_out_steps"] and 0.0 <= contest["non_tied_share"] <= 1.0
+    assert contest["oracle"] >= contest["best_fixed"]
     conditions = {"none"} | {f"{k}/{x}" for k in ("smg", "flat", "action_graph", "task_graph")
                              for x in ("text", "image", "both")}
     assert set(m["step_accuracy"]) == conditions

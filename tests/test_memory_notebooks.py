@@ -48,7 +48,7 @@ def test_graph_build_notebook_runs(stage_dir, graph_build):
 @pytest.mark.slow
 def test_graph_build_notebook_metrics(stage_dir, graph_build):
     m = graph_build
-    n_subgoals = sum(1 for _ in open(stage_dir / "data" / "segmentation" / "train.jsonl"))
+    n_subgoals = sum(1 for _ in open(stage_dir / "data" / "segmentation" / "memory.jsonl"))
     assert m["episodes"] == 10 and m["subgoals"] == n_subgoals == m["flat"]["items"]
     smg = m["smg"]
     assert smg["subgoals_seen"] == n_subgoals == smg["edges"] + smg["duplicates_dropped"]

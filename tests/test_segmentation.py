@@ -334,7 +334,7 @@ def segmentation_run(tmp_path_factory, repo_root):
     from nbsmoke import run_notebook
 
     tmp = tmp_path_factory.mktemp("segmentation_nb")
-    generate_dataset(WorldConfig(n_train=8, n_test=4), tmp / "data" / "world", seed=0, progress=False)
+    generate_dataset(WorldConfig(n_train=8, n_test=4, n_memory=6), tmp / "data" / "world", seed=0, progress=False)
     metrics = run_notebook("01_segmentation", tmp, **_segmentation_params(tmp, repo_root))
     return tmp, metrics
 
@@ -373,8 +373,8 @@ def test_segmentation_notebook_writes_its_outputs(segmentation_run):
 @pytest.mark.slow
 def test_segmentation_notebook_numbers(segmentation_run):
     _, metrics = segmentation_run
-    assert metrics["episodes"] == {"train": 8, "test": 4}
-    for split in ("train", "test"):
+    assert metrics["episodes"] == {"train": 8, "test": 4, "memory": 6}
+    for split in ("train", "test", "memory"):
         rule, every = metrics["scores"][split]["rule"], metrics["scores"][split]["every_step"]
         assert every["recall"] == 1.0 and every["tp"] == rule["n_true"]
         assert rule["f1"] > every["f1"] and rule["f1"] >= 0.8

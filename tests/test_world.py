@@ -406,7 +406,7 @@ def world_notebook(tmp_path_factory):
     from nbsmoke import run_notebook
 
     tmp = tmp_path_factory.mktemp("world_nb")
-    return tmp, run_notebook("00_world", tmp, n_train=10, n_test=4)
+    return tmp, run_notebook("00_world", tmp, n_train=10, n_test=4, n_memory=6, n_perturbed=30)
 
 
 @pytest.mark.notebook
@@ -427,9 +427,13 @@ def test_world_notebook_metrics(world_notebook):
 
     train = load_episodes(tmp / "data" / "world" / "train")
     assert metrics["train_episodes"] == len(train) == 10 and metrics["test_episodes"] == 4
-    assert metrics["steps"] == sum(len(e.steps) for e in train) + sum(
-        len(e.steps) for e in load_episodes(tmp / "data" / "world" / "test"))
+    assert metrics["memory_episodes"] == 6
+    assert metrics["steps"] == sum(len(e.steps) for split in ("train", "test", "memory")
+                                   for e in load_episodes(tmp / "data" / "world" / split))
     assert metrics["train_success_rate"] == round(sum(bool(e.success) for e in train) / 10, 4)
+    assert {e.provenance["variant"] for e in train} <= set(metrics["train_variants"])
+    assert metrics["expert_perturbed_tasks"] == 10 and metrics["expert_perturbed_completion"] >= 0.9
+    assert metrics["actions_per_subgoal"]["train"] > 1.0
     assert metrics["templates"] >= 30 and metrics["subgoal_reuse_share"] >= 0.5
     assert len(metrics["screen_types_per_app"]) >= 5 and min(metrics["screen_types_per_app"].values()) >= 8
 
@@ -441,7 +445,7 @@ def test_world_notebook_runs_for_other_master_seeds(seed, tmp_path):
     """The teaching cells pick their examples from the world the seed made (913 once broke one)."""
     from nbsmoke import run_notebook
 
-    results = run_notebook("00_world", tmp_path, seed=seed, n_train=6, n_test=3)
+    results = run_notebook("00_world", tmp_path, seed=seed, n_train=6, n_test=3, n_memory=4, n_perturbed=10)
     assert results["train_episodes"] == 6 and results["test_episodes"] == 3
 
 

@@ -7,7 +7,8 @@ step scores (the same steps, the same memory, two renderings): the share of *non
 per-step oracle between the two (an analysis reference: it sees which one was right).
 :func:`step_groups` cuts the steps by what they need — a label-free icon or a labelled control to
 touch, text to type, a system key, the end of the task, the first step or a later one — so a
-figure can show where each rendering wins.
+figure can show where each rendering wins. :func:`information_groups` cuts them by what the right
+action needs to be known — what the goal and screen determine, and what only experience gives.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import numpy as np
 from guimem.core.data import Action
 from guimem.core.describe import is_labeled, target_element
 from guimem.core.policy import PolicyInput
+from guimem.models.tokenizer import words
 
 
 def contest(text: np.ndarray, image: np.ndarray) -> dict[str, float | int]:
@@ -68,3 +70,30 @@ def step_groups(inputs: Sequence[PolicyInput], targets: Sequence[Action]) -> dic
 def contest_by_group(text: np.ndarray, image: np.ndarray, groups: Mapping[str, np.ndarray]) -> dict[str, dict]:
     """:func:`contest` within each group of steps."""
     return {name: contest(np.asarray(text)[mask], np.asarray(image)[mask]) for name, mask in groups.items()}
+
+
+INFORMATION_GROUPS: tuple[str, ...] = ("label in goal", "label not in goal", "label-free icon", "typing", "done",
+                                       "system key", "swipe", "open app")
+"""What a step's right action needs to be known (:func:`information_groups`)."""
+DETERMINED = ("label in goal", "typing", "done")
+"""The groups whose target the goal and the screen determine: the control the goal names, the text
+it quotes, the end once the screen shows the task done. The others need what only experience of
+this app variant gives (which unnamed menu, which bare icon) or recovery."""
+
+
+def information_groups(inputs: Sequence[PolicyInput], targets: Sequence[Action]) -> dict[str, np.ndarray]:
+    """``[n]`` bool masks, one per :data:`INFORMATION_GROUPS` name (each step in exactly one): a touch
+    on a control whose label the goal names (all its words in the goal), on a labelled control the
+    goal does not name, on a label-free icon; typing; ``done``; a system key; a swipe; opening an app."""
+    out = {g: np.zeros(len(inputs), dtype=bool) for g in INFORMATION_GROUPS}
+    for i, (inp, target) in enumerate(zip(inputs, targets)):
+        kind = target.type
+        if kind in ("tap", "long_press"):
+            element = target_element(target, inp.elements)
+            label = (element.text.strip() or element.description.strip()) if element is not None else ""
+            named = bool(label) and set(words(label)) <= set(words(inp.goal))
+            group = "label in goal" if named else "label not in goal" if label else "label-free icon"
+        else:
+            group = {"type": "typing", "done": "done", "swipe": "swipe", "open_app": "open app"}.get(kind, "system key")
+        out[group][i] = True
+    return out
