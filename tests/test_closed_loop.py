@@ -371,3 +371,19 @@ def test_load_actor_reads_a_hugging_face_folder_from_disk_only(tmp_path):
 
     with pytest.raises(OSError):  # an id that is neither on disk nor in the offline cache: no download
         load_actor(str(tmp_path / "no-such-model"), tmp_path)
+
+
+def test_paired_success_counts_discordant_episodes_and_tests_them():
+    from guimem.eval.closed_loop import Trace, paired_success
+
+    def trace(ep, memory, run, success):
+        return Trace(ep, memory, "text", 0, run, "g", (), "done", success)
+
+    traces = [trace(f"e{i}", "none", r, False) for i in range(6) for r in range(2)]
+    traces += [trace(f"e{i}", "smg", r, i < 5) for i in range(6) for r in range(2)]
+    traces[0] = trace("e0", "none", 0, True)  # one pair where only no memory succeeds
+    c = paired_success(traces, "smg")
+    assert c["pairs"] == 12 and c["fixed"] == 9 and c["broken"] == 0
+    assert c["p_value"] < 0.01
+    with pytest.raises(DataError, match="memory"):
+        paired_success(traces, "flat")

@@ -26,6 +26,7 @@ from guimem.core.env import Env, Task, WorldObservation
 from guimem.core.io import read_jsonl, write_jsonl
 from guimem.core.policy import Modality, Policy, PolicyInput
 from guimem.core.store import read_manifest
+from guimem.eval.metrics import paired_counts
 from guimem.phone.config import WorldConfig
 from guimem.phone.tasks import task_from_dict
 from guimem.smg.memories import Memory
@@ -377,3 +378,17 @@ def load_traces(path: str | os.PathLike) -> list[Trace]:
         except DataError as err:
             raise err.at(f"{path}, line {lineno}") from None
     return traces
+
+
+def paired_success(traces: Iterable[Trace], memory: str, reference: str = NO_MEMORY) -> dict[str, Any]:
+    """The paired test of a success-rate difference: over the episodes (task x world seed) both
+    ``memory`` and ``reference`` played, how many only ``memory`` completed (``fixed``) and how many
+    only ``reference`` did (``broken``), with the exact sign test's p-value on those discordant pairs."""
+    traces = list(traces)
+    base = {(t.episode, t.run): t.success for t in traces if t.memory == reference}
+    pairs = [(t.success, base[(t.episode, t.run)]) for t in traces
+             if t.memory == memory and (t.episode, t.run) in base]
+    if not pairs:
+        raise DataError("memory", f"no episode played with both {memory!r} and {reference!r}")
+    hits, ref = np.array([p[0] for p in pairs], dtype=bool), np.array([p[1] for p in pairs], dtype=bool)
+    return {"pairs": len(pairs), **paired_counts(hits, ref)}
