@@ -172,3 +172,13 @@ def test_memory_effect_refuses_a_step_count_the_splits_do_not_fit():
         memory_effect_figure(shown, informative, KINDS, MODALITIES, 7)
     with pytest.raises(DataError, match="informative"):
         memory_effect_figure(shown, {"smg": informative["smg"]}, KINDS, MODALITIES, 8)
+
+
+def test_a_share_rounded_to_four_places_gives_back_its_count_at_the_rounding_edge():
+    from guimem.eval.figures import _successes
+
+    # 71 / 160 = 0.44375 is kept as 0.4437: exactly half a unit of the 4th place from the count
+    assert _successes(round(71 / 160, 4), 160, "share") == 71
+    assert _successes(0.5, 10, "share") == 5
+    with pytest.raises(DataError, match="not a count"):
+        _successes(0.4437, 17, "share")  # no count out of 17 rounds to it

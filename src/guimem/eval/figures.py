@@ -123,7 +123,7 @@ def _successes(share: float, n: int, field: str) -> int:
     """The step count behind a share of ``n`` steps. The splits keep shares, some rounded to 4 places:
     exact up to 10,000 steps; a share that is no count out of ``n`` means ``n`` is not their step count."""
     k = round(share * n)
-    if not 0 <= k <= n or abs(share * n - k) > max(1e-6, 5e-5 * n):
+    if not 0 <= k <= n or abs(share * n - k) > 5e-5 * n + 1e-9:  # half a unit of the 4th place, inclusive
         raise DataError(field, f"the share {share} is not a count out of {n} steps")
     return k
 
