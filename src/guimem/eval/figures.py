@@ -286,17 +286,19 @@ def modality_contest_figure(by_group: Mapping[str, Mapping[str, Any]], overall: 
     names = list(groups)
     y = np.arange(len(names))[::-1]
     fig, ax = plt.subplots(figsize=(7.2, 0.45 * len(names) + 1.4), layout="constrained")
+    shares = {key: [groups[n]["non_tied"] * groups[n][f"{key}_wins"] / groups[n]["steps"] if groups[n]["non_tied"]
+                    else 0.0 for n in names] for key in ("text", "image")}
     for offset, key, label in ((0.18, "text", "only text right"), (-0.18, "image", "only image right")):
-        shares = [groups[n]["non_tied"] * groups[n][f"{key}_wins"] / groups[n]["steps"] if groups[n]["non_tied"] else 0.0
-                  for n in names]
-        ax.barh(y + offset, shares, height=0.34, color=MODALITY_COLORS[key], label=label)
-    for yi, n in zip(y, names):
+        ax.barh(y + offset, shares[key], height=0.34, color=MODALITY_COLORS[key], label=label)
+    longest = max(max(v) for v in shares.values())
+    for i, (yi, n) in enumerate(zip(y, names)):  # the counts to the right of the group's longer bar
         g = groups[n]
-        ax.annotate(f"n={g['steps']}, oracle +{100 * g['oracle_gain']:.1f} pts", (0, yi), xytext=(4, -9),
-                    textcoords="offset points", fontsize=ANNOTATION_SIZE, color="#444444")
+        ax.annotate(f"n={g['steps']}, oracle +{100 * g['oracle_gain']:.1f} pts",
+                    (max(shares["text"][i], shares["image"][i]), yi), xytext=(5, 0), textcoords="offset points",
+                    va="center", fontsize=ANNOTATION_SIZE, color="#444444")
     ax.set_yticks(y, names)
     ax.set_xlabel("share of the group's steps")
-    ax.set_xlim(0, max(0.05, ax.get_xlim()[1] * 1.15))
+    ax.set_xlim(0, max(0.05, longest * 1.45))
     ax.set_title(title, fontsize=10)
     ax.legend(loc="lower right", fontsize=8)
     return fig
