@@ -525,3 +525,15 @@ def test_closed_loop_notebook(actor_stage):
     assert "| Subgoal-Graph |" in (tmp / "data" / "closed_loop" / "smg_table.md").read_text()
     for what in ("smg_table", "action_scores"):
         assert (tmp / "figures" / f"closed_loop_{what}.png").stat().st_size > 5_000
+
+
+def test_crops_of_one_image_are_cached_per_box_list():
+    from guimem.actors.mini.features import ImagePatcher
+
+    patcher = ImagePatcher()
+    img = screen(mark=(0.25, 0.1))
+    boxes = [(0.0, 0.0, 0.1, 0.1)] * 12  # a long list: the cache key must hold all of it
+    a = patcher.crops(img, boxes + [(0.0, 0.0, 0.5, 0.2)], 4)
+    b = patcher.crops(img, boxes + [(0.5, 0.5, 1.0, 1.0)], 4)
+    assert not torch.equal(a[-1], b[-1])
+    assert torch.equal(patcher.crops(img, boxes + [(0.0, 0.0, 0.5, 0.2)], 4), a)

@@ -29,6 +29,7 @@ success is checked on the hidden final state, never on pixels.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
 import hashlib
 import random
@@ -101,7 +102,7 @@ class World:
 
     def fork(self) -> "World":
         """A copy of this world now, for trying actions: no rendering, no popup to come, own state."""
-        twin = World(self.config, render=False)
+        twin = World(dataclasses.replace(self.config, max_steps=10**6), render=False)  # planning has no budget
         twin.state, twin.task, twin.t, twin.ended = copy.deepcopy(self.state), self.task, self.t, self.ended
         twin.variant, twin._popup_kind = self.variant, self._popup_kind
         return twin

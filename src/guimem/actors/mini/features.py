@@ -44,7 +44,7 @@ from guimem.core.data import ACTION_TYPES, Action, DataError, UIElement
 from guimem.core.describe import swipe_direction, target_element
 from guimem.core.policy import MODALITIES, Modality, PolicyInput
 from guimem.models.tokenizer import ACT, Token, Vocabulary, find_span, span_text, tokenize
-from guimem.smg.memories import MEMORY_CROPS, image_layout
+from guimem.smg.memories import image_layout
 
 LABEL_FREE_DESCRIPTIONS = frozenset({"on", "off"})  # a switch's description is its state (the role carries it)
 
@@ -84,7 +84,10 @@ class ImagePatcher:
         self.max_cache = max_cache
 
     def _key(self, rgb: Image.Image, salt: str) -> bytes:
-        return hashlib.blake2b(rgb.tobytes(), digest_size=16, key=f"{rgb.size}{salt}".encode()[:64]).digest()
+        """A cache key for ``rgb`` read as ``salt`` says (size, boxes, ...): the same pixels read otherwise differ."""
+        h = hashlib.blake2b(f"{rgb.size}{salt}".encode(), digest_size=16)
+        h.update(rgb.tobytes())
+        return h.digest()
 
     def __call__(self, image: Image.Image, height: int, width: int, patch: int) -> torch.Tensor:
         """``[rows*cols, 3*patch*patch]`` uint8 patches of ``image`` resized to ``height x width``."""
