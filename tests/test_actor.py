@@ -501,19 +501,27 @@ def test_actor_notebook_metrics(actor_stage):
     assert m["held_out_steps"] == sum(len(e.steps) for e in load_episodes(tmp / "data" / "world" / "test"))
 
 
-@pytest.mark.notebook
-@pytest.mark.slow
-def test_closed_loop_notebook(actor_stage):
+CLOSED_LOOP_TINY = dict(max_tasks=2, n_seeds=2, max_steps=4, seed=SMOKE_SEED)
+
+
+@pytest.fixture(scope="module")
+def closed_loop_stage(actor_stage):
     """05_closed_loop on the tiny world and the actor 04_actor just trained there, with
     params.yaml's closed_loop section as dvc passes it (on fewer steps and tasks)."""
-    from guimem.eval.closed_loop import load_traces, stalled_share
     from nbsmoke import run_notebook
 
     tmp, _ = actor_stage
     stage = yaml.safe_load((Path(__file__).parents[1] / "params.yaml").read_text())["closed_loop"]
-    tiny = dict(max_tasks=2, n_seeds=2, max_steps=4, image_embedder="pixels", text_embedder="hashing",
-                cache_dir=str(tmp / "cache"), seed=SMOKE_SEED)
-    m = run_notebook("05_closed_loop", tmp, **{**stage, **tiny})
+    tiny = dict(**CLOSED_LOOP_TINY, image_embedder="pixels", text_embedder="hashing", cache_dir=str(tmp / "cache"))
+    return tmp, stage, run_notebook("05_closed_loop", tmp, **{**stage, **tiny})
+
+
+@pytest.mark.notebook
+@pytest.mark.slow
+def test_closed_loop_notebook(closed_loop_stage):
+    from guimem.eval.closed_loop import load_traces, stalled_share
+
+    tmp, stage, m = closed_loop_stage
     memories = stage["memories"]
     assert m["tasks"] == 2 and m["seeds"] == 2 and m["episodes"] == 2 * 2 * len(memories)
     assert set(m["success_rate"]) == set(memories)
@@ -525,6 +533,86 @@ def test_closed_loop_notebook(actor_stage):
     assert "| Subgoal-Graph |" in (tmp / "data" / "closed_loop" / "smg_table.md").read_text()
     for what in ("smg_table", "action_scores"):
         assert (tmp / "figures" / f"closed_loop_{what}.png").stat().st_size > 5_000
+
+
+# ----------------------------------------------------------------------------- the SwitchMem notebooks
+@pytest.fixture(scope="module")
+def switchmem_stages(closed_loop_stage):
+    """06_layer_analysis, 07_probe_router, 08_oracle_headroom and 09_routing_stats, in order, on the
+    tiny world, its actor and its closed loop, with params.yaml's sections as dvc passes them."""
+    from nbsmoke import run_notebook
+
+    tmp, _, _ = closed_loop_stage
+    params = yaml.safe_load((Path(__file__).parents[1] / "params.yaml").read_text())
+    embedders = dict(image_embedder="pixels", text_embedder="hashing", cache_dir=str(tmp / "cache"))
+    rule = params["layer_analysis"]["rule"]
+    out = {"06": run_notebook("06_layer_analysis", tmp, **{**params["layer_analysis"], **embedders, "seed": SMOKE_SEED,
+                                                            "k_folds": 2, "n_boot": 20, "cv_folds": 2})}
+    out["07"] = run_notebook("07_probe_router", tmp, **{**params["probe_router"], "seed": SMOKE_SEED, "rule": rule,
+                                                         "router_epochs": 20})
+    out["08"] = run_notebook("08_oracle_headroom", tmp, **{**params["oracle_headroom"], "rule": rule})
+    out["09"] = run_notebook("09_routing_stats", tmp, **{**params["routing_stats"], **CLOSED_LOOP_TINY, **embedders,
+                                                          "history_len": 4, "k": 0, "batch_size": 0,
+                                                          "actor_batch_size": 64, "torch_threads": 1})
+    return tmp, out
+
+
+@pytest.mark.notebook
+@pytest.mark.slow
+def test_layer_analysis_notebook(switchmem_stages):
+    from guimem.routing.records import StepRecords
+
+    tmp, out = switchmem_stages
+    m = out["06"]
+    held = StepRecords.load(tmp / "data" / "layer_analysis" / "held_out")
+    steps = sum(len(e.steps) for e in load_episodes(tmp / "data" / "world" / "test"))
+    assert m["steps"]["held_out"] == len(held) == 4 * steps  # every held-out step, once per memory
+    assert held.n_layers == 6 and held.hidden["none"].shape == (len(held), 7, 32)
+    assert len(m["layer_curve_cv"]) == 7 and m["layer_curve_cv"][0].get("constant")
+    for key in ("smg/held_out/greedy", "smg/pool/sampled", "task_graph/held_out/sampled"):
+        assert 0.0 <= m["modality_wins"][key]["non_tied_share"] <= 1.0
+    for what in ("modality_wins", "layers"):
+        assert (tmp / "figures" / f"layer_analysis_{what}.png").stat().st_size > 10_000
+    assert (tmp / "plots" / "layer_analysis_layers.csv").read_text().startswith("layer,cv_auc")
+
+
+@pytest.mark.notebook
+@pytest.mark.slow
+def test_probe_router_and_headroom_notebooks(switchmem_stages):
+    from guimem.routing.router import Router
+
+    tmp, out = switchmem_stages
+    t = out["07"]["tables"]["smg"]["aitw"]
+    assert set(out["07"]["baselines"]) == {"flat", "action_graph"}  # shown with the same actor, not routed
+    assert {"none", "text", "image", "both", "switchmem", "random", "binary", "density", "oracle"} <= set(t)
+    assert t["oracle"] >= max(t["text"], t["image"], t["switchmem"])
+    assert 0.0 <= t["switchmem_image_rate"] <= 1.0 and set(out["07"]["tables"]["smg"]) == {"aitw", "learngui"}
+    router = Router.load(tmp / "data" / "probe_router" / "smg")
+    assert router.info["state_layer"] == -1 and np.isfinite(router.tau)
+    h = out["08"]["headroom"]["smg/aitw"]
+    assert h["oracle"] >= h["best_fixed_accuracy"] and h["switchmem"] == pytest.approx(t["switchmem"])
+    assert set(out["08"]["where_image_helps"]) == {"UI density", "action category", "step position", "target"}
+    for what in ("probe_router_table", "probe_router_rate_sweep", "oracle_headroom_headroom",
+                 "oracle_headroom_where_image_helps"):
+        assert (tmp / "figures" / f"{what}.png").stat().st_size > 5_000
+
+
+@pytest.mark.notebook
+@pytest.mark.slow
+def test_routing_stats_notebook(switchmem_stages, closed_loop_stage):
+    from guimem.eval.closed_loop import load_traces
+
+    tmp, out = switchmem_stages
+    m = out["09"]
+    assert set(m["success_rate"]) == {"none", "text", "image", "both", "switchmem"}
+    closed = closed_loop_stage[2]["success_rate"]
+    assert m["success_rate"]["none"] == closed["none"] and m["success_rate"]["text"] == closed["smg"]  # reused
+    traces = load_traces(tmp / "data" / "routing_stats" / "traces.jsonl")
+    assert len(traces) == 2 * 2 and all(s.shown in ("text", "image") for t in traces for s in t.steps)
+    assert 0.0 <= m["closed_loop_routing"]["image_steps_pct"] <= 100.0
+    assert m["offline"]["smg"]["trajectories"] == len(load_episodes(tmp / "data" / "world" / "test"))
+    for what in ("table", "closed_loop"):
+        assert (tmp / "figures" / f"routing_stats_{what}.png").stat().st_size > 5_000
 
 
 def test_crops_of_one_image_are_cached_per_box_list():

@@ -190,3 +190,44 @@ def test_loads_a_saved_llava_from_a_folder(tmp_path):
     out = actor.act([_input(modality="both")], output_hidden_states=True)[0]
     assert out.hidden_states.shape == (4, 32)  # 3 layers + the embedding
     assert isinstance(out.action, Action) and isinstance(out.raw, str)
+
+
+# ----------------------------------------------------------------------------- SwitchMem on a Hugging Face actor
+def test_the_switchmem_functions_run_on_a_hugging_face_actor(tiny, tmp_path):
+    """The four SwitchMem stages' functions on the tiny Qwen2-VL: step records (hits, samples, hidden
+    states, candidates) in the same on-disk format, the probe's layer curve, the router and its τ,
+    Table 1 and the headroom groups, and the routed policy — what a GPU run with a real VLM does."""
+    from guimem.eval.examples import ActorExample
+    from guimem.eval.metrics import MatchConfig
+    from guimem.routing.evaluate import route_records, routing_statistics, table_one, where_image_helps
+    from guimem.routing.policy import SwitchMemPolicy
+    from guimem.routing.probe import layer_curve
+    from guimem.routing.records import StepRecords, collect_records
+    from guimem.routing.router import RouterConfig, calibrate_tau, train_router
+
+    model, processor = tiny
+    actor = HFVLMActor.from_model(model, processor, max_new_tokens=6, batch_size=2)
+    memory = Image.new("RGB", (90, 200), (120, 60, 60))
+    targets = [Action("tap", point=(0.5, 0.5)), Action("back"), Action("done")]
+    examples = [ActorExample(PolicyInput(_input(f"goal {i}").screenshot, (), f"goal {i}", (), f"1. tap item {i}", memory),
+                             targets[i % 3], f"ep{i // 2}", i % 2, "smg") for i in range(6)]
+    rules = {"aitw": MatchConfig("aitw"), "learngui": MatchConfig("learngui", screen_size_px=(90, 180))}
+    rec = collect_records(actor, examples, rules, n_samples=2, seed=0, batch_size=3, progress=False)
+    assert rec.hidden["text"].shape == (6, actor.n_layers + 1, actor.d_model)
+    assert rec.candidates["image"].shape == (6, actor.d_model)
+    rec.save(tmp_path / "rec")
+    back = StepRecords.load(tmp_path / "rec")
+    np.testing.assert_array_equal(back.hidden["image"], rec.hidden["image"])
+    labels = np.arange(6) % 2 == 0  # the random model's preferences may all tie: the path, not the signal
+    curve = layer_curve(rec.shift(), labels, rec.episodes, folds=3, pca_dim=4, n_boot=10)
+    assert len(curve) == actor.n_layers + 1
+    router = train_router(rec.hidden["none"][:, -1], rec.candidates["text"], rec.candidates["image"],
+                          np.linspace(-1, 1, 6), RouterConfig(hidden=4, epochs=5))
+    scores, image = route_records(router, rec)
+    router.tau = calibrate_tau(scores, 0.5)
+    table = table_one(rec, {"switchmem": router.route(scores)}, ["aitw", "learngui"])
+    assert set(table) == {"aitw", "learngui"} and 0.0 <= table["aitw"]["switchmem"] <= 1.0
+    assert where_image_helps(rec, image)["step position"]
+    outs = SwitchMemPolicy(actor, router).act([ex.input for ex in examples])
+    assert [o.info["modality"] for o in outs] == ["image" if s >= router.tau else "text" for s in scores]
+    assert routing_statistics([[o.info["modality"] == "image" for o in outs]])["trajectories"] == 1

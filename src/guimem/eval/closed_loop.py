@@ -58,9 +58,13 @@ class TraceStep:
     screen_key: str  # content key of the screen the actor saw
     action: Action
     retrieved: tuple[str, ...]  # ids of the memory items shown (empty without memory)
+    shown: str | None = None  # the modality the policy chose to show (a router's choice; None: not traced)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"screen_key": self.screen_key, "action": self.action.to_dict(), "retrieved": list(self.retrieved)}
+        d = {"screen_key": self.screen_key, "action": self.action.to_dict(), "retrieved": list(self.retrieved)}
+        if self.shown is not None:
+            d["shown"] = self.shown
+        return d
 
     @classmethod
     def from_dict(cls, d: Any) -> "TraceStep":
@@ -69,8 +73,11 @@ class TraceStep:
         for i, item in enumerate(retrieved):
             if not isinstance(item, str):
                 raise DataError(f"retrieved[{i}]", f"expected a memory item id, got {item!r:.60}")
+        shown = d.get("shown")
+        if shown is not None and shown not in ("none", "text", "image", "both"):
+            raise DataError("shown", f"expected a modality, got {shown!r:.60}")
         return cls(get_field(d, "screen_key", str), nested_field("action", Action.from_dict, get_field(d, "action", dict)),
-                   tuple(retrieved))
+                   tuple(retrieved), shown)
 
 
 @dataclass(frozen=True)
@@ -247,7 +254,7 @@ def run_closed_loop(make_env: Callable[[], Env], tasks: Sequence[Replay], policy
                     memory: Memory | None, memory_name: str, modality: Modality = "text", k: int | None = 1,
                     history_len: int = 4, batch_size: int = 32, max_ticks: int = 1000,
                     progress: bool = True, vectors: QueryVectors | None = None, memo: bool = True,
-                    stats: LoopStats | None = None) -> list[Trace]:
+                    stats: LoopStats | None = None, trace_shown: bool = False) -> list[Trace]:
     """Play every replay with ``policy`` reading ``memory``; return the traces.
 
     Episodes run ``batch_size`` at a time in lock-step (0: all at once); results are in the order
@@ -259,12 +266,14 @@ def run_closed_loop(make_env: Callable[[], Env], tasks: Sequence[Replay], policy
     same tap on the same screen until the budget) then cost environment steps only. ``vectors``
     (a :class:`QueryVectors` over the memory's image embedder, shareable across memories) makes
     retrieval embed each distinct screen once, in one batch per tick; by default one is made when
-    the memory has an ``image_embedder``. ``stats`` accumulates work counts.
+    the memory has an ``image_embedder``. ``stats`` accumulates work counts. With ``trace_shown``
+    each step also records the modality the policy reports it was shown (``info["modality"]``: a
+    router such as :class:`guimem.routing.policy.SwitchMemPolicy` chooses it per step).
     """
     if vectors is None and memory is not None and modality != "none" and hasattr(memory, "image_embedder"):
         vectors = QueryVectors(memory.image_embedder)
     reader = MemoryReader(memory, modality, k, vectors)
-    answers: dict[tuple, Action] = {}  # input key -> the policy's action
+    answers: dict[tuple, tuple[Action, str | None]] = {}  # input key -> the policy's action, the modality shown
     counts = LoopStats()
     n_vectors = len(vectors.vectors) if vectors is not None else 0
     traces: list[Trace] = []
@@ -290,11 +299,12 @@ def run_closed_loop(make_env: Callable[[], Env], tasks: Sequence[Replay], policy
                                            tuple(r.history[-history_len:]) if history_len else (), text, image)
             if new:
                 outputs = policy.act(list(new.values()))
-                answers.update(zip(new, (out.action for out in outputs)))
+                answers.update(zip(new, ((out.action, out.info.get("modality") if trace_shown else None)
+                                         for out in outputs)))
                 counts.actor_inputs += len(new)
             for key, r, (_, _, ids) in zip(keys, active, reads):
-                action = answers[key]
-                r.steps.append(TraceStep(r.obs.key, action, ids))
+                action, shown = answers[key]
+                r.steps.append(TraceStep(r.obs.key, action, ids, shown))
                 r.history.append(action)
                 r.obs, done, info = r.env.step(action)
                 counts.steps += 1

@@ -1,6 +1,6 @@
 """Every stage's parameters, checked before its notebook starts, by the configs the code itself uses.
 
-A stage notebook (``00_world`` ... ``05_closed_loop``) gets its parameters from three places: its
+A stage notebook (``00_world`` ... ``09_routing_stats``) gets its parameters from three places: its
 ``parameters`` cell (the defaults), a ``params.yaml`` section (``-f params.yaml:world``) and the
 command line (``-p seed 0``, often a ``${base.seed}`` DVC interpolated). :class:`Stage` checks the
 complete mapping in three passes, so that a bad value stops the stage before any kernel starts,
@@ -38,6 +38,7 @@ from guimem.core.data import DataError
 from guimem.core.io import check_number
 from guimem.core.policy import MODALITIES
 from guimem.eval.closed_loop import NO_MEMORY
+from guimem.eval.metrics import VARIANTS
 from guimem.eval.examples import assign_folds
 from guimem.models.embedding import IMAGE_EMBEDDERS, TEXT_EMBEDDERS, HashingTextEmbedder, PixelEmbedder
 from guimem.phone.config import WorldConfig
@@ -305,6 +306,11 @@ def _actor(p: Params) -> None:
     p.build({k: k for k in _MODEL_KEYS}, ActorConfig.check, ActorConfig(**model))
 
 
+def _folds(p: Params) -> None:
+    """06_layer_analysis: the probe pool's folds, checked as they are drawn."""
+    p.build({"k_folds": "k_folds"}, assign_folds, (), p["k_folds"], p["seed"])
+
+
 # ============================================================================ the stages
 STAGES: dict[str, Stage] = {s.notebook: s for s in (
     Stage("00_world", "world", {
@@ -357,6 +363,36 @@ STAGES: dict[str, Stage] = {s.notebook: s for s in (
         "actor_model": Text(), "actor_dir": PATH, "hf_coords": Text(COORD_CONVENTIONS),
         "hf_answer_format": Text(ANSWER_FORMATS), "image_embedder": IMAGE_EMBEDDER, "text_embedder": TEXT_EMBEDDER,
         "cache_dir": PATH, "out_dir": PATH, "figures_dir": PATH, "metrics_path": PATH, "results_path": PATH,
+    }),
+    Stage("06_layer_analysis", "layer_analysis", {
+        "world_dir": PATH, "subgoals_dir": PATH, "memories_dir": PATH, "retrieval_dir": PATH, "actor_dir": PATH,
+        "out_dir": PATH, "image_embedder": IMAGE_EMBEDDER, "text_embedder": TEXT_EMBEDDER, "seed": SEED,
+        "memories": Items(Text(MEMORIES), nonempty=True, unique=True), "k_folds": INTEGER, "n_samples": POSITIVE,
+        "temperature": Number(above=0.0), "rule": Text(VARIANTS), "pca_dim": POSITIVE, "probe_c": Number(above=0.0),
+        "cv_folds": Number(integer=True, lo=2), "n_boot": POSITIVE, "max_pool_episodes": COUNT,
+        "max_eval_steps": COUNT, "batch_size": POSITIVE, "torch_threads": POSITIVE, "cache_dir": PATH,
+        "figures_dir": PATH, "plots_dir": PATH, "metrics_path": PATH, "results_path": PATH,
+    }, (_folds,), reporting=("cv_folds", "n_boot")),
+    Stage("07_probe_router", "probe_router", {
+        "records_dir": PATH, "out_dir": PATH, "seed": SEED,
+        "memories": Items(Text(MEMORIES), nonempty=True, unique=True), "rule": Text(VARIANTS),
+        "pca_dim": POSITIVE, "probe_c": Number(above=0.0), "state_layer": INTEGER, "router_hidden": POSITIVE,
+        "router_epochs": POSITIVE, "router_lr": Number(above=0.0),
+        "sweep_rates": Items(Number(above=0.0, hi=1.0), nonempty=True, unique=True), "torch_threads": POSITIVE,
+        "figures_dir": PATH, "plots_dir": PATH, "metrics_path": PATH, "results_path": PATH,
+    }, reporting=("sweep_rates",)),
+    Stage("08_oracle_headroom", "oracle_headroom", {
+        "records_dir": PATH, "routers_dir": PATH, "memories": Items(Text(MEMORIES), nonempty=True, unique=True),
+        "rule": Text(VARIANTS), "figures_dir": PATH, "metrics_path": PATH, "results_path": PATH,
+    }),
+    Stage("09_routing_stats", "routing_stats", {
+        "world_dir": PATH, "memories_dir": PATH, "actor_dir": PATH, "closed_loop_dir": PATH, "records_dir": PATH,
+        "routers_dir": PATH, "out_dir": PATH, "memory": Text(MEMORIES),
+        "offline_memories": Items(Text(MEMORIES), nonempty=True, unique=True), "seed": SEED, "n_seeds": POSITIVE,
+        "max_tasks": COUNT, "max_steps": POSITIVE, "history_len": COUNT, "k": COUNT, "batch_size": COUNT,
+        "actor_batch_size": POSITIVE, "torch_threads": POSITIVE, "image_embedder": IMAGE_EMBEDDER,
+        "text_embedder": TEXT_EMBEDDER, "cache_dir": PATH, "figures_dir": PATH, "metrics_path": PATH,
+        "results_path": PATH,
     }),
 )}
 """Each stage notebook's parameters, by notebook stem."""

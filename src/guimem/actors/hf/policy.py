@@ -199,6 +199,55 @@ class HFVLMActor:
         return [self.to_output(a, f, None if hidden is None else hidden[i], int(n))
                 for i, (a, f, n) in enumerate(zip(answers, frames, n_prompt))]
 
+    @torch.inference_mode()
+    def sample(self, inputs: Sequence[PolicyInput], n_samples: int, seeds: Sequence[int],
+               temperature: float = 1.0) -> list[list[Any]]:
+        """``n_samples`` actions per input, sampled at ``temperature`` (``num_return_sequences``), each
+        input's draws seeded by its own seed (so they do not depend on the batch); an answer that does
+        not parse samples :data:`FALLBACK_ACTION`. SwitchMem's sampled action preferences."""
+        if n_samples < 1 or not temperature > 0:
+            raise DataError("n_samples", f"expected n_samples >= 1 and temperature > 0, got {n_samples}, {temperature}")
+        if len(seeds) != len(inputs):
+            raise DataError("seeds", f"one per input: {len(inputs)} inputs, {len(seeds)} seeds")
+        config = self._generation_config(False)
+        config.do_sample, config.temperature, config.top_p, config.top_k = True, float(temperature), 1.0, 0
+        config.num_return_sequences = n_samples
+        out = []
+        for inp, seed in zip(inputs, seeds):
+            enc, (frame,) = self.encode([inp])
+            torch.manual_seed(int(seed))
+            gen = self.model.generate(**enc, generation_config=config)
+            answers = self.processor.tokenizer.batch_decode(gen.sequences[:, enc["input_ids"].shape[1]:],
+                                                            skip_special_tokens=True)
+            out.append([self.to_output(a, frame).action for a in answers])
+        return out
+
+    @torch.inference_mode()
+    def memory_embeddings(self, inputs: Sequence[PolicyInput], modality: str) -> np.ndarray:
+        """``[n, d_model]`` float32: the model's own reading of each input's memory before any decoder
+        layer — the mean input embedding of the memory text's tokens (``text``), or the mean of the
+        vision tower's outputs for the memory image, in the language model's width (``image``). What a
+        router may read without running either memory prompt."""
+        if modality not in ("text", "image"):
+            raise DataError("modality", f"a memory candidate is text or image, got {modality!r}")
+        rows = []
+        for inp in inputs:
+            if modality == "text":
+                if inp.memory_text is None:
+                    raise DataError("memory_text", "the input carries no memory text")
+                ids = self.processor.tokenizer(inp.memory_text, return_tensors="pt")["input_ids"].to(self.device)
+                rows.append(self.model.get_input_embeddings()(ids)[0].float().mean(0))
+            else:
+                if inp.memory_image is None:
+                    raise DataError("memory_image", "the input carries no memory image")
+                enc = self.processor.image_processor(images=[inp.memory_image.convert("RGB")], return_tensors="pt")
+                feats = self.model.get_image_features(enc["pixel_values"].to(self.device, dtype=self.model.dtype),
+                                                      enc["image_grid_thw"].to(self.device))
+                pooled = feats.pooler_output if hasattr(feats, "pooler_output") else feats
+                tokens = pooled[0] if isinstance(pooled, (list, tuple)) else pooled
+                rows.append(tokens.float().reshape(-1, tokens.shape[-1]).mean(0))
+        return torch.stack(rows).cpu().numpy().astype(np.float32)
+
     def to_output(self, answer: str, frame: Frame, hidden_states: np.ndarray | None = None,
                   prompt_tokens: int | None = None) -> PolicyOutput:
         """A decoded answer as a PolicyOutput; unparseable: FALLBACK_ACTION and ``info["parse_error"]``."""

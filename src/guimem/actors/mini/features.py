@@ -446,3 +446,62 @@ def _decode_span(out: ActorOutput, i: int, f: Features, config: ActorConfig) -> 
     valid = (k >= j) & (k - j < config.max_span_tokens)
     best = int(score.masked_fill(~valid, -float("inf")).flatten().argmax())
     return span_text(f.goal, f.goal_tokens, best // n, best % n)
+
+
+def sample_decode(out: ActorOutput, features: Sequence[Features], config: ActorConfig, n_samples: int,
+                  generator: torch.Generator | Sequence[torch.Generator],
+                  temperature: float = 1.0) -> list[list[Action]]:
+    """``n_samples`` actions per prompt drawn from the heads' distributions (softmax of the logits
+    over ``temperature``): the type first, then the argument its type needs — the pointed element,
+    the swipe direction, the goal span (start, then end among the valid ends), the app.
+
+    The sampled counterpart of :func:`decode` (SwitchMem's *sampled action preferences*): the same
+    forward pass, so drawing costs no extra model call. Draws are made prompt by prompt, sample by
+    sample, head by head from ``generator`` — one for the whole batch, or one per prompt (then a
+    prompt's draws do not depend on the other prompts of its batch).
+    """
+    if n_samples < 1:
+        raise DataError("n_samples", f"expected at least 1, got {n_samples}")
+    if not temperature > 0:
+        raise DataError("temperature", f"expected > 0, got {temperature}")
+    gens = [generator] * len(features) if isinstance(generator, torch.Generator) else list(generator)
+    if len(gens) != len(features):
+        raise DataError("generator", f"one per prompt: {len(features)} prompts, {len(gens)} generators")
+
+    def draw(logits: torch.Tensor, gen: torch.Generator) -> int:
+        p = torch.softmax(logits.double() / temperature, -1)
+        return int(torch.multinomial(p, 1, generator=gen))
+
+    base = config.goal_offset
+    out_actions = []
+    for i, f in enumerate(features):
+        gen, drawn = gens[i], []
+        for _ in range(n_samples):
+            kind = ACTION_TYPES[draw(out.type_logits[i], gen)]
+            if kind in ("tap", "long_press", "swipe"):
+                k = draw(out.pointer_logits[i], gen) if len(f.elements) else None
+                point = f.elements[k].center if k is not None else (0.5, 0.5)
+                point = (round(point[0], 4), round(point[1], 4))
+                if kind == "swipe":
+                    dx, dy = DIRECTION_VECTORS[DIRECTIONS[draw(out.direction_logits[i], gen)]]
+                    end = (round(min(max(point[0] + dx * config.swipe_length, 0.0), 1.0), 4),
+                           round(min(max(point[1] + dy * config.swipe_length, 0.0), 1.0), 4))
+                    drawn.append(Action(kind, point=point, end=end))
+                else:
+                    drawn.append(Action(kind, point=point))
+            elif kind == "type":
+                n = len(f.goal_tokens)
+                if n == 0:
+                    drawn.append(Action(kind, text=""))
+                    continue
+                j = draw(out.span_start_logits[i, base:base + n], gen)
+                hi = min(n, j + config.max_span_tokens)
+                k = j + draw(out.span_end_logits[i, base + j:base + hi], gen)
+                drawn.append(Action(kind, text=span_text(f.goal, f.goal_tokens, j, k)))
+            elif kind == "open_app":
+                names = config.app_names
+                drawn.append(Action(kind, text=names[draw(out.app_logits[i], gen)] if names else ""))
+            else:
+                drawn.append(Action(kind))
+        out_actions.append(drawn)
+    return out_actions

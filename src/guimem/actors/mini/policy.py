@@ -13,12 +13,13 @@ import os
 from pathlib import Path
 from typing import Sequence
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from safetensors import SafetensorError, safe_open
 
-from guimem.actors.mini.config import VOCAB_FILE, ActorConfig
-from guimem.actors.mini.features import Features, ImagePatcher, collate, decode, featurise
+from guimem.actors.mini.config import SEG_MEMORY_CROP, SEG_MEMORY_IMAGE, SEG_MEMORY_TEXT, VOCAB_FILE, ActorConfig
+from guimem.actors.mini.features import Features, ImagePatcher, collate, decode, featurise, sample_decode
 from guimem.actors.mini.model import GuiActor
 from guimem.core.data import DataError
 from guimem.core.io import atomic_write_dir, check_finite, file_inside, read_json, readable_dir, saved_before_markers
@@ -66,17 +67,49 @@ class MiniActor:
 
     @torch.no_grad()
     def act_features(self, feats: Sequence[Features], modalities: Sequence[Modality],
-                     output_hidden_states: bool = False) -> list[PolicyOutput]:
-        """Answer already-featurised prompts (one batch), each with the memory of its modality."""
+                     output_hidden_states: bool = False, n_samples: int = 0,
+                     generator: torch.Generator | Sequence[torch.Generator] | None = None,
+                     temperature: float = 1.0) -> list[PolicyOutput]:
+        """Answer already-featurised prompts (one batch), each with the memory of its modality.
+
+        With ``n_samples`` each output's ``info["samples"]`` also holds that many actions drawn
+        from the same forward pass (:func:`sample_decode`, from ``generator``: one, or one per prompt)."""
         self.model.eval()
         batch = collate(feats, modalities, self.config, self.vocab)
         out = self.model(**batch, output_hidden_states=output_hidden_states)
         actions = decode(out, feats, self.config)
+        samples = (sample_decode(out, feats, self.config, n_samples, generator if generator is not None
+                                 else torch.Generator().manual_seed(0), temperature)
+                   if n_samples else None)
         type_logp = F.log_softmax(out.type_logits, -1).max(-1).values.tolist()
         hs = out.act_hidden_states.float().numpy() if output_hidden_states else None  # [batch, L+1, d]
-        return [PolicyOutput(action=a, hidden_states=None if hs is None else hs[i].copy(),
-                             info={"modality": m, "type_logprob": type_logp[i]})
-                for i, (a, m) in enumerate(zip(actions, modalities))]
+        outputs = []
+        for i, (a, m) in enumerate(zip(actions, modalities)):
+            info = {"modality": m, "type_logprob": type_logp[i]}
+            if samples is not None:
+                info["samples"] = samples[i]
+            outputs.append(PolicyOutput(action=a, hidden_states=None if hs is None else hs[i].copy(), info=info))
+        return outputs
+
+    @torch.no_grad()
+    def memory_embeddings(self, feats: Sequence[Features], modality: Modality) -> np.ndarray:
+        """``[batch, d_model]`` float32: the actor's own reading of each prompt's memory in
+        ``modality`` (``text`` or ``image``), before any transformer block — the mean of the
+        embedding layer's output over the memory's tokens (the text block's words; the remembered
+        screen's patches and crops). What a router may look at without running the memory prompt:
+        one embedding lookup and projection, no attention."""
+        if modality not in ("text", "image"):
+            raise DataError("modality", f"a memory candidate is text or image, got {modality!r}")
+        self.model.eval()
+        batch = collate(feats, [modality] * len(feats), self.config, self.vocab)
+        keys = ("input_ids", "patch_pixels", "crop_pixels", "element_words", "element_boxes", "segment_ids",
+                "position_ids", "row_ids", "col_ids", "match_ids", "role_ids", "act_context_ids")
+        h = self.model.embed(*(batch.get(k) for k in keys))  # [batch, seq, d_model]
+        seg = batch["segment_ids"]
+        mask = ((seg == SEG_MEMORY_TEXT) if modality == "text"
+                else (seg == SEG_MEMORY_IMAGE) | (seg == SEG_MEMORY_CROP)).unsqueeze(-1).float()
+        pooled = (h * mask).sum(1) / mask.sum(1).clamp(min=1.0)
+        return pooled.float().numpy()
 
     def save(self, path: str | os.PathLike) -> None:
         """Write ``config.json``, ``model.safetensors`` and ``vocab.json`` to ``path``, atomically."""

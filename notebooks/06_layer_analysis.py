@@ -1,0 +1,228 @@
+# %% [markdown]
+# # 06 · Layer analysis: does the frozen actor's hidden state know which rendering of its memory it prefers?
+#
+# **What this stage does.** For every held-out step, and for every step of a *probe pool* the
+# later stages learn from, it runs the frozen actor of `04_actor` four times — no memory, the
+# retrieved demonstration as text, the same demonstration as an image, both — and keeps, per step:
+# whether each answer matches the demonstrated action (under the AITW and the LearnGUI step rules),
+# a **sampled action preference** (8 actions drawn from the actor under text and under image,
+# scored by the step rule: image's share right minus text's), and the **hidden state of every
+# layer at the final prompt token** for the memory-free, the text and the image prompt. Then it
+# asks the two questions of SwitchMem's analysis: how often, and which way, do the renderings
+# disagree (paper Fig. 2)? And can a linear probe read the preference from the signed shift
+# `h_I − h_T`, more so in deeper layers?
+#
+# **Why.** SwitchMem routes each step's memory to text or image from the actor's own hidden
+# states. That only makes sense if (1) neither rendering wins everywhere, and (2) the actor's
+# internal state carries which one it will act better with. This stage measures both, before
+# `07_probe_router` builds the router on them.
+#
+# **Reads** `data/world/{test,memory}/`, `data/segmentation/memory.jsonl`, `data/graph_build/`,
+# `data/retrieval_eval/` and the actor `data/actor/model/`. **Writes** the step records (the
+# on-disk format of `guimem.routing.records`: `hidden_<condition>.npy` `[steps, layers + 1, d]`,
+# `candidate_<modality>.npy`, `steps.jsonl`, `manifest.json`) to `data/layer_analysis/{held_out,pool}/`,
+# its headline numbers to `metrics/layer_analysis.json`, every table behind them to
+# `results/layer_analysis.json`, the layer curve to `plots/layer_analysis_layers.csv`, and
+# `figures/layer_analysis_{modality_wins,layers}.png`.
+#
+# **Running it yourself.** `dvc repro` runs it with the paths above. Opened in JupyterLab it reads
+# the pipeline's `data/` and writes under `scratch/` (about a minute on 2 cores).
+#
+# **Paper.** SwitchMem's layer analysis and Fig. 2 (there Qwen3.5-9B on AITW, LearnGUI and
+# MobileMiniWoB++; here the 6-layer miniature on held-out app variants). The same functions run a
+# Hugging Face VLM (`guimem.actors.hf.HFVLMActor`): its hidden states have the same layout.
+
+# %% tags=["parameters"]
+world_dir = "data/world"  # episode stores from 00_world: test/ (held-out steps) and memory/ (the probe pool)
+subgoals_dir = "data/segmentation"  # subgoals of the memory episodes (memory.jsonl), to rebuild memories per fold
+memories_dir = "data/graph_build"  # the memories from 02_graph_build (their settings are copied per fold)
+retrieval_dir = "data/retrieval_eval"  # what each memory retrieved at every held-out step
+actor_dir = "data/actor/model"  # the frozen actor from 04_actor
+out_dir = "scratch/layer_analysis"  # step records go to <out_dir>/{held_out,pool} (the pipeline: data/layer_analysis)
+image_embedder = "efficientnet_lite0"  # must be the embedder the memories were built with
+text_embedder = "minilm"  # must be the intent embedder the memories were built with
+seed = 0  # folds of the pool, sampling, cross-validation and bootstrap
+memories = ["smg", "task_graph"]  # whose top-1 retrieval is rendered both ways (the paper routes a flat top-1 demonstration)
+k_folds = 4  # the pool's memory episodes read memories rebuilt without their own fold
+n_samples = 8  # actions drawn from the actor per step and rendering, for the sampled preference
+temperature = 1.0  # sampling temperature of those draws
+rule = "aitw"  # the step rule the preference and the probe use (aitw or learngui); both are recorded
+pca_dim = 64  # the probe: standardise -> PCA to this many dimensions -> logistic regression
+probe_c = 1.0  # the logistic regression's inverse L2 strength
+cv_folds = 5  # cross-validation folds, by episode
+n_boot = 500  # episode-bootstrap resamples for the intervals
+max_pool_episodes = 0  # size knob: the first N memory episodes only (0: all)
+max_eval_steps = 0  # size knob: a fixed random sample of held-out steps (0: all)
+batch_size = 64  # prompts per forward pass (fixed: batch composition moves float noise)
+torch_threads = 1  # CPU threads (results are reproducible for a fixed count)
+cache_dir = ".cache/guimem/embeddings"  # content-hash embedding cache (not tracked)
+figures_dir = "scratch/figures"  # where the figures go (the pipeline: figures)
+plots_dir = "scratch/plots"  # the data behind the layer curve (the pipeline: plots)
+metrics_path = "scratch/metrics/layer_analysis.json"  # headline numbers (the pipeline: metrics/layer_analysis.json)
+results_path = "scratch/results/layer_analysis.json"  # every number behind them
+
+# %%
+from pathlib import Path
+
+import torch
+
+from guimem.actors.mini.policy import MiniActor
+from guimem.core.data import group_by_episode
+from guimem.core.io import write_metrics, write_stage_results
+from guimem.core.store import load_episodes, load_subgoals
+from guimem.eval.examples import build_kfold_examples, examples_from_retrieval, sample_held_out
+from guimem.eval.metrics import MatchConfig
+from guimem.models.embedding import embed_screenshots
+from guimem.pipeline.paths import enter_repo_root
+from guimem.routing.evaluate import preference_shares
+from guimem.routing.figures import layer_curve_figure, modality_wins_figure
+from guimem.routing.probe import layer_curve, transfer_curve
+from guimem.routing.records import collect_records
+from guimem.smg.memories import MEMORIES, load_memories, memory_embedders, rebuild_like
+from guimem.viz.plotting import MEMORY_LABELS, figure_path, save_figure, write_plot_data
+
+enter_repo_root()
+torch.set_num_threads(torch_threads)
+actor = MiniActor.load(actor_dir, batch_size=batch_size)
+history = actor.config.max_history
+test_root, memory_root = Path(world_dir) / "test", Path(world_dir) / "memory"
+test = load_episodes(test_root, verify_images=False)  # validated by 00_world
+pool_episodes = load_episodes(memory_root, verify_images=False)
+pool_episodes = pool_episodes[:max_pool_episodes] if max_pool_episodes else pool_episodes
+subgoals = group_by_episode(s for s in load_subgoals(Path(subgoals_dir) / "memory.jsonl", store_root=memory_root))
+print(f"actor: {actor.config.num_hidden_layers} layers, d_model {actor.config.hidden_size}; "
+      f"{len(test)} held-out episodes, {len(pool_episodes)} pool episodes")
+
+# %% [markdown]
+# ## Two sets of steps
+#
+# **Held-out steps** are the test demonstrations on the evaluation variants, each with the
+# experience `03_retrieval_eval` retrieved for it: what every SwitchMem number is scored on. They
+# are recorded for every memory — the routed ones (`memories`) and, as Table 1's baselines in
+# `07_probe_router`, the others, shown to the same actor.
+#
+# **The probe pool** is what the probe and the router learn from, and must not be the held-out
+# steps. It is the *memory* episodes — past experience on the same evaluation variants, of other
+# tasks than the test's, and never seen by the actor in training. Each of them reads memories
+# rebuilt without its own fold (as the actor's training steps did in `04_actor`), so no step
+# retrieves its own episode.
+
+# %%
+images, texts = memory_embedders(memories_dir, image_embedder, text_embedder, cache_dir)
+saved = load_memories(memories_dir, image_embedder, text_embedder, store_root=memory_root, cache_dir=cache_dir)
+queries = embed_screenshots(images, memory_root, [s.screenshot for e in pool_episodes for s in e.steps])
+
+
+def rebuild(kind, episodes):
+    """The memory ``kind`` with the saved one's settings, built from ``episodes`` only."""
+    return rebuild_like(saved[kind], episodes, [s for e in episodes for s in subgoals.get(e.id, [])], memory_root)
+
+
+pool_examples = build_kfold_examples(pool_episodes, memory_root, rebuild, memories, k_folds, seed, None, history,
+                                     query_vectors=queries)
+held_kinds = list(memories) + [m for m in MEMORIES if m not in memories]  # the others: Table 1's baselines
+held_examples = sample_held_out(examples_from_retrieval(test, test_root, retrieval_dir, held_kinds, history),
+                                max_eval_steps, seed)
+print(f"{len(held_examples)} held-out examples ({len(held_kinds)} memories each), "
+      f"{len(pool_examples)} pool examples ({len(memories)} memories each)")
+
+# %% [markdown]
+# ## Running the actor under every condition
+#
+# One forward pass per step and condition gives the greedy action (scored by both rules), the
+# hidden state of every layer at `[ACT]` (the final prompt token) and — from the same pass's
+# distributions — `n_samples` sampled actions. A step's **sampled preference** is the share of
+# image samples that match minus the share of text samples that match; it is *tied* when zero.
+# Sampling is what makes the preference informative where greedy answers agree: the actor may give
+# the same argmax under both renderings while one of them moves probability toward the right
+# action. Each step's draws are seeded by the step itself, so they do not depend on the batch.
+
+# %%
+size = held_examples[0].input.screenshot.size
+rules = {"aitw": MatchConfig("aitw"), "learngui": MatchConfig("learngui", screen_size_px=size)}
+held = collect_records(actor, held_examples, rules, n_samples, temperature, seed, batch_size)
+pool = collect_records(actor, pool_examples, rules, n_samples, temperature, seed + 1, batch_size)
+held.save(Path(out_dir) / "held_out")
+pool.save(Path(out_dir) / "pool")
+for name, rec in (("held-out", held), ("pool", pool)):
+    print(name, {c: round(float(v.mean()), 3) for c, v in rec.hits[rule].items()}, f"({len(rec)} steps, {rule})")
+
+# %% [markdown]
+# ## Where the renderings disagree, and who wins (paper Fig. 2)
+#
+# Two ways to count a step as non-tied: **greedy** (exactly one of the two greedy answers is
+# right: what a fixed choice would gain) and **sampled** (the sampled preference is not zero: the
+# probe's labels). The paper reports that each modality wins a real share of the non-tied steps.
+
+# %%
+wins, shares_fig = {}, {}
+for kind in memories:
+    for split, rec in (("held_out", held), ("pool", pool)):
+        sub = rec.of_memory(kind)
+        greedy = sub.hits[rule]["image"].astype(float) - sub.hits[rule]["text"].astype(float)
+        wins[f"{kind}/{split}/greedy"] = preference_shares(greedy)
+        wins[f"{kind}/{split}/sampled"] = preference_shares(sub.preference(rule))
+        for how in ("greedy", "sampled"):
+            shares_fig[f"{MEMORY_LABELS[kind]}, {split.replace('_', '-')}, {how}"] = wins[f"{kind}/{split}/{how}"]
+fig = modality_wins_figure(shares_fig)
+save_figure(fig, figure_path(figures_dir, "layer_analysis", "modality_wins"))
+fig
+
+# %% [markdown]
+# ## The preference, read from the hidden-state shift, layer by layer
+#
+# On the pool's non-tied SMG steps, the probe (standardise → PCA → logistic regression) is fitted
+# on `h_I − h_T` at each layer and scored out of fold, with folds by episode (a step is never
+# scored by a probe that saw its episode); intervals resample episodes. A second curve fits the
+# probe on the whole pool and scores it on the held-out steps: does what it learned transfer to
+# other tasks? Layer 0 is the embedding layer's output at `[ACT]`: the same token under both
+# renderings, so its shift is exactly zero and it sits at chance by construction; from layer 1 on
+# the actor has read the memory against the screen and the goal.
+
+# %%
+pool_smg, held_smg = pool.of_memory("smg").non_tied(rule), held.of_memory("smg").non_tied(rule)
+y_pool, y_held = pool_smg.preference(rule) > 0, held_smg.preference(rule) > 0
+curve_cv = layer_curve(pool_smg.shift(), y_pool, pool_smg.episodes, cv_folds, pca_dim, probe_c, seed, n_boot)
+curve_transfer = transfer_curve(pool_smg.shift(), y_pool, held_smg.shift(), y_held, held_smg.episodes, pca_dim,
+                                probe_c, seed, n_boot)
+fig = layer_curve_figure({"pool, cross-validated by episode": curve_cv, "pool → held-out steps": curve_transfer})
+save_figure(fig, figure_path(figures_dir, "layer_analysis", "layers"))
+write_plot_data(plots_dir, "layer_analysis", "layers",
+                [{"layer": a["layer"], "cv_auc": round(a["auc"], 4), "cv_accuracy": round(a["accuracy"], 4),
+                  "transfer_auc": round(b["auc"], 4), "transfer_accuracy": round(b["accuracy"], 4)}
+                 for a, b in zip(curve_cv, curve_transfer)])
+for a, b in zip(curve_cv, curve_transfer):
+    print(f"layer {a['layer']}: CV AUC {a['auc']:.3f} [{a['auc_ci'][0]:.3f}, {a['auc_ci'][1]:.3f}]   "
+          f"held-out AUC {b['auc']:.3f} [{b['auc_ci'][0]:.3f}, {b['auc_ci'][1]:.3f}]")
+fig
+
+# %% [markdown]
+# ## What the numbers say
+#
+# Read the layer curve against its intervals: the signal *grows with depth* only if the last
+# layer's AUC is above the first block's by more than their intervals' overlap. Written out below
+# either way; the README carries the finding across seeds.
+
+# %%
+first, last = curve_cv[1], curve_cv[-1]
+grows = last["auc_ci"][0] > first["auc"]
+print(f"CV AUC at layer 1: {first['auc']:.3f}, at layer {last['layer']}: {last['auc']:.3f} "
+      f"[{last['auc_ci'][0]:.3f}, {last['auc_ci'][1]:.3f}]: the signal "
+      + ("grows with depth (the last layer's interval lies above layer 1)." if grows
+         else "does not clearly grow with depth here (the last layer's interval reaches layer 1's value)."))
+results = {"steps": {"held_out": len(held), "pool": len(pool)}, "rule": rule, "n_samples": n_samples,
+           "temperature": temperature, "hit_rates": {split: {r: {c: float(v.mean()) for c, v in rec.hits[r].items()}
+                                                            for r in rules} for split, rec in (("held_out", held),
+                                                                                               ("pool", pool))},
+           "modality_wins": wins, "layer_curve_cv": curve_cv, "layer_curve_transfer": curve_transfer,
+           "signal_grows_with_depth": bool(grows), "pool_episodes": len(pool_episodes)}
+write_stage_results(results_path, results)
+s = wins["smg/held_out/greedy"]
+write_metrics(metrics_path, {
+    "held_out_steps": len(held.of_memory("smg")), "pool_steps": len(pool.of_memory("smg")),
+    "smg_greedy_non_tied": round(s["non_tied_share"], 4), "smg_greedy_image_wins": round(s["image_wins"], 4),
+    "smg_sampled_non_tied": round(wins["smg/held_out/sampled"]["non_tied_share"], 4),
+    "smg_sampled_image_wins": round(wins["smg/held_out/sampled"]["image_wins"], 4),
+    "probe_cv_auc_first_block": round(first["auc"], 4), "probe_cv_auc_last_layer": round(last["auc"], 4),
+    "probe_transfer_auc_last_layer": round(curve_transfer[-1]["auc"], 4),
+})

@@ -1,0 +1,191 @@
+# %% [markdown]
+# # 09 · Routing statistics: how SwitchMem switches along a trajectory, offline and in closed loop
+#
+# **What this stage does.** Two things with the routers of `07_probe_router`, carried over as they
+# are — weights and τ, no retuning:
+#
+# 1. **Routing behaviour (paper Table 2)** along trajectories: the share of trajectories that use
+#    both modalities, the share of steps routed to Image, the mean number of switches per trajectory
+#    and the mean run length (steps between switches) — on the held-out demonstrations (offline: the
+#    router's choice at every demonstrated step) and on the actor's own closed-loop episodes;
+# 2. **the closed loop** (the MobileMiniWoB++ analogue): the frozen actor plays the held-out tasks of
+#    `05_closed_loop` — same tasks, same three world seeds, same step budget — with the Subgoal-Graph
+#    memory shown as nothing, text, image, both, or routed by SwitchMem step by step. Success rate
+#    per world seed, and each condition paired with SwitchMem over task × seed.
+#
+# The no-memory and text runs are the ones `05_closed_loop` already played (its traces, checked to be
+# the same tasks and seeds); image, both and SwitchMem are played here.
+#
+# **Reads** `data/world/`, `data/graph_build/`, `data/actor/model/`, `data/closed_loop/traces.jsonl`,
+# `data/layer_analysis/held_out/` and `data/probe_router/`. **Writes** the SwitchMem traces (each step
+# with the modality it was shown) to `data/routing_stats/traces.jsonl`, headline numbers to
+# `metrics/routing_stats.json`, every table to `results/routing_stats.json`, and
+# `figures/routing_stats_{table,closed_loop}.png`.
+#
+# **Running it yourself.** `dvc repro` runs it; in JupyterLab it reads the pipeline's `data/` and
+# writes under `scratch/` (about 2 minutes on 2 cores).
+#
+# **Paper.** SwitchMem Table 2 (dual-modality trajectories %, image-routed steps %, switches per
+# trajectory, mean run length: AITW 83.8 / 36.5 / 1.72 / 2.42; LearnGUI 90.8 / 81.3 / 1.79 / 4.95;
+# MobileMiniWoB++ 57.8 / 76.3 / 1.56 / 4.50) and Table 1's MobileMiniWoB++ column (task success:
+# none 58.70, text 53.26, image 57.61, both 60.87, SwitchMem 63.04).
+
+# %% tags=["parameters"]
+world_dir = "data/world"  # episode stores from 00_world (test/ is replayed)
+memories_dir = "data/graph_build"  # memories from 02_graph_build
+actor_dir = "data/actor/model"  # the frozen actor from 04_actor
+closed_loop_dir = "data/closed_loop"  # 05_closed_loop's traces: its no-memory and text runs are reused
+records_dir = "data/layer_analysis"  # held-out step records from 06_layer_analysis
+routers_dir = "data/probe_router"  # routers from 07_probe_router
+out_dir = "scratch/routing_stats"  # the SwitchMem traces (the pipeline: data/routing_stats)
+memory = "smg"  # the memory whose retrieval is routed in closed loop (must have a router)
+offline_memories = ["smg", "task_graph"]  # memories whose offline routing behaviour is reported
+seed = 0  # the task sample (as 05_closed_loop's)
+n_seeds = 3  # world seeds per task (as 05_closed_loop's)
+max_tasks = 48  # held-out tasks replayed (as 05_closed_loop's)
+max_steps = 20  # step budget per episode (as 05_closed_loop's)
+history_len = 4  # earlier actions the actor sees (the actor's own)
+k = 0  # anchors retrieved per query (0: the memory's own default; as 05_closed_loop's)
+batch_size = 0  # episodes played in lock-step (0: all at once)
+actor_batch_size = 64  # actor inputs per forward pass
+torch_threads = 1  # CPU threads (results are reproducible for a fixed count)
+image_embedder = "efficientnet_lite0"  # must be the embedder the memories were built with
+text_embedder = "minilm"  # must be the intent embedder the memories were built with
+cache_dir = ".cache/guimem/embeddings"  # content-hash embedding cache (not tracked)
+figures_dir = "scratch/figures"  # where the figures go (the pipeline: figures)
+metrics_path = "scratch/metrics/routing_stats.json"  # headline numbers (the pipeline: metrics/routing_stats.json)
+results_path = "scratch/results/routing_stats.json"  # every number behind them
+
+# %%
+import dataclasses
+from collections import OrderedDict
+from pathlib import Path
+
+import torch
+
+from guimem.actors.mini.policy import MiniActor
+from guimem.core.data import DataError
+from guimem.core.io import write_metrics, write_stage_results
+from guimem.core.store import load_episodes
+from guimem.eval.closed_loop import (
+    QueryVectors,
+    load_traces,
+    paired_success,
+    pick_tasks,
+    replay_tasks,
+    replay_world_config,
+    run_closed_loop,
+    save_traces,
+    success_table,
+)
+from guimem.phone.world import World
+from guimem.pipeline.paths import enter_repo_root
+from guimem.routing.evaluate import route_records, routing_statistics
+from guimem.routing.figures import closed_loop_figure, labelled_table_figure
+from guimem.routing.policy import SwitchMemPolicy
+from guimem.routing.records import StepRecords
+from guimem.routing.router import Router
+from guimem.smg.memories import load_memories
+from guimem.viz.plotting import MEMORY_LABELS, figure_path, save_figure
+
+enter_repo_root()
+torch.manual_seed(seed)
+torch.set_num_threads(torch_threads)
+routers = {kind: Router.load(Path(routers_dir) / kind) for kind in sorted({memory, *offline_memories})}
+
+# %% [markdown]
+# ## Offline: the router along the held-out demonstrations
+#
+# At every step of every held-out demonstration the router chooses from the memory-free state and
+# the two candidates; a trajectory's choices in step order give its switches and runs.
+
+# %%
+held_all = StepRecords.load(Path(records_dir) / "held_out")
+offline = {}
+for kind in offline_memories:
+    records = held_all.of_memory(kind)
+    _, image = route_records(routers[kind], records)
+    by_episode: dict[str, list[tuple[int, bool]]] = {}
+    for row, img in zip(records.rows, image):
+        by_episode.setdefault(row["episode_id"], []).append((row["step"], bool(img)))
+    offline[kind] = routing_statistics([[img for _, img in sorted(steps)] for steps in by_episode.values()])
+    print(f"{MEMORY_LABELS[kind]} (held-out demonstrations): {offline[kind]}")
+
+# %% [markdown]
+# ## Closed loop: SwitchMem against fixed renderings
+#
+# The same held-out tasks and world seeds as `05_closed_loop`, the same actor, memory and budget.
+# SwitchMem's reader retrieves once and renders both ways; the router picks one per step and the
+# actor is run on that prompt only. Each step of its traces records the modality shown.
+
+# %%
+test_root = Path(world_dir) / "test"
+tasks = pick_tasks(load_episodes(test_root, verify_images=False), max_tasks, seed)
+replays = replay_tasks(tasks, n_seeds)
+world_config = replay_world_config(test_root, max_steps)
+actor = MiniActor.load(actor_dir, batch_size=actor_batch_size)
+stored = load_memories(memories_dir, image_embedder, text_embedder, cache_dir=cache_dir,
+                       store_root=Path(world_dir) / "memory", names=[memory])
+planned = sorted((r.episode, r.seed) for r in replays)
+earlier = load_traces(Path(closed_loop_dir) / "traces.jsonl")
+reused = {}
+for name, source, modality in (("none", "none", "none"), ("text", memory, "text")):
+    got = [t for t in earlier if t.memory == source and t.modality == modality]
+    if sorted((t.episode, t.seed) for t in got) != planned:
+        raise DataError("traces.jsonl", f"05_closed_loop did not play {source}/{modality} on this stage's tasks "
+                                        "and seeds: give both stages the same seed, max_tasks and n_seeds",
+                        str(Path(closed_loop_dir) / "traces.jsonl"))
+    reused[name] = got
+vectors, screens = QueryVectors(stored[memory].image_embedder), OrderedDict()
+play = lambda policy, name, modality, shown: run_closed_loop(
+    lambda: World(world_config, image_cache=screens), replays, policy, stored[memory], name, modality=modality,
+    k=k or None, history_len=history_len, batch_size=batch_size, vectors=vectors, trace_shown=shown)
+played = {"image": play(actor, "image", "image", False), "both": play(actor, "both", "both", False),
+          "switchmem": play(SwitchMemPolicy(actor, routers[memory]), "switchmem", "both", True)}
+save_traces(Path(out_dir) / "traces.jsonl", played["switchmem"])
+traces = ([dataclasses.replace(t, memory=name) for name in ("none", "text") for t in reused[name]]
+          + [t for name in ("image", "both", "switchmem") for t in played[name]])  # named by condition
+conditions = ["none", "text", "image", "both", "switchmem"]
+table = success_table(traces)
+paired = {c: paired_success(traces, "switchmem", c) for c in conditions if c != "switchmem"}
+for c in conditions:
+    print(f"{c:>9}: SR {table[c]['mean']:5.1f} ± {table[c]['std']:4.1f}  per seed {table[c]['per_seed']}")
+for c, p in paired.items():
+    print(f"SwitchMem vs {c}: completes {p['fixed']} episodes it does not, fails {p['broken']} it completes "
+          f"(p = {p['p_value']:.4f})")
+
+# %% [markdown]
+# ## Routing behaviour in closed loop (paper Table 2)
+
+# %%
+online = routing_statistics([[s.shown == "image" for s in t.steps if s.shown in ("text", "image")]
+                             for t in played["switchmem"]])
+cells = lambda v: [f"{v['dual_modality_pct']:.1f}", f"{v['image_steps_pct']:.1f}",
+                   f"{v['switches_per_trajectory']:.2f}", f"{v['mean_run_length']:.2f}"]
+rows = [[f"{MEMORY_LABELS[kind]}, demonstrations (offline)", *cells(v)] for kind, v in offline.items()]
+rows.append([f"{MEMORY_LABELS[memory]}, closed loop", *cells(online)])
+rows += [["paper: AITW", "83.8", "36.5", "1.72", "2.42"], ["paper: LearnGUI", "90.8", "81.3", "1.79", "4.95"],
+         ["paper: MobileMiniWoB++", "57.8", "76.3", "1.56", "4.50"]]
+columns = ["trajectories", "dual-modality %", "image-routed steps %", "switches / traj.", "mean run length"]
+fig = labelled_table_figure(columns, rows, "SwitchMem's routing along trajectories")
+save_figure(fig, figure_path(figures_dir, "routing_stats", "table"))
+fig2 = closed_loop_figure(table, conditions, f"Closed loop, {len(tasks)} held-out tasks x {n_seeds} world seeds, "
+                                            f"{MEMORY_LABELS[memory]} memory")
+save_figure(fig2, figure_path(figures_dir, "routing_stats", "closed_loop"))
+print("closed loop:", online)
+fig
+
+# %%
+write_stage_results(results_path, {
+    "offline": offline, "closed_loop_routing": online, "memory": memory, "tasks": len(tasks), "seeds": n_seeds,
+    "success_rate": {c: {"mean": round(table[c]["mean"], 4), "std": round(table[c]["std"], 4),
+                         "per_seed": [round(v, 4) for v in table[c]["per_seed"]]} for c in conditions},
+    "switchmem_paired_vs": paired, "tau": routers[memory].tau})
+write_metrics(metrics_path, {
+    **{f"success_rate_{c}": round(table[c]["mean"], 4) for c in conditions},
+    "closed_loop_image_steps_pct": round(online["image_steps_pct"], 4),
+    "closed_loop_dual_modality_pct": round(online["dual_modality_pct"], 4),
+    "offline_image_steps_pct": round(offline[memory]["image_steps_pct"], 4) if memory in offline else None,
+    "offline_switches_per_trajectory": round(offline[memory]["switches_per_trajectory"], 4) if memory in offline else None,
+    "switchmem_vs_text_p": paired["text"]["p_value"],
+})

@@ -1,0 +1,70 @@
+"""The frozen actor with SwitchMem in front of it: a :class:`~guimem.core.policy.Policy` that, per
+step, routes the retrieved experience to the text or the image prompt and runs only that one.
+
+    policy = SwitchMemPolicy(actor, router)          # router: guimem.routing.router.Router
+    outputs = policy.act(inputs)                     # inputs carry the memory as text and as image
+    outputs[0].info["modality"], outputs[0].info["route_score"]
+
+Per step: one memory-free forward pass (its hidden state at the final prompt token is the
+router's state), the actor's embedding of each candidate (no transformer block), the MLP, then the
+chosen prompt. An input that carries only one rendering is shown that one; one that carries none,
+no memory. In closed loop the reader renders both (``modality="both"``) and this policy chooses.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from guimem.core.policy import Modality, PolicyInput, PolicyOutput, shows
+from guimem.routing.router import Router
+
+
+class SwitchMemPolicy:
+    """``actor`` (the miniature actor, or any policy with ``act(..., output_hidden_states=True)`` and
+    ``memory_embeddings``) routed by ``router`` at its calibrated τ (or ``tau``)."""
+
+    def __init__(self, actor: Any, router: Router, tau: float | None = None, state_layer: int = -1):
+        self.actor, self.router, self.state_layer = actor, router, state_layer
+        self.tau = router.tau if tau is None else float(tau)
+        self.batch_size = int(getattr(actor, "batch_size", 1))
+        self.featurising = hasattr(actor, "featurise") and hasattr(actor, "act_features")
+
+    def choose(self, inputs: Sequence[PolicyInput], feats: list | None = None) -> tuple[list[Modality], np.ndarray]:
+        """The modality each input is routed to and its score ``r = q_I - q_T`` (NaN where not routed)."""
+        both = [i for i, x in enumerate(inputs) if shows(x, "both")]
+        modalities: list[Modality] = ["text" if shows(x, "text") else "image" if shows(x, "image") else "none"
+                                      for x in inputs]
+        scores = np.full(len(inputs), np.nan)
+        if both:
+            if feats is not None:
+                sub = [feats[i] for i in both]
+                free = self.actor.act_features(sub, ["none"] * len(sub), output_hidden_states=True)
+                cand = {m: self.actor.memory_embeddings(sub, m) for m in ("text", "image")}
+            else:
+                sub_inputs = [inputs[i] for i in both]
+                free = self.actor.act([x.with_modality("none") for x in sub_inputs], output_hidden_states=True)
+                cand = {m: self.actor.memory_embeddings(sub_inputs, m) for m in ("text", "image")}
+            state = np.stack([o.hidden_states[self.state_layer] for o in free])
+            r = self.router.score(state, cand["text"], cand["image"])
+            for j, i in enumerate(both):
+                scores[i] = r[j]
+                modalities[i] = "image" if r[j] >= self.tau else "text"
+        return modalities, scores
+
+    def act(self, inputs: Sequence[PolicyInput], output_hidden_states: bool = False) -> list[PolicyOutput]:
+        """Route and answer every input; ``info`` carries ``modality`` and ``route_score``."""
+        outputs: list[PolicyOutput] = []
+        for lo in range(0, len(inputs), self.batch_size):
+            chunk = list(inputs[lo:lo + self.batch_size])
+            feats = [self.actor.featurise(x) for x in chunk] if self.featurising else None
+            modalities, scores = self.choose(chunk, feats)
+            if feats is not None:
+                answers = self.actor.act_features(feats, modalities, output_hidden_states)
+            else:
+                answers = self.actor.act([x.with_modality(m) for x, m in zip(chunk, modalities)], output_hidden_states)
+            outputs += [PolicyOutput(o.action, o.hidden_states, o.raw,
+                                     {**o.info, "modality": m, "route_score": None if np.isnan(s) else float(s)})
+                        for o, m, s in zip(answers, modalities, scores)]
+        return outputs

@@ -1,0 +1,169 @@
+"""The preference probe: does the actor's hidden-state shift ``h_I - h_T`` say which rendering of
+its memory it will act better with?
+
+:class:`PreferenceProbe` is SwitchMem's probe: standardise the shift, reduce it to ``pca_dim``
+dimensions with PCA, fit a logistic regression on the sign of the sampled action preference of the
+non-tied steps (scikit-learn throughout). Its continuous ``decision_function`` is what the router's
+scorer is trained to reproduce (:mod:`guimem.routing.router`).
+
+:func:`layer_curve` asks the question of the paper's layer analysis — does the signal grow with
+depth? — by fitting the same probe on every layer's shift, cross-validated by episode (no episode in
+both the fitting and the scored fold), and reporting out-of-fold accuracy and ROC AUC with
+bootstrap intervals over episodes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from sklearn.decomposition import PCA
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import roc_auc_score
+from sklearn.model_selection import StratifiedGroupKFold
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import StandardScaler
+
+from guimem.core.data import DataError
+
+
+def make_probe(pca_dim: int = 64, c: float = 1.0, seed: int = 0, n_samples: int | None = None,
+               n_features: int | None = None) -> Pipeline:
+    """standardise → PCA(``pca_dim``, capped at what the data allows) → logistic regression (L2, ``c``)."""
+    dim = pca_dim
+    if n_samples is not None and n_features is not None:
+        dim = max(1, min(pca_dim, n_samples - 1, n_features))
+    return Pipeline([("scale", StandardScaler()), ("pca", PCA(n_components=dim, random_state=seed)),
+                     ("logistic", LogisticRegression(C=c, max_iter=2000))])
+
+
+@dataclass
+class PreferenceProbe:
+    """SwitchMem's probe on one layer's shift ``h_I - h_T`` (``[n, d]``)."""
+
+    pca_dim: int = 64
+    c: float = 1.0
+    seed: int = 0
+    pipeline: Pipeline | None = None
+
+    def fit(self, shift: np.ndarray, image_preferred: np.ndarray) -> "PreferenceProbe":
+        """Fit on non-tied steps: ``shift`` ``[n, d]``, ``image_preferred`` ``[n]`` bool (both classes needed)."""
+        shift, y = np.asarray(shift, dtype=np.float64), np.asarray(image_preferred, dtype=bool)
+        if shift.ndim != 2 or len(shift) != len(y):
+            raise DataError("shift", f"expected [n, d] with one label per row, got {shift.shape} and {y.shape}")
+        if len(np.unique(y)) < 2:
+            raise DataError("image_preferred", "the probe needs steps won by each modality; all labels are equal")
+        self.pipeline = make_probe(self.pca_dim, self.c, self.seed, *shift.shape).fit(shift, y)
+        return self
+
+    def decision_function(self, shift: np.ndarray) -> np.ndarray:
+        """``[n]`` the logistic decision value (> 0: the probe says image)."""
+        if self.pipeline is None:
+            raise RuntimeError("fit the probe first")
+        return self.pipeline.decision_function(np.asarray(shift, dtype=np.float64))
+
+    @property
+    def explained_variance(self) -> float:
+        """Share of the standardised shift's variance the kept principal directions explain."""
+        return float(self.pipeline.named_steps["pca"].explained_variance_ratio_.sum())
+
+
+def cross_validated_decisions(shift: np.ndarray, image_preferred: np.ndarray, groups: np.ndarray, folds: int = 5,
+                              pca_dim: int = 64, c: float = 1.0, seed: int = 0) -> np.ndarray:
+    """``[n]`` out-of-fold probe decision values, folds by ``groups`` (episodes): each step scored by
+    a probe that never saw its episode."""
+    shift, y, groups = np.asarray(shift, dtype=np.float64), np.asarray(image_preferred, bool), np.asarray(groups)
+    k = min(folds, len(np.unique(groups)))
+    if k < 2:
+        raise DataError("groups", "cross-validation by episode needs at least two episodes")
+    out = np.zeros(len(y))
+    for fit_idx, score_idx in StratifiedGroupKFold(n_splits=k, shuffle=True, random_state=seed).split(shift, y, groups):
+        if len(np.unique(y[fit_idx])) < 2:  # a fold without one class: the prior decides
+            out[score_idx] = 1.0 if y[fit_idx].all() else -1.0
+            continue
+        probe = PreferenceProbe(pca_dim, c, seed).fit(shift[fit_idx], y[fit_idx])
+        out[score_idx] = probe.decision_function(shift[score_idx])
+    return out
+
+
+def probe_scores(y: np.ndarray, decision: np.ndarray) -> tuple[float, float]:
+    """``(accuracy, ROC AUC)`` of decision values against ``y`` (AUC NaN with one class only)."""
+    acc = float(((decision > 0) == y).mean())
+    auc = float(roc_auc_score(y, decision)) if len(np.unique(y)) == 2 else float("nan")
+    return acc, auc
+
+
+def bootstrap_interval(y: np.ndarray, decision: np.ndarray, groups: np.ndarray, n_boot: int = 500, seed: int = 0,
+                       level: float = 0.95) -> dict[str, tuple[float, float]]:
+    """Percentile intervals of accuracy and AUC, resampling *episodes* with replacement (steps of one
+    episode are not independent)."""
+    rng = np.random.default_rng(seed)
+    ids = np.unique(groups)
+    members = {g: np.flatnonzero(groups == g) for g in ids}
+    accs, aucs = [], []
+    for _ in range(n_boot):
+        idx = np.concatenate([members[g] for g in rng.choice(ids, len(ids), replace=True)])
+        acc, auc = probe_scores(y[idx], decision[idx])
+        accs.append(acc)
+        if not np.isnan(auc):
+            aucs.append(auc)
+    lo, hi = (1 - level) / 2 * 100, (1 + level) / 2 * 100
+    interval = lambda v: (float(np.percentile(v, lo)), float(np.percentile(v, hi))) if v else (float("nan"),) * 2
+    return {"accuracy": interval(accs), "auc": interval(aucs)}
+
+
+def is_constant(shift: np.ndarray) -> bool:
+    """Whether every step has the same shift (e.g. layer 0 at the final token of an actor whose
+    final-token embedding does not depend on the memory: ``h_I - h_T`` is exactly zero there)."""
+    return bool(np.all(np.ptp(np.asarray(shift), axis=0) == 0))
+
+
+def _no_signal(layer: int, majority: float, steps: int) -> dict[str, Any]:
+    """A layer whose shift is the same for every step: nothing to read; the probe is at chance."""
+    return {"layer": layer, "accuracy": majority, "auc": 0.5, "accuracy_ci": [majority, majority],
+            "auc_ci": [0.5, 0.5], "majority": majority, "steps": int(steps), "constant": True}
+
+
+def layer_curve(shifts: np.ndarray, image_preferred: np.ndarray, groups: np.ndarray, folds: int = 5,
+                pca_dim: int = 64, c: float = 1.0, seed: int = 0, n_boot: int = 500) -> list[dict[str, Any]]:
+    """Per layer of ``shifts`` (``[n, n_layers + 1, d]``, non-tied steps only): out-of-fold accuracy
+    and AUC of the probe, with 95% episode-bootstrap intervals, and the majority-class accuracy.
+
+    Layer 0 is the embedding layer's output at the final token, before any block has read the
+    memory: for the miniature actor it is the same under both renderings, so its shift is zero and
+    the layer is reported at chance (``"constant": True``) without fitting."""
+    y, groups = np.asarray(image_preferred, dtype=bool), np.asarray(groups)
+    majority = float(max(y.mean(), 1 - y.mean())) if len(y) else float("nan")
+    curve = []
+    for layer in range(shifts.shape[1]):
+        if is_constant(shifts[:, layer]):
+            curve.append(_no_signal(layer, majority, len(y)))
+            continue
+        decision = cross_validated_decisions(shifts[:, layer], y, groups, folds, pca_dim, c, seed)
+        acc, auc = probe_scores(y, decision)
+        ci = bootstrap_interval(y, decision, groups, n_boot, seed)
+        curve.append({"layer": layer, "accuracy": acc, "auc": auc, "accuracy_ci": list(ci["accuracy"]),
+                      "auc_ci": list(ci["auc"]), "majority": majority, "steps": int(len(y))})
+    return curve
+
+
+def transfer_curve(fit_shifts: np.ndarray, fit_preferred: np.ndarray, score_shifts: np.ndarray,
+                   score_preferred: np.ndarray, score_groups: np.ndarray, pca_dim: int = 64, c: float = 1.0,
+                   seed: int = 0, n_boot: int = 500) -> list[dict[str, Any]]:
+    """Per layer: the probe fitted on one set of steps (``[n, layers + 1, d]`` shifts, non-tied) and
+    scored on another (other tasks, another split): accuracy and AUC with episode-bootstrap intervals."""
+    y = np.asarray(score_preferred, dtype=bool)
+    majority = float(max(y.mean(), 1 - y.mean())) if len(y) else float("nan")
+    curve = []
+    for layer in range(fit_shifts.shape[1]):
+        if is_constant(fit_shifts[:, layer]):
+            curve.append(_no_signal(layer, majority, len(y)))
+            continue
+        probe = PreferenceProbe(pca_dim, c, seed).fit(fit_shifts[:, layer], fit_preferred)
+        decision = probe.decision_function(score_shifts[:, layer])
+        acc, auc = probe_scores(y, decision)
+        ci = bootstrap_interval(y, decision, np.asarray(score_groups), n_boot, seed)
+        curve.append({"layer": layer, "accuracy": acc, "auc": auc, "accuracy_ci": list(ci["accuracy"]),
+                      "auc_ci": list(ci["auc"]), "majority": majority, "steps": int(len(y))})
+    return curve

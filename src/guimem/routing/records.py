@@ -1,0 +1,289 @@
+"""What SwitchMem learns from and is scored on: per step, the frozen actor run under every memory
+condition, its action scores, its sampled action preferences and its hidden states.
+
+For every step (a :class:`~guimem.eval.examples.ActorExample`: the input carries the top-1
+retrieved demonstration rendered as text *and* as an image) :func:`collect_records` runs the
+actor four times — no memory, text, image, both — and keeps
+
+* ``hits[rule][condition]``: whether its (greedy) action matches the demonstrated one under each
+  step rule (``aitw``, ``learngui``);
+* ``sampled[rule][condition]``: for text and image, the share of ``n_samples`` actions drawn from
+  the actor (:func:`guimem.actors.mini.features.sample_decode`) that match — the *sampled action
+  preference* of SwitchMem is ``sampled[rule]["image"] - sampled[rule]["text"]``, and a step is
+  *non-tied* where it is not zero;
+* ``hidden[condition]``: ``[n_steps, n_layers + 1, d_model]`` float32, the hidden state of every
+  layer at the final prompt token, for the memory-free, the text and the image prompt;
+* ``candidates[modality]``: ``[n_steps, d_model]``, the actor's own embedding of each memory
+  rendering before any transformer block (:meth:`~guimem.actors.mini.policy.MiniActor.memory_embeddings`):
+  what a router may read without running either memory prompt.
+
+On disk (:meth:`StepRecords.save`, one folder of kind ``guimem.step_records``, written atomically)::
+
+    manifest.json            format, n_steps, n_layers, d_model, rules, n_samples, temperature, actor
+    steps.jsonl              one row per step: episode_id, step, memory_kind, target, groups, hits, sampled
+    hidden_<condition>.npy   float32 [n_steps, n_layers + 1, d_model], condition in none, text, image
+    candidate_<modality>.npy float32 [n_steps, d_model], modality in text, image
+
+Index 0 of the layer axis is the embedding layer's output and index ``n_layers`` the last block's;
+the same layout holds for a Hugging Face actor (there ``d_model`` is the model's hidden size). The
+format is read back by :meth:`StepRecords.load`, which checks every shape against the manifest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from guimem.core.data import DataError
+from guimem.core.io import atomic_write_dir, read_json, read_jsonl, read_npy, readable_dir, write_json, write_jsonl
+from guimem.core.policy import Modality, PolicyInput, PolicyOutput
+from guimem.eval.metrics import MatchConfig, action_match
+from guimem.eval.modality import information_groups, step_groups
+
+RECORDS_KIND = "guimem.step_records"
+RECORDS_FORMAT = 1
+CONDITIONS: tuple[Modality, ...] = ("none", "text", "image", "both")
+"""The memory conditions every step is run under."""
+HIDDEN_CONDITIONS: tuple[Modality, ...] = ("none", "text", "image")
+"""The conditions whose hidden states are kept: the memory-free state and the two renderings."""
+SAMPLED_CONDITIONS: tuple[Modality, ...] = ("text", "image")
+"""The conditions whose sampled actions give the preference."""
+CANDIDATES: tuple[Modality, ...] = ("text", "image")
+
+
+@dataclass
+class StepRecords:
+    """The records of a set of steps (see the module docstring); arrays aligned with ``rows``."""
+
+    rows: list[dict[str, Any]]  # per step: episode_id, step, memory_kind, target, groups, n_elements
+    hits: dict[str, dict[str, np.ndarray]]  # rule -> condition -> [n] bool
+    sampled: dict[str, dict[str, np.ndarray]]  # rule -> text/image -> [n] float in [0, 1]
+    hidden: dict[str, np.ndarray]  # none/text/image -> [n, n_layers + 1, d_model] float32
+    candidates: dict[str, np.ndarray]  # text/image -> [n, d_model] float32
+    meta: dict[str, Any] = field(default_factory=dict)  # n_samples, temperature, actor, ...
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    @property
+    def n_layers(self) -> int:
+        return int(self.hidden["text"].shape[1]) - 1
+
+    @property
+    def d_model(self) -> int:
+        return int(self.hidden["text"].shape[2])
+
+    @property
+    def rules(self) -> tuple[str, ...]:
+        return tuple(self.hits)
+
+    @property
+    def episodes(self) -> np.ndarray:
+        """``[n]`` the episode id of each step (the group of cross-validation by episode)."""
+        return np.array([r["episode_id"] for r in self.rows])
+
+    def preference(self, rule: str = "aitw") -> np.ndarray:
+        """``[n]`` the sampled action preference: image's sampled score minus text's (> 0: image)."""
+        return self.sampled[rule]["image"] - self.sampled[rule]["text"]
+
+    def shift(self, layer: int | None = None) -> np.ndarray:
+        """The signed hidden-state shift ``h_I - h_T``: ``[n, n_layers + 1, d]``, or ``[n, d]`` at ``layer``."""
+        delta = self.hidden["image"] - self.hidden["text"]
+        return delta if layer is None else delta[:, layer]
+
+    def group(self, name: str) -> np.ndarray:
+        """``[n]`` bool: the steps in step group ``name`` (:data:`guimem.eval.modality.STEP_GROUPS` or
+        :data:`~guimem.eval.modality.INFORMATION_GROUPS`)."""
+        return np.array([name in r["groups"] for r in self.rows], dtype=bool)
+
+    def of_memory(self, kind: str) -> "StepRecords":
+        """The records of the steps whose memory is ``kind`` (``smg``, ``task_graph``, ...)."""
+        return self.subset(np.array([r["memory_kind"] == kind for r in self.rows], dtype=bool))
+
+    def non_tied(self, rule: str = "aitw") -> "StepRecords":
+        """The records of the steps whose sampled preference under ``rule`` is not tied."""
+        return self.subset(self.preference(rule) != 0)
+
+    def subset(self, mask: np.ndarray) -> "StepRecords":
+        """The records of the steps where ``mask`` (``[n]`` bool) holds."""
+        mask = np.asarray(mask, dtype=bool)
+        if mask.shape != (len(self),):
+            raise ValueError(f"mask of shape {mask.shape} for {len(self)} steps")
+        return StepRecords([r for r, m in zip(self.rows, mask) if m],
+                           {rule: {c: v[mask] for c, v in by.items()} for rule, by in self.hits.items()},
+                           {rule: {c: v[mask] for c, v in by.items()} for rule, by in self.sampled.items()},
+                           {c: v[mask] for c, v in self.hidden.items()},
+                           {c: v[mask] for c, v in self.candidates.items()}, dict(self.meta))
+
+    # ------------------------------------------------------------------ disk
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write the folder described in the module docstring, atomically (see :func:`atomic_write_dir`)."""
+        n = len(self)
+        for c in HIDDEN_CONDITIONS:
+            if self.hidden[c].shape[0] != n:
+                raise DataError(f"hidden_{c}", f"{self.hidden[c].shape[0]} rows for {n} steps")
+        rows = []
+        for i, r in enumerate(self.rows):
+            rows.append({**r, "hits": {rule: {c: bool(v[i]) for c, v in by.items()} for rule, by in self.hits.items()},
+                         "sampled": {rule: {c: float(v[i]) for c, v in by.items()}
+                                     for rule, by in self.sampled.items()}})
+        manifest = {"format": RECORDS_FORMAT, "n_steps": n, "n_layers": self.n_layers, "d_model": self.d_model,
+                    "rules": list(self.rules), "conditions": list(CONDITIONS),
+                    "hidden_conditions": list(HIDDEN_CONDITIONS), "candidates": sorted(self.candidates),
+                    **self.meta}
+
+        def write(folder: Path) -> None:
+            write_json(folder / "manifest.json", manifest)
+            write_jsonl(folder / "steps.jsonl", rows)
+            for c in HIDDEN_CONDITIONS:
+                np.save(folder / f"hidden_{c}.npy", np.ascontiguousarray(self.hidden[c], dtype=np.float32))
+            for c, v in self.candidates.items():
+                np.save(folder / f"candidate_{c}.npy", np.ascontiguousarray(v, dtype=np.float32))
+
+        return atomic_write_dir(Path(path), write, kind=RECORDS_KIND)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "StepRecords":
+        """Read a folder written by :meth:`save`; every array's dtype and shape checked against the manifest."""
+        folder = readable_dir(Path(path), "step records folder")
+        manifest = read_json(folder / "manifest.json")
+        if not isinstance(manifest, dict) or manifest.get("format") != RECORDS_FORMAT:
+            raise DataError("format", f"expected step records format {RECORDS_FORMAT}",
+                            str(folder / "manifest.json"))
+        try:
+            n, layers, d = int(manifest["n_steps"]), int(manifest["n_layers"]), int(manifest["d_model"])
+            rules = [str(r) for r in manifest["rules"]]
+            candidates = [str(c) for c in manifest.get("candidates", [])]
+        except (KeyError, TypeError, ValueError) as err:
+            raise DataError("manifest", f"missing or malformed field: {err}", str(folder / "manifest.json")) from None
+        rows = []
+        for line, row in read_jsonl(folder / "steps.jsonl"):
+            try:
+                rows.append(row)
+                for rule in rules:
+                    for c in CONDITIONS:
+                        row["hits"][rule][c] = bool(row["hits"][rule][c])
+                    for c in SAMPLED_CONDITIONS:
+                        row["sampled"][rule][c] = float(row["sampled"][rule][c])
+            except (KeyError, TypeError, ValueError) as err:
+                raise DataError("hits", f"line {line}: missing or malformed {err}", str(folder / "steps.jsonl")) from None
+        if len(rows) != n:
+            raise DataError("n_steps", f"the manifest says {n}, steps.jsonl holds {len(rows)}", str(folder))
+        hits = {rule: {c: np.array([r["hits"][rule][c] for r in rows], dtype=bool) for c in CONDITIONS}
+                for rule in rules}
+        sampled = {rule: {c: np.array([r["sampled"][rule][c] for r in rows], dtype=np.float64)
+                          for c in SAMPLED_CONDITIONS} for rule in rules}
+        for r in rows:
+            del r["hits"], r["sampled"]
+        hidden = {c: read_npy(folder / f"hidden_{c}.npy", f"hidden_{c}", np.float32, (n, layers + 1, d))
+                  for c in HIDDEN_CONDITIONS}
+        cands = {c: read_npy(folder / f"candidate_{c}.npy", f"candidate_{c}", np.float32, (n, d)) for c in candidates}
+        meta = {k: v for k, v in manifest.items() if k not in ("format", "n_steps", "n_layers", "d_model", "rules",
+                                                               "conditions", "hidden_conditions", "candidates")}
+        return cls(rows, hits, sampled, hidden, cands, meta)
+
+
+def concat(parts: Sequence[StepRecords]) -> StepRecords:
+    """Several records as one, in order (same rules, layers and width)."""
+    if not parts:
+        raise ValueError("nothing to concatenate")
+    first = parts[0]
+    return StepRecords([r for p in parts for r in p.rows],
+                       {rule: {c: np.concatenate([p.hits[rule][c] for p in parts]) for c in CONDITIONS}
+                        for rule in first.rules},
+                       {rule: {c: np.concatenate([p.sampled[rule][c] for p in parts]) for c in SAMPLED_CONDITIONS}
+                        for rule in first.rules},
+                       {c: np.concatenate([p.hidden[c] for p in parts]) for c in HIDDEN_CONDITIONS},
+                       {c: np.concatenate([p.candidates[c] for p in parts]) for c in first.candidates},
+                       dict(first.meta))
+
+
+# ----------------------------------------------------------------------------- collecting
+def step_seed(seed: int, episode_id: str, step: int, condition: str) -> int:
+    """The sampling seed of one (step, condition): a hash, so a step's draws do not depend on
+    which other steps are collected with it or in which batch."""
+    digest = hashlib.blake2b(f"{seed}|{episode_id}|{step}|{condition}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little") & ((1 << 63) - 1)
+
+
+def _policy_outputs(policy: Any, inputs: Sequence[PolicyInput], feats: list | None, modality: Modality,
+                    hidden: bool, n_samples: int, seeds: Sequence[int], temperature: float) -> list[PolicyOutput]:
+    """One batch of the policy's answers under ``modality``, with hidden states and samples as asked."""
+    if feats is not None:
+        gens = [torch.Generator().manual_seed(s) for s in seeds] if n_samples else None
+        return policy.act_features(feats, [modality] * len(feats), hidden, n_samples=n_samples, generator=gens,
+                                   temperature=temperature)
+    shown = [x.with_modality(modality) for x in inputs]
+    outputs = policy.act(shown, output_hidden_states=hidden)
+    if n_samples:
+        drawn = policy.sample(shown, n_samples, seeds, temperature)
+        outputs = [PolicyOutput(o.action, o.hidden_states, o.raw, {**o.info, "samples": d})
+                   for o, d in zip(outputs, drawn)]
+    return outputs
+
+
+def collect_records(policy: Any, examples: Sequence[Any], rules: Mapping[str, MatchConfig], n_samples: int = 8,
+                    temperature: float = 1.0, seed: int = 0, batch_size: int = 64, progress: bool = True,
+                    describe: Callable[[Any], dict] | None = None) -> StepRecords:
+    """Run ``policy`` on every example under every condition and keep what SwitchMem needs.
+
+    ``examples`` carry ``input`` (with the memory as text *and* image), ``target``, ``episode_id``,
+    ``step`` and ``memory_kind``. ``rules`` names the step rules (``{"aitw": MatchConfig("aitw"),
+    "learngui": ...}``). A featurising policy (the miniature actor) reads each input once and is run
+    from its features; any other must offer ``act(..., output_hidden_states=True)``, ``sample`` (for
+    ``n_samples > 0``) and ``memory_embeddings``. ``describe(example)`` may add fields to each row.
+    """
+    for ex in examples:
+        if ex.input.memory_text is None or ex.input.memory_image is None:
+            raise DataError("memory", f"step {ex.episode_id}/{ex.step} needs its memory as text and as image")
+    featurising = hasattr(policy, "featurise") and hasattr(policy, "act_features")
+    inputs = [ex.input for ex in examples]
+    targets = [ex.target for ex in examples]
+    hits = {r: {c: np.zeros(len(examples), dtype=bool) for c in CONDITIONS} for r in rules}
+    sampled = {r: {c: np.zeros(len(examples)) for c in SAMPLED_CONDITIONS} for r in rules}
+    hidden: dict[str, list[np.ndarray]] = {c: [] for c in HIDDEN_CONDITIONS}
+    cands: dict[str, list[np.ndarray]] = {c: [] for c in CANDIDATES}
+    bar = tqdm(total=len(examples), desc="layer analysis", disable=not progress)
+    for lo in range(0, len(examples), batch_size):
+        chunk = list(range(lo, min(lo + batch_size, len(examples))))
+        feats = [policy.featurise(inputs[i]) for i in chunk] if featurising else None
+        for c in CONDITIONS:
+            n_s = n_samples if c in SAMPLED_CONDITIONS else 0
+            seeds = [step_seed(seed, examples[i].episode_id, examples[i].step, c) for i in chunk]
+            outs = _policy_outputs(policy, [inputs[i] for i in chunk], feats, c, c in HIDDEN_CONDITIONS, n_s, seeds,
+                                   temperature)
+            for i, o in zip(chunk, outs):
+                for r, cfg in rules.items():
+                    hits[r][c][i] = action_match(o.action, targets[i], inputs[i].elements, cfg)
+                    if n_s:
+                        sampled[r][c][i] = np.mean([action_match(a, targets[i], inputs[i].elements, cfg)
+                                                    for a in o.info["samples"]])
+            if c in HIDDEN_CONDITIONS:
+                hidden[c] += [o.hidden_states for o in outs]
+        for c in CANDIDATES:
+            cands[c].append(policy.memory_embeddings(feats if featurising else [inputs[i] for i in chunk], c))
+        bar.update(len(chunk))
+    bar.close()
+    groups_step = step_groups(inputs, targets)
+    groups_info = information_groups(inputs, targets)
+    rows = []
+    for i, ex in enumerate(examples):
+        groups = sorted({g for g, m in groups_step.items() if m[i]} | {g for g, m in groups_info.items() if m[i]})
+        row = {"episode_id": ex.episode_id, "step": int(ex.step), "memory_kind": ex.memory_kind,
+               "target": ex.target.describe(), "target_type": ex.target.type, "groups": groups,
+               "n_elements": len(ex.input.elements), "goal": ex.input.goal}
+        if describe is not None:
+            row.update(describe(ex))
+        rows.append(row)
+    d = {c: np.stack(v).astype(np.float32) if v else np.zeros((0, 1, 1), np.float32) for c, v in hidden.items()}
+    meta = {"n_samples": n_samples, "temperature": temperature, "seed": seed,
+            "actor": type(policy).__name__}
+    return StepRecords(rows, hits, sampled, d,
+                       {c: np.concatenate(v).astype(np.float32) for c, v in cands.items()}, meta)

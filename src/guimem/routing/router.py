@@ -1,0 +1,207 @@
+"""SwitchMem's router: a shared MLP scorer ``q(state, candidate)`` and a label-free threshold.
+
+The probe (:mod:`guimem.routing.probe`) reads ``h_I - h_T``, which needs *both* memory prompts run.
+The router must decide before running either: it sees the actor's hidden state on the memory-free
+prompt (``state``, one forward pass the step needs anyway for no memory) and a cheap reading of each
+candidate rendering (``candidate``: the actor's own embedding of the memory tokens, no transformer
+block). One MLP — *shared* by the two candidates, told which is which by a modality flag — scores
+each: ``r = q(state, image) - q(state, text)``. It is trained so that ``r`` reproduces the probe's
+continuous decision value (``target="probe"``, SwitchMem), or, as the simpler baseline, with a
+logistic loss on the binary sampled preference directly (``target="binary"``).
+
+**The threshold τ, calibrated without labels.** ``r ≥ τ`` routes to Image. On its training pool the
+router's own decisions at ``r ≥ 0`` give an image-use rate ρ (the rate the probe's supervision
+implies). On new steps — another memory, another split, another benchmark — :func:`calibrate_tau`
+sets τ to the ``1 − ρ`` quantile of the router's scores *there*, so the router keeps using Image
+on the share of steps it learned to, ranked by its own scores. It reads the scores only: no action,
+reward, success or preference of the new steps.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from safetensors.torch import load_file, save_file
+from torch import nn
+
+from guimem.core.data import DataError
+from guimem.core.io import atomic_write_dir, check_finite, file_inside, read_json, readable_dir, write_json
+
+ROUTER_KIND = "guimem.router"
+RouterTarget = Literal["probe", "binary"]
+
+
+@dataclass(frozen=True)
+class RouterConfig:
+    """The scorer's shape and training."""
+
+    hidden: int = 64  # MLP width
+    epochs: int = 200  # full-batch passes (the pool is small)
+    lr: float = 0.003  # AdamW learning rate
+    weight_decay: float = 0.01
+    target: RouterTarget = "probe"  # probe: regress the probe's decision value; binary: the sign of the preference
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.target not in ("probe", "binary"):
+            raise DataError("target", f"expected probe or binary, got {self.target!r}")
+        if self.hidden < 1 or self.epochs < 1 or not self.lr > 0:
+            raise DataError("router", f"hidden, epochs and lr must be positive, got {self}")
+
+
+class SharedScorer(nn.Module):
+    """``q(state, candidate, modality)``: one MLP over ``[state; candidate; is_image]``."""
+
+    def __init__(self, d_state: int, d_candidate: int, hidden: int):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(d_state + d_candidate + 1, hidden), nn.GELU(),
+                                 nn.Linear(hidden, hidden), nn.GELU(), nn.Linear(hidden, 1))
+
+    def forward(self, state: torch.Tensor, candidate: torch.Tensor, is_image: torch.Tensor) -> torch.Tensor:
+        return self.net(torch.cat([state, candidate, is_image[:, None]], dim=-1)).squeeze(-1)  # [batch]
+
+
+@dataclass
+class Router:
+    """A trained scorer with the standardisation of its inputs and its threshold."""
+
+    scorer: SharedScorer
+    state_mean: np.ndarray
+    state_std: np.ndarray
+    cand_mean: np.ndarray
+    cand_std: np.ndarray
+    config: RouterConfig
+    tau: float = 0.0
+    train_image_rate: float = 0.5  # share of its training pool the router sends to Image at r >= 0
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def score(self, state: np.ndarray, text: np.ndarray, image: np.ndarray) -> np.ndarray:
+        """``[n]`` ``r = q_I - q_T`` for states ``[n, d_s]`` and candidates ``[n, d_c]`` each."""
+        s = torch.as_tensor((np.asarray(state, np.float64) - self.state_mean) / self.state_std, dtype=torch.float32)
+        t = torch.as_tensor((np.asarray(text, np.float64) - self.cand_mean) / self.cand_std, dtype=torch.float32)
+        i = torch.as_tensor((np.asarray(image, np.float64) - self.cand_mean) / self.cand_std, dtype=torch.float32)
+        self.scorer.eval()
+        with torch.no_grad():
+            ones, zeros = torch.ones(len(s)), torch.zeros(len(s))
+            r = self.scorer(s, i, ones) - self.scorer(s, t, zeros)
+        return r.double().numpy()
+
+    def route(self, scores: np.ndarray, tau: float | None = None) -> np.ndarray:
+        """``[n]`` bool: Image where ``r >= tau`` (default: the router's calibrated τ)."""
+        return np.asarray(scores) >= (self.tau if tau is None else tau)
+
+    # ------------------------------------------------------------------ disk
+    def save(self, path: str | os.PathLike) -> Path:
+        """``router.json`` (config, input standardisation, τ) and ``scorer.safetensors``, atomically."""
+        meta = {"config": asdict(self.config), "tau": float(self.tau), "train_image_rate": float(self.train_image_rate),
+                "d_state": int(len(self.state_mean)), "d_candidate": int(len(self.cand_mean)),
+                "state_mean": self.state_mean.tolist(), "state_std": self.state_std.tolist(),
+                "cand_mean": self.cand_mean.tolist(), "cand_std": self.cand_std.tolist(), "info": self.info}
+
+        def write(folder: Path) -> None:
+            write_json(folder / "router.json", meta)
+            save_file({k: v.contiguous() for k, v in self.scorer.state_dict().items()}, str(folder / "scorer.safetensors"))
+
+        return atomic_write_dir(Path(path), write, kind=ROUTER_KIND)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "Router":
+        folder = readable_dir(Path(path), "saved router")
+        where = str(folder / "router.json")
+        meta = read_json(folder / "router.json")
+        try:
+            config = RouterConfig(**meta["config"])
+            d_s, d_c = int(meta["d_state"]), int(meta["d_candidate"])
+            arrays = {k: check_finite(np.asarray(meta[k], dtype=np.float64), k, where)
+                      for k in ("state_mean", "state_std", "cand_mean", "cand_std")}
+            tau, rate = float(meta["tau"]), float(meta["train_image_rate"])
+        except (KeyError, TypeError, ValueError) as err:
+            raise DataError("router.json", f"missing or malformed field: {err}", where) from None
+        for k, d in (("state_mean", d_s), ("state_std", d_s), ("cand_mean", d_c), ("cand_std", d_c)):
+            if arrays[k].shape != (d,):
+                raise DataError(k, f"expected {d} values, got {arrays[k].shape}", where)
+        weights = file_inside(folder, "scorer.safetensors", "file", str(folder))
+        scorer = SharedScorer(d_s, d_c, config.hidden)
+        try:
+            scorer.load_state_dict(load_file(str(weights)))
+        except (RuntimeError, OSError) as err:
+            raise DataError("scorer.safetensors", f"not this router's weights: {str(err)[:160]}", str(weights)) from None
+        return cls(scorer, arrays["state_mean"], arrays["state_std"], arrays["cand_mean"], arrays["cand_std"], config,
+                   tau, rate, dict(meta.get("info", {})))
+
+
+def _standardiser(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    mean = x.mean(0)
+    std = x.std(0)
+    return mean, np.where(std > 1e-8, std, 1.0)
+
+
+def train_router(state: np.ndarray, text: np.ndarray, image: np.ndarray, target: np.ndarray,
+                 config: RouterConfig = RouterConfig()) -> Router:
+    """Fit the shared scorer on a pool of steps.
+
+    ``state`` ``[n, d_s]``: the memory-free hidden state; ``text``, ``image`` ``[n, d_c]``: the two
+    candidates; ``target`` ``[n]``: the probe's decision value (``config.target == "probe"``; scaled
+    to unit variance, the loss is the squared error of ``r``) or the binary preference, 1 = image
+    (``"binary"``: logistic loss on ``r``). Full-batch AdamW, seeded; deterministic for a fixed
+    torch thread count.
+    """
+    state, text, image = (np.asarray(a, np.float64) for a in (state, text, image))
+    target = np.asarray(target, np.float64)
+    n = len(target)
+    if not (len(state) == len(text) == len(image) == n) or n < 2:
+        raise DataError("target", f"one target per step and at least two steps: {len(state)}, {len(text)}, "
+                                  f"{len(image)}, {n}")
+    s_mean, s_std = _standardiser(state)
+    c_mean, c_std = _standardiser(np.concatenate([text, image]))
+    torch.manual_seed(config.seed)
+    scorer = SharedScorer(state.shape[1], text.shape[1], config.hidden)
+    s = torch.as_tensor((state - s_mean) / s_std, dtype=torch.float32)
+    t = torch.as_tensor((text - c_mean) / c_std, dtype=torch.float32)
+    i = torch.as_tensor((image - c_mean) / c_std, dtype=torch.float32)
+    scale = float(target.std()) if config.target == "probe" and target.std() > 0 else 1.0
+    y = torch.as_tensor(target / scale, dtype=torch.float32)
+    ones, zeros = torch.ones(n), torch.zeros(n)
+    opt = torch.optim.AdamW(scorer.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    losses = []
+    scorer.train()
+    for _ in range(config.epochs):
+        r = scorer(s, i, ones) - scorer(s, t, zeros)
+        loss = F.mse_loss(r, y) if config.target == "probe" else F.binary_cross_entropy_with_logits(r, y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    router = Router(scorer, s_mean, s_std, c_mean, c_std, config,
+                    info={"final_loss": losses[-1], "first_loss": losses[0], "steps": n, "target_scale": scale})
+    router.train_image_rate = float(router.route(router.score(state, text, image), 0.0).mean())
+    return router
+
+
+def calibrate_tau(scores: np.ndarray, image_rate: float) -> float:
+    """The label-free threshold: the ``1 - image_rate`` quantile of the router's scores on the
+    steps it will route, so that the share of ``r >= τ`` is ``image_rate`` there. It reads the
+    scores only — shuffling any labels of those steps cannot change it."""
+    scores = np.asarray(scores, dtype=np.float64)
+    if scores.ndim != 1 or not len(scores):
+        raise DataError("scores", f"expected a non-empty [n] array, got shape {scores.shape}")
+    if not 0.0 <= image_rate <= 1.0:
+        raise DataError("image_rate", f"expected a share in [0, 1], got {image_rate}")
+    if image_rate <= 0.0:
+        return float(np.inf)
+    if image_rate >= 1.0:
+        return float(-np.inf)
+    return float(np.quantile(scores, 1.0 - image_rate, method="higher"))
+
+
+def describe(router: Router) -> str:
+    """One line: target, width, τ and the training image rate."""
+    return json.dumps({"target": router.config.target, "hidden": router.config.hidden, "tau": round(router.tau, 4),
+                       "train_image_rate": round(router.train_image_rate, 4)})
