@@ -166,7 +166,6 @@ for kind in memories:
             shares_fig[f"{MEMORY_LABELS[kind]}, {split.replace('_', '-')}, {how}"] = wins[f"{kind}/{split}/{how}"]
 fig = modality_wins_figure(shares_fig)
 save_figure(fig, figure_path(figures_dir, "layer_analysis", "modality_wins"))
-fig
 
 # %% [markdown]
 # ## The preference, read from the hidden-state shift, layer by layer
@@ -194,7 +193,6 @@ write_plot_data(plots_dir, "layer_analysis", "layers",
 for a, b in zip(curve_cv, curve_transfer):
     print(f"layer {a['layer']}: CV AUC {a['auc']:.3f} [{a['auc_ci'][0]:.3f}, {a['auc_ci'][1]:.3f}]   "
           f"held-out AUC {b['auc']:.3f} [{b['auc_ci'][0]:.3f}, {b['auc_ci'][1]:.3f}]")
-fig
 
 # %% [markdown]
 # ## What the numbers say

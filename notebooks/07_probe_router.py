@@ -165,7 +165,6 @@ for kind in memories:
     print(f"{MEMORY_LABELS[kind]} ({rule}): SwitchMem {100 * t['switchmem']:.1f} vs best fixed ({vs['best_fixed']}) "
           f"{100 * t[vs['best_fixed']]:.1f}: +{vs['fixed']}/−{vs['broken']}, p = {vs['p_value']}; "
           f"vs random at the same rate {100 * t['random']:.1f}: p = {t['switchmem_vs_random_p']}")
-fig
 
 # %% [markdown]
 # ## Against random routing at every image-use rate
@@ -185,7 +184,6 @@ write_plot_data(plots_dir, "probe_router", "rate_sweep",
                  for a, b, c in zip(*smg_sweep.values())])
 beats = {name: sum(r["gain"] > 0 for r in rows_) for name, rows_ in smg_sweep.items()}
 print("rates (of", len(sweep_rates), ") where each beats random:", beats)
-fig
 
 # %% [markdown]
 # ## What the numbers say

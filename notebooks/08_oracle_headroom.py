@@ -69,7 +69,6 @@ save_figure(fig, figure_path(figures_dir, "oracle_headroom", "headroom"))
 for name, h in rows.items():
     print(f"{name}: best fixed ({h['best_fixed']}) {100 * h['best_fixed_accuracy']:.1f} → SwitchMem "
           f"{100 * h['switchmem']:.1f} → oracle {100 * h['oracle']:.1f}  (headroom {100 * h['oracle_gain']:.1f} points)")
-fig
 
 # %% [markdown]
 # ## Where the image helps
@@ -86,7 +85,6 @@ save_figure(fig, figure_path(figures_dir, "oracle_headroom", "where_image_helps"
 for axis, by in groups.items():
     print(axis + ":", ", ".join(f"{n} {100 * g['image_minus_text']:+.1f} pts (n={g['steps']}, "
                                 f"{100 * g['image_share']:.0f}% to Image)" for n, g in by.items()))
-fig
 
 # %% [markdown]
 # ## What the numbers say

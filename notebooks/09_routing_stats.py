@@ -173,7 +173,6 @@ fig2 = closed_loop_figure(table, conditions, f"Closed loop, {len(tasks)} held-ou
                                             f"{MEMORY_LABELS[memory]} memory")
 save_figure(fig2, figure_path(figures_dir, "routing_stats", "closed_loop"))
 print("closed loop:", online)
-fig
 
 # %%
 write_stage_results(results_path, {

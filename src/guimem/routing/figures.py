@@ -9,7 +9,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 from matplotlib.figure import Figure
 
-from guimem.viz.plotting import MODALITY_COLORS
+from guimem.viz.plotting import MODALITY_COLORS, table_figure
 
 ANNOTATION_SIZE = 7
 
@@ -184,10 +184,8 @@ def closed_loop_figure(table: Mapping[str, Mapping[str, Any]], conditions: Seque
 
 def labelled_table_figure(columns: Sequence[str], rows: Sequence[Sequence[str]], title: str = "",
                           label_share: float = 0.26) -> Figure:
-    """:func:`guimem.viz.plotting.table_figure` with its first column (the row labels) given
+    """:func:`~guimem.viz.plotting.table_figure` with its first column (the row labels) given
     ``label_share`` of the width and the others sharing the rest, so long labels are not cut."""
-    from guimem.viz.plotting import table_figure
-
     fig = table_figure(columns, rows, title)
     fig.set_size_inches(fig.get_size_inches()[0] * 1.15, fig.get_size_inches()[1])
     table = fig.axes[0].tables[0]
