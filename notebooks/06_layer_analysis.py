@@ -62,6 +62,7 @@ metrics_path = "scratch/metrics/layer_analysis.json"  # headline numbers (the pi
 results_path = "scratch/results/layer_analysis.json"  # every number behind them
 
 # %%
+import json
 from pathlib import Path
 
 import torch
@@ -216,11 +217,13 @@ results = {"steps": {"held_out": len(held), "pool": len(pool)}, "rule": rule, "n
            "signal_grows_with_depth": bool(grows), "pool_episodes": len(pool_episodes)}
 write_stage_results(results_path, results)
 s = wins["smg/held_out/greedy"]
-write_metrics(metrics_path, {
+metrics = {
     "held_out_steps": len(held.of_memory("smg")), "pool_steps": len(pool.of_memory("smg")),
     "smg_greedy_non_tied": round(s["non_tied_share"], 4), "smg_greedy_image_wins": round(s["image_wins"], 4),
     "smg_sampled_non_tied": round(wins["smg/held_out/sampled"]["non_tied_share"], 4),
     "smg_sampled_image_wins": round(wins["smg/held_out/sampled"]["image_wins"], 4),
     "probe_cv_auc_first_block": round(first["auc"], 4), "probe_cv_auc_last_layer": round(last["auc"], 4),
     "probe_transfer_auc_last_layer": round(curve_transfer[-1]["auc"], 4),
-})
+}
+write_metrics(metrics_path, metrics)
+print(json.dumps(metrics, indent=1))

@@ -54,6 +54,7 @@ metrics_path = "scratch/metrics/probe_router.json"  # headline numbers (the pipe
 results_path = "scratch/results/probe_router.json"  # every number behind them
 
 # %%
+import json
 from pathlib import Path
 
 import numpy as np
@@ -212,11 +213,13 @@ write_stage_results(results_path, {
                                **v["binary"].info},
                     "probe_explained_variance": v["probe_explained_variance"],
                     "teacher_positive_share": v["teacher_positive_share"]} for k, v in routers.items()}})
-write_metrics(metrics_path, {
+metrics = {
     "smg_none": round(t["none"], 4), "smg_text": round(t["text"], 4), "smg_image": round(t["image"], 4),
     "smg_both": round(t["both"], 4), "smg_switchmem": round(t["switchmem"], 4), "smg_random": round(t["random"], 4),
     "smg_oracle": round(t["oracle"], 4), "smg_switchmem_image_rate": round(t["switchmem_image_rate"], 4),
     "smg_switchmem_vs_best_p": t["switchmem_vs_best_fixed"]["p_value"],
     "smg_switchmem_vs_random_p": t["switchmem_vs_random_p"],
     "task_graph_switchmem": round(tables["task_graph"][rule]["switchmem"], 4) if "task_graph" in tables else None,
-})
+}
+write_metrics(metrics_path, metrics)
+print(json.dumps(metrics, indent=1))

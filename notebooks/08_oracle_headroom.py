@@ -33,6 +33,7 @@ metrics_path = "scratch/metrics/oracle_headroom.json"  # headline numbers (the p
 results_path = "scratch/results/oracle_headroom.json"  # every number behind them
 
 # %%
+import json
 from pathlib import Path
 
 from guimem.core.io import write_metrics, write_stage_results
@@ -106,7 +107,7 @@ findings = {
 for k, v in findings.items():
     print(f"{k.replace('_', ' ')}: {'holds' if v else 'does not hold'}")
 write_stage_results(results_path, {"headroom": table, "where_image_helps": groups, "findings": findings, "rule": rule})
-write_metrics(metrics_path, {
+metrics = {
     "best_fixed": round(main["best_fixed_accuracy"], 4), "switchmem": round(main["switchmem"], 4),
     "oracle": round(main["oracle"], 4), "oracle_gain": round(main["oracle_gain"], 4),
     "captured_share": None if main["captured"] is None else round(main["captured"], 4),
@@ -115,4 +116,6 @@ write_metrics(metrics_path, {
     **{f"image_minus_text_{short}": round(cat[c]["image_minus_text"], 4)
        for c, short in (("interface functionality", "interface"), ("task status", "status"),
                         ("system navigation", "navigation")) if c in cat},
-})
+}
+write_metrics(metrics_path, metrics)
+print(json.dumps(metrics, indent=1))

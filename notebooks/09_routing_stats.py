@@ -58,6 +58,7 @@ results_path = "scratch/results/routing_stats.json"  # every number behind them
 
 # %%
 import dataclasses
+import json
 from collections import OrderedDict
 from pathlib import Path
 
@@ -180,11 +181,13 @@ write_stage_results(results_path, {
     "success_rate": {c: {"mean": round(table[c]["mean"], 4), "std": round(table[c]["std"], 4),
                          "per_seed": [round(v, 4) for v in table[c]["per_seed"]]} for c in conditions},
     "switchmem_paired_vs": paired, "tau": routers[memory].tau})
-write_metrics(metrics_path, {
+metrics = {
     **{f"success_rate_{c}": round(table[c]["mean"], 4) for c in conditions},
     "closed_loop_image_steps_pct": round(online["image_steps_pct"], 4),
     "closed_loop_dual_modality_pct": round(online["dual_modality_pct"], 4),
     "offline_image_steps_pct": round(offline[memory]["image_steps_pct"], 4) if memory in offline else None,
     "offline_switches_per_trajectory": round(offline[memory]["switches_per_trajectory"], 4) if memory in offline else None,
     "switchmem_vs_text_p": paired["text"]["p_value"],
-})
+}
+write_metrics(metrics_path, metrics)
+print(json.dumps(metrics, indent=1))
