@@ -7,8 +7,8 @@ memory block, a memory image), each measured end to end from the raw inputs (fea
 * **fixed**: the actor on the text-memory prompt (one memory prompt per step);
 * **routed**: :class:`guimem.routing.policy.SwitchMemPolicy` — the memory-free forward pass (its
   hidden state is the router's state), the candidates' embeddings, the MLP, then the chosen prompt;
-* **both evaluated**: the actor run on the text *and* the image prompt (what choosing by comparing
-  the two answers, or extracting ``h_I - h_T`` at run time, would cost), plus the memory-free pass;
+* **both evaluated**: the actor run on the text *and* the image prompt with hidden states (what
+  choosing by comparing the two answers, or reading ``h_I - h_T`` at run time, would cost);
 * **hidden states**: a plain forward against one with ``output_hidden_states=True``.
 
 Targets (issue "SwitchMem end to end"): routed ≤ 1.15 x fixed (the router's overhead); both evaluated
@@ -68,9 +68,8 @@ def main() -> dict:
                           rng.normal(size=64), RouterConfig(epochs=5))
     routed = SwitchMemPolicy(actor, router, tau=0.0)
 
-    def both() -> None:
+    def both() -> None:  # both memory prompts, with their hidden states (what h_I - h_T at run time needs)
         feats = [actor.featurise(x) for x in xs]
-        actor.act_features(feats, ["none"] * BATCH, output_hidden_states=True)
         actor.act_features(feats, ["text"] * BATCH, output_hidden_states=True)
         actor.act_features(feats, ["image"] * BATCH, output_hidden_states=True)
 

@@ -198,9 +198,9 @@ for a, b in zip(curve_cv, curve_transfer):
 # %% [markdown]
 # ## What the numbers say
 #
-# Read the layer curve against its intervals: the signal *grows with depth* only if the last
-# layer's AUC is above the first block's by more than their intervals' overlap. Written out below
-# either way; the README carries the finding across seeds.
+# Read the layer curve against its intervals: here the signal is said to *grow with depth* only if
+# the last layer's whole 95% interval lies above the first block's AUC. Written out below either
+# way; the README carries the finding across seeds.
 
 # %%
 first, last = curve_cv[1], curve_cv[-1]

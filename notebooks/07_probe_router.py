@@ -63,14 +63,15 @@ import torch
 from guimem.core.data import DataError
 from guimem.core.io import write_metrics, write_stage_results
 from guimem.pipeline.paths import enter_repo_root
-from guimem.routing.evaluate import density_routing, rate_sweep, table_one
+from guimem.routing.evaluate import density_routing, label_free_tau, rate_sweep, table_one
 from guimem.routing.figures import labelled_table_figure, rate_sweep_figure
-from guimem.routing.probe import PreferenceProbe
+from guimem.routing.probe import PreferenceProbe, cross_validated_decisions
 from guimem.routing.records import StepRecords
-from guimem.routing.router import RouterConfig, calibrate_tau, train_router
+from guimem.routing.router import RouterConfig, train_router
 from guimem.viz.plotting import MEMORY_LABELS, figure_path, save_figure, write_plot_data
 
 RULE_NAMES = {"aitw": "AITW", "learngui": "LearnGUI"}
+TEACHER_FOLDS = 5  # folds (by episode) of the out-of-fold probe values the router learns on the probe's own steps
 enter_repo_root()
 torch.set_num_threads(torch_threads)
 held_all = StepRecords.load(Path(records_dir) / "held_out")
@@ -87,8 +88,9 @@ print(f"{len(held_all)} held-out and {len(pool_all)} pool records; {held_all.n_l
 # ## The probe, then the router that imitates it
 #
 # The probe sees `h_I − h_T`, which needs both memory prompts run; it is the *teacher*. Its decision
-# value on every pool step (tied steps included: the probe still has an opinion there) is the
-# target of the router, which sees only what is available before either memory prompt runs: the
+# value on every pool step (tied steps included: the probe still has an opinion there; on the
+# non-tied steps it was fitted on, the out-of-fold value of a probe that did not see the step's
+# episode, so the router does not learn the probe's overfit) is the target of the router, which sees only what is available before either memory prompt runs: the
 # memory-free hidden state and the actor's embedding of each candidate. The baseline router
 # `binary` is the same MLP trained on the non-tied steps' binary preference directly, without
 # the probe: does the actor-derived continuous target help?
@@ -97,8 +99,12 @@ print(f"{len(held_all)} held-out and {len(pool_all)} pool records; {held_all.n_l
 def routers_for(kind):
     pool = pool_all.of_memory(kind)
     decided = pool.non_tied(rule)
-    probe = PreferenceProbe(pca_dim, probe_c, seed).fit(decided.shift(-1), decided.preference(rule) > 0)
-    teacher = probe.decision_function(pool.shift(-1))
+    preferred = decided.preference(rule) > 0
+    probe = PreferenceProbe(pca_dim, probe_c, seed).fit(decided.shift(-1), preferred)
+    teacher = probe.decision_function(pool.shift(-1))  # tied steps: the probe never saw them
+    non_tied = pool.preference(rule) != 0  # the steps it was fitted on get out-of-fold values instead
+    teacher[non_tied] = cross_validated_decisions(decided.shift(-1), preferred, decided.episodes, TEACHER_FOLDS,
+                                                  pca_dim, probe_c, seed)
     state = lambda rec: rec.hidden["none"][:, state_layer]
     base = dict(hidden=router_hidden, epochs=router_epochs, lr=router_lr, seed=seed)
     switchmem = train_router(state(pool), pool.candidates["text"], pool.candidates["image"], teacher,
@@ -116,10 +122,10 @@ for kind in memories:
     held = held_all.of_memory(kind)
     scores = {name: r.score(state(held), held.candidates["text"], held.candidates["image"])
               for name, r in (("switchmem", switchmem), ("binary", binary))}
-    for name, r in (("switchmem", switchmem), ("binary", binary)):
-        r.tau = calibrate_tau(scores[name], r.train_image_rate)  # the held-out steps' scores only
+    for r in (switchmem, binary):
+        r.tau = label_free_tau(r, held)  # the held-out steps' scores only
     routings = {"switchmem": switchmem.route(scores["switchmem"]), "binary": binary.route(scores["binary"])}
-    routings["density"] = density_routing(held, float(routings["switchmem"].mean()))
+    routings["density"] = density_routing(held, float(routings["switchmem"].mean()), seed)
     tables[kind] = table_one(held, routings, ("aitw", "learngui"), seed=seed)
     sweeps[kind] = {"SwitchMem router": rate_sweep(scores["switchmem"], held, sweep_rates, rule, seed),
                     "binary-target router": rate_sweep(scores["binary"], held, sweep_rates, rule, seed),

@@ -79,7 +79,8 @@ for name, h in rows.items():
 # to Image. A router that learned the right thing leans to Image where the left bars are positive.
 
 # %%
-records, image = routed["smg"] if "smg" in routed else next(iter(routed.values()))
+focus = "smg" if "smg" in routed else next(iter(routed))  # the memory the group analysis and the metrics follow
+records, image = routed[focus]
 groups = where_image_helps(records, image, rule)
 fig = where_image_helps_figure(groups)
 save_figure(fig, figure_path(figures_dir, "oracle_headroom", "where_image_helps"))
@@ -94,7 +95,7 @@ for axis, by in groups.items():
 # takes, and whether the paper's groups are where the image helps here.
 
 # %%
-main = table[f"{next(iter(routed))}/{rule}"]
+main = table[f"{focus}/{rule}"]
 cat = groups["action category"]
 findings = {
     "oracle_headroom_exists": bool(main["oracle_gain"] > 0),

@@ -25,6 +25,7 @@ import numpy as np
 
 from guimem.eval.metrics import paired_counts
 from guimem.routing.records import CONDITIONS, StepRecords
+from guimem.routing.router import Router, calibrate_tau
 
 
 def routed_hits(records: StepRecords, image: np.ndarray, rule: str = "aitw") -> np.ndarray:
@@ -40,21 +41,21 @@ def fixed_accuracies(records: StepRecords, rule: str = "aitw") -> dict[str, floa
 
 def random_routing(records: StepRecords, rate: float, rule: str = "aitw", n_draws: int = 1000,
                    seed: int = 0) -> dict[str, float]:
-    """Ratio-matched random routing at image-use ``rate``: the exact expected accuracy and the 95%
-    interval over ``n_draws`` random routings that send ``round(rate * n)`` steps to Image."""
+    """Ratio-matched random routing: ``k = round(rate * n)`` steps sent to Image at random. Its exact
+    expected accuracy (``k/n * acc_I + (1 - k/n) * acc_T``) and the 95% interval over ``n_draws``
+    such routings."""
     n = len(records)
     text, image = records.hits[rule]["text"], records.hits[rule]["image"]
-    expected = float(rate * image.mean() + (1 - rate) * text.mean())
-    rng = np.random.default_rng(seed)
     k = int(round(rate * n))
+    expected = float(k / n * image.mean() + (1 - k / n) * text.mean())
+    rng = np.random.default_rng(seed)
     draws = []
     for _ in range(n_draws):
         mask = np.zeros(n, dtype=bool)
         mask[rng.choice(n, k, replace=False)] = True
         draws.append(float(np.where(mask, image, text).mean()))
     return {"rate": float(rate), "expected": expected, "lo": float(np.percentile(draws, 2.5)),
-            "hi": float(np.percentile(draws, 97.5)),
-            "p_at_least": float(np.mean(np.array(draws) >= expected))}
+            "hi": float(np.percentile(draws, 97.5))}
 
 
 def beats_random(hits: np.ndarray, records: StepRecords, rate: float, rule: str = "aitw", n_draws: int = 2000,
@@ -74,11 +75,12 @@ def beats_random(hits: np.ndarray, records: StepRecords, rate: float, rule: str 
     return (count + 1) / (n_draws + 1)
 
 
-def at_rate(scores: np.ndarray, rate: float) -> np.ndarray:
-    """``[n]`` bool: Image on the ``round(rate * n)`` highest-scoring steps (ties broken by position)."""
+def at_rate(scores: np.ndarray, rate: float, seed: int = 0) -> np.ndarray:
+    """``[n]`` bool: Image on the ``round(rate * n)`` highest-scoring steps; equal scores are ordered
+    at random (``seed``), so a score with many ties (a count of elements) favours no record order."""
     scores = np.asarray(scores, dtype=np.float64)
     k = int(round(rate * len(scores)))
-    order = np.argsort(-scores, kind="stable")
+    order = np.lexsort((np.random.default_rng(seed).random(len(scores)), -scores))
     mask = np.zeros(len(scores), dtype=bool)
     mask[order[:k]] = True
     return mask
@@ -89,17 +91,17 @@ def rate_sweep(scores: np.ndarray, records: StepRecords, rates: Sequence[float],
     """At each image-use rate: the router (Image on its top-scored share) against random routing."""
     rows = []
     for rate in rates:
-        hits = routed_hits(records, at_rate(scores, rate), rule)
+        hits = routed_hits(records, at_rate(scores, rate, seed), rule)
         rnd = random_routing(records, rate, rule, seed=seed)
         rows.append({"rate": float(rate), "router": float(hits.mean()), "random": rnd["expected"],
                      "random_lo": rnd["lo"], "random_hi": rnd["hi"], "gain": float(hits.mean()) - rnd["expected"]})
     return rows
 
 
-def density_routing(records: StepRecords, rate: float) -> np.ndarray:
+def density_routing(records: StepRecords, rate: float, seed: int = 0) -> np.ndarray:
     """The UI-density heuristic: Image on the share ``rate`` of steps with the most UI elements."""
     density = np.array([r["n_elements"] for r in records.rows], dtype=np.float64)
-    return at_rate(density, rate)
+    return at_rate(density, rate, seed)
 
 
 def headroom(records: StepRecords, routings: dict[str, np.ndarray], rule: str = "aitw") -> dict[str, Any]:
@@ -184,12 +186,19 @@ ACTION_CATEGORIES: dict[str, str] = {
 through the system."""
 
 
-def route_records(router: Any, records: StepRecords) -> tuple[np.ndarray, np.ndarray]:
+def route_records(router: Router, records: StepRecords) -> tuple[np.ndarray, np.ndarray]:
     """``(scores [n], image [n] bool)``: the router on every step of ``records`` at its own τ, reading
     the memory-free hidden state of the layer it was trained on (``router.info["state_layer"]``)."""
     layer = int(router.info.get("state_layer", -1))
     scores = router.score(records.hidden["none"][:, layer], records.candidates["text"], records.candidates["image"])
     return scores, router.route(scores)
+
+
+def label_free_tau(router: Router, records: StepRecords) -> float:
+    """SwitchMem's τ for the steps of ``records``: :func:`~guimem.routing.router.calibrate_tau` on the
+    router's scores there (from their memory-free states and candidates only) at the image rate the
+    router has on its own training pool. No hit, preference, action or success of theirs is read."""
+    return calibrate_tau(route_records(router, records)[0], router.train_image_rate)
 
 
 def where_image_helps(records: StepRecords, image: np.ndarray, rule: str = "aitw",

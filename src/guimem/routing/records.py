@@ -10,7 +10,8 @@ actor four times — no memory, text, image, both — and keeps
 * ``sampled[rule][condition]``: for text and image, the share of ``n_samples`` actions drawn from
   the actor (:func:`guimem.actors.mini.features.sample_decode`) that match — the *sampled action
   preference* of SwitchMem is ``sampled[rule]["image"] - sampled[rule]["text"]``, and a step is
-  *non-tied* where it is not zero;
+  *non-tied* where it is not zero. Both renderings draw with the same seed (:func:`step_seed`:
+  common random numbers), so equal distributions give equal samples;
 * ``hidden[condition]``: ``[n_steps, n_layers + 1, d_model]`` float32, the hidden state of every
   layer at the final prompt token, for the memory-free, the text and the image prompt;
 * ``candidates[modality]``: ``[n_steps, d_model]``, the actor's own embedding of each memory
@@ -56,6 +57,9 @@ HIDDEN_CONDITIONS: tuple[Modality, ...] = ("none", "text", "image")
 SAMPLED_CONDITIONS: tuple[Modality, ...] = ("text", "image")
 """The conditions whose sampled actions give the preference."""
 CANDIDATES: tuple[Modality, ...] = ("text", "image")
+ROW_FIELDS: tuple[str, ...] = ("episode_id", "step", "memory_kind", "target_type", "groups", "n_elements", "hits",
+                               "sampled")
+"""The fields every row of ``steps.jsonl`` must have (what the routing stages read)."""
 
 
 @dataclass
@@ -126,9 +130,13 @@ class StepRecords:
     def save(self, path: str | os.PathLike) -> Path:
         """Write the folder described in the module docstring, atomically (see :func:`atomic_write_dir`)."""
         n = len(self)
-        for c in HIDDEN_CONDITIONS:
-            if self.hidden[c].shape[0] != n:
-                raise DataError(f"hidden_{c}", f"{self.hidden[c].shape[0]} rows for {n} steps")
+        arrays = {f"hidden_{c}": self.hidden[c] for c in HIDDEN_CONDITIONS}
+        arrays |= {f"candidate_{c}": v for c, v in self.candidates.items()}
+        arrays |= {f"hits.{r}.{c}": v for r, by in self.hits.items() for c, v in by.items()}
+        arrays |= {f"sampled.{r}.{c}": v for r, by in self.sampled.items() for c, v in by.items()}
+        for name, v in arrays.items():
+            if len(v) != n:
+                raise DataError(name, f"{len(v)} rows for {n} steps")
         rows = []
         for i, r in enumerate(self.rows):
             rows.append({**r, "hits": {rule: {c: bool(v[i]) for c, v in by.items()} for rule, by in self.hits.items()},
@@ -164,16 +172,21 @@ class StepRecords:
         except (KeyError, TypeError, ValueError) as err:
             raise DataError("manifest", f"missing or malformed field: {err}", str(folder / "manifest.json")) from None
         rows = []
+        where = str(folder / "steps.jsonl")
         for line, row in read_jsonl(folder / "steps.jsonl"):
-            try:
-                rows.append(row)
-                for rule in rules:
-                    for c in CONDITIONS:
-                        row["hits"][rule][c] = bool(row["hits"][rule][c])
-                    for c in SAMPLED_CONDITIONS:
-                        row["sampled"][rule][c] = float(row["sampled"][rule][c])
-            except (KeyError, TypeError, ValueError) as err:
-                raise DataError("hits", f"line {line}: missing or malformed {err}", str(folder / "steps.jsonl")) from None
+            if not isinstance(row, dict):
+                raise DataError("steps.jsonl", f"line {line}: expected an object", where)
+            missing = [k for k in ROW_FIELDS if k not in row]
+            if missing:
+                raise DataError(missing[0], f"line {line}: missing", where)
+            rows.append(row)
+            for name, conditions, cast in (("hits", CONDITIONS, bool), ("sampled", SAMPLED_CONDITIONS, float)):
+                try:
+                    for rule in rules:
+                        for c in conditions:
+                            row[name][rule][c] = cast(row[name][rule][c])
+                except (KeyError, TypeError, ValueError) as err:
+                    raise DataError(name, f"line {line}: missing or malformed {err}", where) from None
         if len(rows) != n:
             raise DataError("n_steps", f"the manifest says {n}, steps.jsonl holds {len(rows)}", str(folder))
         hits = {rule: {c: np.array([r["hits"][rule][c] for r in rows], dtype=bool) for c in CONDITIONS}
@@ -191,10 +204,14 @@ class StepRecords:
 
 
 def concat(parts: Sequence[StepRecords]) -> StepRecords:
-    """Several records as one, in order (same rules, layers and width)."""
+    """Several records as one, in order; they must have the same rules, candidates, layers and width."""
     if not parts:
         raise ValueError("nothing to concatenate")
     first = parts[0]
+    for p in parts[1:]:
+        if (p.rules, sorted(p.candidates), p.hidden["text"].shape[1:]) != (
+                first.rules, sorted(first.candidates), first.hidden["text"].shape[1:]):
+            raise DataError("records", "records of different rules, candidates or hidden-state shapes")
     return StepRecords([r for p in parts for r in p.rows],
                        {rule: {c: np.concatenate([p.hits[rule][c] for p in parts]) for c in CONDITIONS}
                         for rule in first.rules},
@@ -206,10 +223,13 @@ def concat(parts: Sequence[StepRecords]) -> StepRecords:
 
 
 # ----------------------------------------------------------------------------- collecting
-def step_seed(seed: int, episode_id: str, step: int, condition: str) -> int:
-    """The sampling seed of one (step, condition): a hash, so a step's draws do not depend on
-    which other steps are collected with it or in which batch."""
-    digest = hashlib.blake2b(f"{seed}|{episode_id}|{step}|{condition}".encode(), digest_size=8).digest()
+def step_seed(seed: int, memory_kind: str, episode_id: str, step: int) -> int:
+    """The sampling seed of one step (with one memory's retrieval): a hash, so its draws do not depend
+    on which other steps are collected with it or in which batch. The text and the image rendering
+    draw with the *same* seed (common random numbers): where the two distributions are equal, their
+    samples are equal and the step is tied, so a preference comes from what the rendering changed,
+    not from the luck of two independent draws."""
+    digest = hashlib.blake2b(f"{seed}|{memory_kind}|{episode_id}|{step}".encode(), digest_size=8).digest()
     return int.from_bytes(digest, "little") & ((1 << 63) - 1)
 
 
@@ -256,7 +276,7 @@ def collect_records(policy: Any, examples: Sequence[Any], rules: Mapping[str, Ma
         feats = [policy.featurise(inputs[i]) for i in chunk] if featurising else None
         for c in CONDITIONS:
             n_s = n_samples if c in SAMPLED_CONDITIONS else 0
-            seeds = [step_seed(seed, examples[i].episode_id, examples[i].step, c) for i in chunk]
+            seeds = [step_seed(seed, examples[i].memory_kind, examples[i].episode_id, examples[i].step) for i in chunk]
             outs = _policy_outputs(policy, [inputs[i] for i in chunk], feats, c, c in HIDDEN_CONDITIONS, n_s, seeds,
                                    temperature)
             for i, o in zip(chunk, outs):

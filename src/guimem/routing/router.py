@@ -12,9 +12,10 @@ logistic loss on the binary sampled preference directly (``target="binary"``).
 **The threshold τ, calibrated without labels.** ``r ≥ τ`` routes to Image. On its training pool the
 router's own decisions at ``r ≥ 0`` give an image-use rate ρ (the rate the probe's supervision
 implies). On new steps — another memory, another split, another benchmark — :func:`calibrate_tau`
-sets τ to the ``1 − ρ`` quantile of the router's scores *there*, so the router keeps using Image
-on the share of steps it learned to, ranked by its own scores. It reads the scores only: no action,
-reward, success or preference of the new steps.
+sets τ between the router's scores *there* so that the top ρ of them go to Image: the router keeps
+using Image on the share of steps it learned to, ranked by its own scores. It reads the scores only:
+no action, reward, success or preference of the new steps
+(:func:`guimem.routing.evaluate.label_free_tau` does it from step records).
 """
 
 from __future__ import annotations
@@ -186,19 +187,23 @@ def train_router(state: np.ndarray, text: np.ndarray, image: np.ndarray, target:
 
 
 def calibrate_tau(scores: np.ndarray, image_rate: float) -> float:
-    """The label-free threshold: the ``1 - image_rate`` quantile of the router's scores on the
-    steps it will route, so that the share of ``r >= τ`` is ``image_rate`` there. It reads the
-    scores only — shuffling any labels of those steps cannot change it."""
+    """The label-free threshold: between the scores of the steps it will route, so that the
+    ``round(image_rate * n)`` highest-scoring ones go to Image — halfway between the lowest of those
+    and the next score, so that no step sits on the threshold (where last-bit float noise from
+    another batch or machine could flip it). It reads the scores only: no label of those steps."""
     scores = np.asarray(scores, dtype=np.float64)
     if scores.ndim != 1 or not len(scores):
         raise DataError("scores", f"expected a non-empty [n] array, got shape {scores.shape}")
     if not 0.0 <= image_rate <= 1.0:
         raise DataError("image_rate", f"expected a share in [0, 1], got {image_rate}")
-    if image_rate <= 0.0:
+    n = len(scores)
+    k = int(round(image_rate * n))
+    if k <= 0:
         return float(np.inf)
-    if image_rate >= 1.0:
+    if k >= n:
         return float(-np.inf)
-    return float(np.quantile(scores, 1.0 - image_rate, method="higher"))
+    ordered = np.sort(scores)[::-1]  # highest first
+    return float((ordered[k - 1] + ordered[k]) / 2)
 
 
 def describe(router: Router) -> str:

@@ -215,8 +215,9 @@ class HFVLMActor:
         out = []
         for inp, seed in zip(inputs, seeds):
             enc, (frame,) = self.encode([inp])
-            torch.manual_seed(int(seed))
-            gen = self.model.generate(**enc, generation_config=config)
+            with torch.random.fork_rng(devices=[self.device] if self.device.type == "cuda" else []):
+                torch.manual_seed(int(seed))  # this input's draws, without moving the caller's RNG
+                gen = self.model.generate(**enc, generation_config=config)
             answers = self.processor.tokenizer.batch_decode(gen.sequences[:, enc["input_ids"].shape[1]:],
                                                             skip_special_tokens=True)
             out.append([self.to_output(a, frame).action for a in answers])
