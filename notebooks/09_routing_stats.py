@@ -98,7 +98,9 @@ routers = {kind: Router.load(Path(routers_dir) / kind) for kind in sorted({memor
 # ## Offline: the router along the held-out demonstrations
 #
 # At every step of every held-out demonstration the router chooses from the memory-free state and
-# the two candidates; a trajectory's choices in step order give its switches and runs.
+# the two candidates; a trajectory's choices in step order give its switches and runs. (This needs
+# every step recorded, `06_layer_analysis`'s default; with a sample of steps, runs would join across
+# the steps left out.) In closed loop every step shows memory, so each trace is one unbroken sequence.
 
 # %%
 held_all = StepRecords.load(Path(records_dir) / "held_out")
@@ -109,6 +111,9 @@ for kind in offline_memories:
     by_episode: dict[str, list[tuple[int, bool]]] = {}
     for row, img in zip(records.rows, image):
         by_episode.setdefault(row["episode_id"], []).append((row["step"], bool(img)))
+    if any([i for i, _ in sorted(steps)] != list(range(len(steps))) for steps in by_episode.values()):
+        raise DataError("max_eval_steps", "the held-out records are a sample of steps; routing along "
+                                          "trajectories needs every step (run 06_layer_analysis with 0)", records_dir)
     offline[kind] = routing_statistics([[img for _, img in sorted(steps)] for steps in by_episode.values()])
     print(f"{MEMORY_LABELS[kind]} (held-out demonstrations): {offline[kind]}")
 
