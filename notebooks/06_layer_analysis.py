@@ -136,7 +136,10 @@ print(f"{len(held_examples)} held-out examples ({len(held_kinds)} memories each)
 # image samples that match minus the share of text samples that match; it is *tied* when zero.
 # Sampling is what makes the preference informative where greedy answers agree: the actor may give
 # the same argmax under both renderings while one of them moves probability toward the right
-# action. Each step's draws are seeded by the step itself, so they do not depend on the batch.
+# action. Each step's draws are seeded by the step itself, so they do not depend on the batch, and
+# the text and the image rendering draw with the *same* seed (common random numbers): where the two
+# prompts leave the actor's distribution unchanged, their samples are identical and the step is
+# tied, so a preference is what the rendering changed, not the luck of two independent draws.
 
 # %%
 size = held_examples[0].input.screenshot.size
