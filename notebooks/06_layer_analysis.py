@@ -207,7 +207,10 @@ for a, b in zip(curve_cv, curve_transfer):
 
 # %%
 first, last = curve_cv[1], curve_cv[-1]
-grows = last["auc_ci"][0] > first["auc"]
+if "insufficient" in last:
+    print("No probe could be fitted on the pool:", last["insufficient"], "(more draws, a higher temperature or a "
+          "larger pool give more non-tied steps; 07_probe_router needs them)")
+grows = bool(last["auc_ci"][0] > first["auc"])  # False when either is NaN
 print(f"CV AUC at layer 1: {first['auc']:.3f}, at layer {last['layer']}: {last['auc']:.3f} "
       f"[{last['auc_ci'][0]:.3f}, {last['auc_ci'][1]:.3f}]: the signal "
       + ("grows with depth (the last layer's interval lies above layer 1)." if grows

@@ -65,7 +65,7 @@ from guimem.core.io import write_metrics, write_stage_results
 from guimem.pipeline.paths import enter_repo_root
 from guimem.routing.evaluate import density_routing, label_free_tau, rate_sweep, table_one
 from guimem.routing.figures import labelled_table_figure, rate_sweep_figure
-from guimem.routing.probe import PreferenceProbe, cross_validated_decisions
+from guimem.routing.probe import PreferenceProbe, cross_validated_decisions, fit_problem
 from guimem.routing.records import StepRecords
 from guimem.routing.router import RouterConfig, train_router
 from guimem.viz.plotting import MEMORY_LABELS, figure_path, save_figure, write_plot_data
@@ -99,6 +99,10 @@ print(f"{len(held_all)} held-out and {len(pool_all)} pool records; {held_all.n_l
 def routers_for(kind):
     pool = pool_all.of_memory(kind)
     decided = pool.non_tied(rule)
+    if (why := fit_problem(decided.preference(rule) > 0, decided.episodes)) is not None:
+        raise DataError("n_samples", f"{MEMORY_LABELS[kind]}: no probe can be fitted on the pool: {why}; draw more "
+                                     "actions per step (layer_analysis.n_samples), at a higher temperature, or "
+                                     "from a larger pool", records_dir)
     preferred = decided.preference(rule) > 0
     probe = PreferenceProbe(pca_dim, probe_c, seed).fit(decided.shift(-1), preferred)
     teacher = probe.decision_function(pool.shift(-1))  # tied steps: the probe never saw them

