@@ -143,6 +143,15 @@ def _insufficient(layer: int, steps: int, why: str) -> dict[str, Any]:
             "majority": nan, "steps": int(steps), "insufficient": why}
 
 
+def _scored(layer: int, y: np.ndarray, decision: np.ndarray, groups: np.ndarray, majority: float, n_boot: int,
+            seed: int) -> dict[str, Any]:
+    """One layer's row: accuracy and AUC of ``decision`` against ``y``, with episode-bootstrap intervals."""
+    acc, auc = probe_scores(y, decision)
+    ci = bootstrap_interval(y, decision, groups, n_boot, seed)
+    return {"layer": layer, "accuracy": acc, "auc": auc, "accuracy_ci": list(ci["accuracy"]),
+            "auc_ci": list(ci["auc"]), "majority": majority, "steps": int(len(y))}
+
+
 def layer_curve(shifts: np.ndarray, image_preferred: np.ndarray, groups: np.ndarray, folds: int = 5,
                 pca_dim: int = 64, c: float = 1.0, seed: int = 0, n_boot: int = 500) -> list[dict[str, Any]]:
     """Per layer of ``shifts`` (``[n, n_layers + 1, d]``, non-tied steps only): out-of-fold accuracy
@@ -161,10 +170,7 @@ def layer_curve(shifts: np.ndarray, image_preferred: np.ndarray, groups: np.ndar
             curve.append(_no_signal(layer, majority, len(y)))
             continue
         decision = cross_validated_decisions(shifts[:, layer], y, groups, folds, pca_dim, c, seed)
-        acc, auc = probe_scores(y, decision)
-        ci = bootstrap_interval(y, decision, groups, n_boot, seed)
-        curve.append({"layer": layer, "accuracy": acc, "auc": auc, "accuracy_ci": list(ci["accuracy"]),
-                      "auc_ci": list(ci["auc"]), "majority": majority, "steps": int(len(y))})
+        curve.append(_scored(layer, y, decision, groups, majority, n_boot, seed))
     return curve
 
 
@@ -187,8 +193,5 @@ def transfer_curve(fit_shifts: np.ndarray, fit_preferred: np.ndarray, score_shif
             continue
         probe = PreferenceProbe(pca_dim, c, seed).fit(fit_shifts[:, layer], fit_preferred)
         decision = probe.decision_function(score_shifts[:, layer])
-        acc, auc = probe_scores(y, decision)
-        ci = bootstrap_interval(y, decision, np.asarray(score_groups), n_boot, seed)
-        curve.append({"layer": layer, "accuracy": acc, "auc": auc, "accuracy_ci": list(ci["accuracy"]),
-                      "auc_ci": list(ci["auc"]), "majority": majority, "steps": int(len(y))})
+        curve.append(_scored(layer, y, decision, np.asarray(score_groups), majority, n_boot, seed))
     return curve
