@@ -17,7 +17,7 @@ from guimem.actors.mini.features import collate, decode, sample_decode
 from guimem.actors.mini.model import GuiActor
 from guimem.actors.mini.policy import MiniActor
 from guimem.actors.mini.train import build_vocabulary
-from guimem.core.data import Action, DataError, UIElement
+from guimem.core.data import Action, DataError
 from guimem.core.policy import PolicyInput
 from guimem.eval.examples import ActorExample
 from guimem.eval.metrics import MatchConfig
@@ -41,14 +41,9 @@ from guimem.routing.policy import SwitchMemPolicy
 from guimem.routing.probe import PreferenceProbe, cross_validated_decisions, layer_curve, transfer_curve
 from guimem.routing.records import CONDITIONS, StepRecords, collect_records, concat, step_seed
 from guimem.routing.router import Router, RouterConfig, calibrate_tau, train_router
+from test_actor import BUTTONS, TINY  # the tiny actor and screen elements of the actor's own tests
 
 torch.set_num_threads(1)
-TINY = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64, dropout=0.0,
-            screen_height=32, screen_width=16, memory_image_height=32, memory_image_width=16, patch_size=8,
-            max_memory_tokens=24, max_elements=5, crop_size=4)
-BUTTONS = (UIElement("b0", "button", "Display", bounds=(0.0, 0.0, 0.5, 0.25), clickable=True),
-           UIElement("b1", "button", "Sound", bounds=(0.5, 0.5, 1.0, 0.75), clickable=True),
-           UIElement("i0", "icon", "", bounds=(0.0, 0.75, 0.5, 1.0), clickable=True))
 
 
 def screen(colour=(230, 230, 230)) -> Image.Image:

@@ -36,7 +36,7 @@ import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -250,15 +250,14 @@ def _policy_outputs(policy: Any, inputs: Sequence[PolicyInput], feats: list | No
 
 
 def collect_records(policy: Any, examples: Sequence[Any], rules: Mapping[str, MatchConfig], n_samples: int = 8,
-                    temperature: float = 1.0, seed: int = 0, batch_size: int = 64, progress: bool = True,
-                    describe: Callable[[Any], dict] | None = None) -> StepRecords:
+                    temperature: float = 1.0, seed: int = 0, batch_size: int = 64, progress: bool = True) -> StepRecords:
     """Run ``policy`` on every example under every condition and keep what SwitchMem needs.
 
     ``examples`` carry ``input`` (with the memory as text *and* image), ``target``, ``episode_id``,
     ``step`` and ``memory_kind``. ``rules`` names the step rules (``{"aitw": MatchConfig("aitw"),
     "learngui": ...}``). A featurising policy (the miniature actor) reads each input once and is run
     from its features; any other must offer ``act(..., output_hidden_states=True)``, ``sample`` (for
-    ``n_samples > 0``) and ``memory_embeddings``. ``describe(example)`` may add fields to each row.
+    ``n_samples > 0``) and ``memory_embeddings``.
     """
     for ex in examples:
         if ex.input.memory_text is None or ex.input.memory_image is None:
@@ -299,8 +298,6 @@ def collect_records(policy: Any, examples: Sequence[Any], rules: Mapping[str, Ma
         row = {"episode_id": ex.episode_id, "step": int(ex.step), "memory_kind": ex.memory_kind,
                "target": ex.target.describe(), "target_type": ex.target.type, "groups": groups,
                "n_elements": len(ex.input.elements), "goal": ex.input.goal}
-        if describe is not None:
-            row.update(describe(ex))
         rows.append(row)
     d = {c: np.stack(v).astype(np.float32) if v else np.zeros((0, 1, 1), np.float32) for c, v in hidden.items()}
     meta = {"n_samples": n_samples, "temperature": temperature, "seed": seed,

@@ -20,7 +20,6 @@ no action, reward, success or preference of the new steps
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -205,8 +204,3 @@ def calibrate_tau(scores: np.ndarray, image_rate: float) -> float:
     ordered = np.sort(scores)[::-1]  # highest first
     return float((ordered[k - 1] + ordered[k]) / 2)
 
-
-def describe(router: Router) -> str:
-    """One line: target, width, τ and the training image rate."""
-    return json.dumps({"target": router.config.target, "hidden": router.config.hidden, "tau": round(router.tau, 4),
-                       "train_image_rate": round(router.train_image_rate, 4)})
