@@ -54,6 +54,7 @@ actor_model = "mini"  # "mini": the frozen miniature actor in actor_dir; else a 
 actor_dir = "data/actor/model"  # the frozen actor from 04_actor (used when actor_model is "mini")
 hf_coords = "relative_1000"  # a Hugging Face actor's coordinate convention (guimem.actors.hf.parsing.COORD_CONVENTIONS)
 hf_answer_format = "json"  # the answer format its system prompt asks for: json or uitars (click(...)-style)
+hf_max_new_tokens = 64  # a Hugging Face actor's answer budget in tokens (a JSON action takes ~25; a UI-TARS thought more)
 image_embedder = "efficientnet_lite0"  # must be the embedder the memories were built with
 text_embedder = "minilm"  # must be the intent embedder the memories were built with
 cache_dir = ".cache/guimem/embeddings"  # content-hash embedding cache (not tracked)
@@ -70,7 +71,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import torch
 
-from guimem.actors.loading import load_actor
+from guimem.actors.loading import describe_actor, load_actor
 from guimem.core.io import atomic_write_text, write_metrics, write_stage_results
 from guimem.core.store import load_episodes
 from guimem.eval.closed_loop import (
@@ -119,15 +120,15 @@ test_root = Path(world_dir) / "test"
 all_test = load_episodes(test_root)
 test_episodes = pick_tasks(all_test, max_tasks, seed)
 replays = replay_tasks(test_episodes, n_seeds)
-actor = load_actor(actor_model, actor_dir, actor_batch_size, coords=hf_coords, answer_format=hf_answer_format)
+actor = load_actor(actor_model, actor_dir, actor_batch_size, coords=hf_coords, answer_format=hf_answer_format,
+                   max_new_tokens=hf_max_new_tokens)
 stored = load_memories(memories_dir, image_embedder, text_embedder, cache_dir=cache_dir,
                        store_root=Path(world_dir) / "memory",
                        names=[m for m in memories if m != "none"])
 world_config = replay_world_config(test_root, max_steps)
 print(f"{len(test_episodes)} of {len(all_test)} held-out tasks x {n_seeds} seeds = {len(replays)} episodes per memory, "
       f"at most {max_steps} steps each")
-print("actor:", f"{actor.config.num_hidden_layers} layers, {actor.config.hidden_size} wide" if actor_model == "mini"
-      else actor_model, "| memories:", sorted(stored))
+print("actor:", describe_actor(actor, actor_model), "| memories:", sorted(stored))
 
 # %% [markdown]
 # ## Playing the tasks

@@ -29,15 +29,21 @@
 # the pipeline's `data/` and writes under `scratch/` (about a minute on 2 cores).
 #
 # **Paper.** SwitchMem's layer analysis and Fig. 2 (there Qwen3.5-9B on AITW, LearnGUI and
-# MobileMiniWoB++; here the 6-layer miniature on held-out app variants). The same functions run a
-# Hugging Face VLM (`guimem.actors.hf.HFVLMActor`): its hidden states have the same layout.
+# MobileMiniWoB++; here the 6-layer miniature on held-out app variants). The same stage runs a
+# Hugging Face VLM (`guimem.actors.hf.HFVLMActor`, hidden states in the same layout) with one parameter:
+# `dvc exp run -S closed_loop.actor_model=<model id or folder>` (05–09 all play that actor).
 
 # %% tags=["parameters"]
 world_dir = "data/world"  # episode stores from 00_world: test/ (held-out steps) and memory/ (the probe pool)
 subgoals_dir = "data/segmentation"  # subgoals of the memory episodes (memory.jsonl), to rebuild memories per fold
 memories_dir = "data/graph_build"  # the memories from 02_graph_build (their settings are copied per fold)
 retrieval_dir = "data/retrieval_eval"  # what each memory retrieved at every held-out step
-actor_dir = "data/actor/model"  # the frozen actor from 04_actor
+actor_model = "mini"  # the frozen actor 05_closed_loop plays: "mini" (actor_dir), else a Hugging Face VLM id or local folder
+actor_dir = "data/actor/model"  # the frozen miniature actor from 04_actor (used when actor_model is "mini")
+hf_coords = "relative_1000"  # a Hugging Face actor's coordinate convention (guimem.actors.hf.parsing.COORD_CONVENTIONS)
+hf_answer_format = "json"  # the answer format its system prompt asks for: json or uitars
+hf_max_new_tokens = 64  # a Hugging Face actor's answer budget in tokens (a JSON action takes ~25; a UI-TARS thought more)
+history_len = 4  # earlier actions of the episode the actor sees (the pipeline: actor.max_history)
 out_dir = "scratch/layer_analysis"  # step records go to <out_dir>/{held_out,pool} (the pipeline: data/layer_analysis)
 image_embedder = "efficientnet_lite0"  # must be the embedder the memories were built with
 text_embedder = "minilm"  # must be the intent embedder the memories were built with
@@ -67,7 +73,7 @@ from pathlib import Path
 
 import torch
 
-from guimem.actors.mini.policy import MiniActor
+from guimem.actors.loading import describe_actor, load_actor
 from guimem.core.data import group_by_episode
 from guimem.core.io import write_metrics, write_stage_results
 from guimem.core.store import load_episodes, load_subgoals
@@ -84,15 +90,14 @@ from guimem.viz.plotting import MEMORY_LABELS, figure_path, save_figure, write_p
 
 enter_repo_root()
 torch.set_num_threads(torch_threads)
-actor = MiniActor.load(actor_dir, batch_size=batch_size)
-history = actor.config.max_history
+actor = load_actor(actor_model, actor_dir, batch_size, coords=hf_coords, answer_format=hf_answer_format,
+                   max_new_tokens=hf_max_new_tokens)
 test_root, memory_root = Path(world_dir) / "test", Path(world_dir) / "memory"
 test = load_episodes(test_root, verify_images=False)  # validated by 00_world
 pool_episodes = load_episodes(memory_root, verify_images=False)
 pool_episodes = pool_episodes[:max_pool_episodes] if max_pool_episodes else pool_episodes
 subgoals = group_by_episode(s for s in load_subgoals(Path(subgoals_dir) / "memory.jsonl", store_root=memory_root))
-print(f"actor: {actor.config.num_hidden_layers} layers, d_model {actor.config.hidden_size}; "
-      f"{len(test)} held-out episodes, {len(pool_episodes)} pool episodes")
+print(f"actor: {describe_actor(actor, actor_model)}; {len(test)} held-out episodes, {len(pool_episodes)} pool episodes")
 
 # %% [markdown]
 # ## Two sets of steps
@@ -119,10 +124,10 @@ def rebuild(kind, episodes):
     return rebuild_like(saved[kind], episodes, [s for e in episodes for s in subgoals.get(e.id, [])], memory_root)
 
 
-pool_examples = build_kfold_examples(pool_episodes, memory_root, rebuild, memories, k_folds, seed, None, history,
+pool_examples = build_kfold_examples(pool_episodes, memory_root, rebuild, memories, k_folds, seed, None, history_len,
                                      query_vectors=queries)
 held_kinds = list(memories) + [m for m in MEMORIES if m not in memories]  # the others: Table 1's baselines
-held_examples = sample_held_out(examples_from_retrieval(test, test_root, retrieval_dir, held_kinds, history),
+held_examples = sample_held_out(examples_from_retrieval(test, test_root, retrieval_dir, held_kinds, history_len),
                                 max_eval_steps, seed)
 print(f"{len(held_examples)} held-out examples ({len(held_kinds)} memories each), "
       f"{len(pool_examples)} pool examples ({len(memories)} memories each)")

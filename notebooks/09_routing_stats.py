@@ -33,7 +33,11 @@
 # %% tags=["parameters"]
 world_dir = "data/world"  # episode stores from 00_world (test/ is replayed)
 memories_dir = "data/graph_build"  # memories from 02_graph_build
-actor_dir = "data/actor/model"  # the frozen actor from 04_actor
+actor_model = "mini"  # the frozen actor (as 05_closed_loop's): "mini" (actor_dir), else a Hugging Face VLM id or local folder
+actor_dir = "data/actor/model"  # the frozen miniature actor from 04_actor (used when actor_model is "mini")
+hf_coords = "relative_1000"  # a Hugging Face actor's coordinate convention (as 05_closed_loop's)
+hf_answer_format = "json"  # the answer format its system prompt asks for (as 05_closed_loop's)
+hf_max_new_tokens = 64  # a Hugging Face actor's answer budget in tokens (a JSON action takes ~25; a UI-TARS thought more)
 closed_loop_dir = "data/closed_loop"  # 05_closed_loop's traces: its no-memory and text runs are reused
 records_dir = "data/layer_analysis"  # held-out step records from 06_layer_analysis
 routers_dir = "data/probe_router"  # routers from 07_probe_router
@@ -64,7 +68,7 @@ from pathlib import Path
 
 import torch
 
-from guimem.actors.mini.policy import MiniActor
+from guimem.actors.loading import describe_actor, load_actor
 from guimem.core.data import DataError
 from guimem.core.io import write_metrics, write_stage_results
 from guimem.core.store import load_episodes
@@ -129,7 +133,9 @@ test_root = Path(world_dir) / "test"
 tasks = pick_tasks(load_episodes(test_root, verify_images=False), max_tasks, seed)
 replays = replay_tasks(tasks, n_seeds)
 world_config = replay_world_config(test_root, max_steps)
-actor = MiniActor.load(actor_dir, batch_size=actor_batch_size)
+actor = load_actor(actor_model, actor_dir, actor_batch_size, coords=hf_coords, answer_format=hf_answer_format,
+                   max_new_tokens=hf_max_new_tokens)
+print("actor:", describe_actor(actor, actor_model))
 stored = load_memories(memories_dir, image_embedder, text_embedder, cache_dir=cache_dir,
                        store_root=Path(world_dir) / "memory", names=[memory])
 planned = sorted((r.episode, r.seed) for r in replays)

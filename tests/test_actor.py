@@ -6,8 +6,10 @@ a 32x16-pixel screen): the properties tested do not depend on size.
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -536,23 +538,25 @@ def test_closed_loop_notebook(closed_loop_stage):
 
 
 # ----------------------------------------------------------------------------- the SwitchMem notebooks
-@pytest.fixture(scope="module")
-def switchmem_stages(closed_loop_stage):
-    """06_layer_analysis, 07_probe_router, 08_oracle_headroom and 09_routing_stats, in order, on the
-    tiny world, its actor and its closed loop, with params.yaml's sections as dvc passes them."""
+def run_switchmem_notebooks(tmp: Path, actor: dict[str, Any] | None = None,
+                            layer_analysis: dict[str, Any] | None = None) -> dict[str, dict]:
+    """06_layer_analysis, 07_probe_router, 08_oracle_headroom and 09_routing_stats, in order, in ``tmp``
+    (which holds the earlier stages' outputs), with params.yaml's sections as dvc passes them, the
+    actor parameters ``actor`` (actor_model, hf_coords, ...) given to 06 and 09, and 06's ``layer_analysis``."""
+    actor, layer_analysis = actor or {}, layer_analysis or {}
     from nbsmoke import run_notebook
 
-    tmp, _, _ = closed_loop_stage
+    from guimem.routing.records import StepRecords
+
     params = yaml.safe_load((Path(__file__).parents[1] / "params.yaml").read_text())
     embedders = dict(image_embedder="pixels", text_embedder="hashing", cache_dir=str(tmp / "cache"))
     rule = params["layer_analysis"]["rule"]
-    out = {"06": run_notebook("06_layer_analysis", tmp, **{**params["layer_analysis"], **embedders, "seed": SMOKE_SEED,
-                                                            "k_folds": 2, "n_boot": 20, "cv_folds": 2})}
+    out = {"06": run_notebook("06_layer_analysis", tmp, **{**params["layer_analysis"], **embedders, **actor,
+                                                            "seed": SMOKE_SEED, "history_len": 4, "k_folds": 2,
+                                                            "n_boot": 20, "cv_folds": 2, **layer_analysis})}
     # The tiny actor's two renderings tie on nearly every step (their samples share random numbers), which
     # 06 reports and 07 refuses to fit a probe on; so the pool's preferences are planted here — alternate
     # episodes prefer image and text — and 07-09 are run for their code paths, not their numbers.
-    from guimem.routing.records import StepRecords
-
     pool = StepRecords.load(tmp / "data" / "layer_analysis" / "pool")
     episodes = sorted(set(pool.episodes))
     image_wins = np.array([episodes.index(e) % 2 == 0 for e in pool.episodes])
@@ -563,9 +567,43 @@ def switchmem_stages(closed_loop_stage):
                                                          "router_epochs": 20})
     out["08"] = run_notebook("08_oracle_headroom", tmp, **{**params["oracle_headroom"], "rule": rule})
     out["09"] = run_notebook("09_routing_stats", tmp, **{**params["routing_stats"], **CLOSED_LOOP_TINY, **embedders,
-                                                          "history_len": 4, "k": 0, "batch_size": 0,
+                                                          **actor, "history_len": 4, "k": 0, "batch_size": 0,
                                                           "actor_batch_size": 64, "torch_threads": 1})
-    return tmp, out
+    return out
+
+
+@pytest.fixture(scope="module")
+def switchmem_stages(closed_loop_stage):
+    """The four SwitchMem notebooks on the tiny world, its actor and its closed loop."""
+    tmp, _, _ = closed_loop_stage
+    return tmp, run_switchmem_notebooks(tmp)
+
+
+@pytest.mark.notebook
+@pytest.mark.slow
+def test_switchmem_notebooks_run_on_a_hugging_face_actor(actor_stage, tmp_path):
+    """05 and the four SwitchMem notebooks with ``actor_model`` naming a Hugging Face checkpoint folder
+    (a tiny random LLaVA): what pointing the pipeline at a real VLM is — one parameter, no code."""
+    from nbsmoke import run_notebook
+
+    from guimem.actors.hf.tiny import save_tiny_random_llava
+    from guimem.routing.records import StepRecords
+
+    tmp, _ = actor_stage
+    for stage in ("world", "segmentation", "graph_build", "retrieval_eval", "actor"):
+        shutil.copytree(tmp / "data" / stage, tmp_path / "data" / stage)
+    actor = dict(actor_model=save_tiny_random_llava(str(tmp_path / "llava")), hf_coords="relative_1000",
+                 hf_answer_format="json", hf_max_new_tokens=8)
+    stage = yaml.safe_load((Path(__file__).parents[1] / "params.yaml").read_text())["closed_loop"]
+    closed = run_notebook("05_closed_loop", tmp_path, **{
+        **stage, **CLOSED_LOOP_TINY, **actor, "memories": ["none", "smg"], "action_score_modalities": ["none", "text"],
+        "image_embedder": "pixels", "text_embedder": "hashing", "cache_dir": str(tmp_path / "cache")})
+    out = run_switchmem_notebooks(tmp_path, actor, layer_analysis=dict(n_samples=2, max_pool_episodes=4))
+    held = StepRecords.load(tmp_path / "data" / "layer_analysis" / "held_out")
+    assert held.n_layers == 3 and held.hidden["image"].shape[1:] == (4, 32)  # the LLaVA's 3 layers + embedding
+    assert held.candidates["image"].shape == (len(held), 32)
+    assert out["09"]["success_rate"]["none"] == closed["success_rate"]["none"]  # 05's runs reused by 09
+    assert set(out["09"]["success_rate"]) == {"none", "text", "image", "both", "switchmem"}
 
 
 @pytest.mark.notebook

@@ -18,7 +18,7 @@ from PIL import Image
 from guimem.actors.hf.parsing import FALLBACK_ACTION, parse_answer
 from guimem.actors.hf.policy import HFVLMActor
 from guimem.actors.hf.prompts import system_prompt
-from guimem.actors.hf.tiny import TINY_CHAT_TEMPLATE, byte_tokenizer, tiny_random_qwen2_vl
+from guimem.actors.hf.tiny import save_tiny_random_llava, tiny_random_qwen2_vl
 from guimem.core.data import Action, DataError
 from guimem.core.policy import MODALITIES, PolicyInput
 
@@ -164,27 +164,7 @@ def test_a_model_taught_one_answer_is_parsed_end_to_end():
 # ----------------------------------------------------------------------------- another family, from a folder
 def test_loads_a_saved_llava_from_a_folder(tmp_path):
     """A second family (LLaVA: CLIP tower, Llama text model), loaded by path with the Auto classes."""
-    from transformers import AutoModelForImageTextToText, LlavaConfig, LlavaProcessor
-    from transformers.models.clip.image_processing_pil_clip import CLIPImageProcessorPil
-
-    tokenizer = byte_tokenizer()
-    tokenizer.add_special_tokens({"additional_special_tokens": ["<image>"]})
-    template = TINY_CHAT_TEMPLATE.replace("<|vision_start|><|image_pad|><|vision_end|>", "<image>")
-    processor = LlavaProcessor(image_processor=CLIPImageProcessorPil(size={"shortest_edge": 28},
-                                                                     crop_size={"height": 28, "width": 28}),
-                               tokenizer=tokenizer, chat_template=template, patch_size=14,
-                               vision_feature_select_strategy="default", num_additional_image_tokens=1)
-    config = LlavaConfig(
-        vision_config=dict(model_type="clip_vision_model", hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                           num_attention_heads=2, image_size=28, patch_size=14),
-        text_config=dict(model_type="llama", vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64,
-                         num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2, bos_token_id=None,
-                         eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id),
-        image_token_id=tokenizer.convert_tokens_to_ids("<image>"), vision_feature_select_strategy="default")
-    torch.manual_seed(0)
-    AutoModelForImageTextToText.from_config(config).save_pretrained(tmp_path)
-    processor.save_pretrained(tmp_path)
-
+    save_tiny_random_llava(str(tmp_path))
     actor = HFVLMActor(str(tmp_path), coords="absolute_resized", max_new_tokens=4, device="cpu", dtype=torch.float32)
     assert actor.frame(_input().screenshot) == (28.0, 28.0)  # fixed-size processor: read off pixel_values
     out = actor.act([_input(modality="both")], output_hidden_states=True)[0]

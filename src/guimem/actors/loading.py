@@ -28,3 +28,13 @@ def load_actor(actor_model: str, actor_dir: str | os.PathLike, batch_size: int =
         return MiniActor.load(actor_dir, batch_size=batch_size)
     return HFVLMActor(actor_model, coords=coords, answer_format=answer_format, max_new_tokens=max_new_tokens,
                       batch_size=batch_size)
+
+
+def describe_actor(actor: Policy, actor_model: str) -> str:
+    """One line naming the actor a stage plays with: the miniature's size, or the model's id and depth."""
+    if isinstance(actor, MiniActor):
+        c = actor.config
+        return f"the miniature actor: {c.num_hidden_layers} layers, d_model {c.hidden_size}"
+    if isinstance(actor, HFVLMActor):
+        return f"{actor_model}: {actor.n_layers} layers, d_model {actor.d_model}"
+    return actor_model

@@ -242,8 +242,10 @@ class HFVLMActor:
                 if inp.memory_image is None:
                     raise DataError("memory_image", "the input carries no memory image")
                 enc = self.processor.image_processor(images=[inp.memory_image.convert("RGB")], return_tensors="pt")
-                feats = self.model.get_image_features(enc["pixel_values"].to(self.device, dtype=self.model.dtype),
-                                                      enc["image_grid_thw"].to(self.device))
+                # what the family's vision tower needs beside the pixels (Qwen2-VL: image_grid_thw)
+                extra = {k: v.to(self.device) for k, v in enc.items() if k != "pixel_values"}
+                feats = self.model.get_image_features(
+                    pixel_values=enc["pixel_values"].to(self.device, dtype=self.model.dtype), **extra)
                 pooled = feats.pooler_output if hasattr(feats, "pooler_output") else feats
                 tokens = pooled[0] if isinstance(pooled, (list, tuple)) else pooled
                 rows.append(tokens.float().reshape(-1, tokens.shape[-1]).mean(0))

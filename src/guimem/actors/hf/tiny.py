@@ -70,3 +70,31 @@ def tiny_random_qwen2_vl(n_layers: int = 2, d_model: int = 32, seed: int = 0,
         vision_start_token_id=ids["<|vision_start|>"], vision_end_token_id=ids["<|vision_end|>"])
     torch.manual_seed(seed)
     return AutoModelForImageTextToText.from_config(config).eval(), processor
+
+
+def save_tiny_random_llava(folder: str, n_layers: int = 3, d_model: int = 32, seed: int = 0) -> str:
+    """Write a randomly initialised LLaVA (a one-block CLIP tower, a Llama text model of ``n_layers``
+    layers of width ``d_model``) and its processor to ``folder``, as a downloaded checkpoint would be
+    laid out: what ``actor_model: <folder>`` loads in a smoke run of the pipeline. Returns ``folder``."""
+    from transformers import AutoModelForImageTextToText, LlavaConfig, LlavaProcessor
+    from transformers.models.clip.image_processing_pil_clip import CLIPImageProcessorPil
+
+    tokenizer = byte_tokenizer()
+    tokenizer.add_special_tokens({"additional_special_tokens": ["<image>"]})
+    template = TINY_CHAT_TEMPLATE.replace("<|vision_start|><|image_pad|><|vision_end|>", "<image>")
+    processor = LlavaProcessor(image_processor=CLIPImageProcessorPil(size={"shortest_edge": 28},
+                                                                     crop_size={"height": 28, "width": 28}),
+                               tokenizer=tokenizer, chat_template=template, patch_size=14,
+                               vision_feature_select_strategy="default", num_additional_image_tokens=1)
+    config = LlavaConfig(
+        vision_config=dict(model_type="clip_vision_model", hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                           num_attention_heads=2, image_size=28, patch_size=14),
+        text_config=dict(model_type="llama", vocab_size=len(tokenizer), hidden_size=d_model,
+                         intermediate_size=2 * d_model, num_hidden_layers=n_layers, num_attention_heads=4,
+                         num_key_value_heads=2, bos_token_id=None, eos_token_id=tokenizer.eos_token_id,
+                         pad_token_id=tokenizer.pad_token_id),
+        image_token_id=tokenizer.convert_tokens_to_ids("<image>"), vision_feature_select_strategy="default")
+    torch.manual_seed(seed)
+    AutoModelForImageTextToText.from_config(config).save_pretrained(folder)
+    processor.save_pretrained(folder)
+    return folder
