@@ -1,0 +1,43 @@
+"""The command line of :mod:`guimem.real`: ``python -m guimem.real import <format> <src> <store>``.
+
+Bad input prints the file and the field that are wrong and exits with status 2; nothing is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Sequence
+
+from guimem.core.data import DataError
+from guimem.core.io import read_json
+from guimem.real.importers import IMPORTERS
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m guimem.real", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    imp = commands.add_parser("import", help="import recorded trajectories into an episode store")
+    imp.add_argument("format", choices=sorted(IMPORTERS), help="the recording's format")
+    imp.add_argument("src", help="the recording: a run folder or a folder of them")
+    imp.add_argument("store", help="the episode store to write (a new folder, or an episode store to replace)")
+    imp.add_argument("--goals", help="a JSON object mapping each run's folder name to its goal text")
+    imp.add_argument("--app", help="the app every run is in (default: the first app a run opens)")
+    imp.add_argument("--max-side", type=int, help="downscale screenshots to this many pixels on their longer side")
+    args = parser.parse_args(argv)
+    try:
+        goals = read_json(args.goals) if args.goals else None
+        if goals is not None and not isinstance(goals, dict):
+            raise DataError("", f"expected a JSON object of folder name -> goal, got {type(goals).__name__}",
+                            args.goals)
+        episodes = IMPORTERS[args.format](args.src, args.store, goals=goals, app=args.app, max_side=args.max_side)
+    except DataError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    steps = sum(len(e.steps) for e in episodes)
+    print(f"{args.store}: {len(episodes)} episodes, {steps} steps imported from {args.src} ({args.format})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
