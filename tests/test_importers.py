@@ -241,3 +241,138 @@ def test_recorded_only_actions_are_written_into_a_hugging_face_history():
         assert "wait" in format_action(Action("wait"), fmt, (1000.0, 1000.0))
         assert format_action(Action("swipe", point=(0.5, 0.8), direction="up"), fmt, (1000.0, 1000.0)) == \
             format_action(Action("swipe", point=(0.5, 0.8), end=(0.5, 0.5)), fmt, (1000.0, 1000.0))
+
+
+# ----------------------------------------------------------------------------- Android in the Wild (JSON)
+def aitw_step(ep="9001", step=0, **kw) -> dict:
+    return {"ep_id": ep, "goal": "search for hotels in Paris", "img_filename": f"general/{ep}_{step}",
+            "action_type_id": 4, "action_type_text": "click", "touch": [0.3, 0.6], "lift": [0.3, 0.6], "type_text": "",
+            "annot_position": [0.55, 0.2, 0.1, 0.25], **kw}
+
+
+def write_aitw(root: Path, episodes: dict[str, list[list[dict]]] | list) -> Path:
+    for eps in (episodes.values() if isinstance(episodes, dict) else [episodes]):
+        for steps in eps:
+            for s in steps:
+                if isinstance(s, dict) and isinstance(s.get("img_filename"), str):
+                    (root / "images" / s["img_filename"]).parent.mkdir(parents=True, exist_ok=True)
+                    Image.new("RGB", (30, 60), (len(s["img_filename"]) * 7 % 255, 9, 9)).save(
+                        root / "images" / f"{s['img_filename']}.png")
+    (root / "aitw.json").write_text(json.dumps(episodes))
+    return root / "aitw.json"
+
+
+def test_aitw_actions_boxes_and_provenance(tmp_path):
+    from guimem.real.importers.aitw import import_aitw
+
+    steps = [aitw_step(step=0), aitw_step(step=1, touch=[0.5, 0.8], lift=[0.5, 0.2], action_type_text="scroll up"),
+             aitw_step(step=2, action_type_id=3, action_type_text="type", type_text="hotels paris"),
+             aitw_step(step=3, action_type_id=7), aitw_step(step=4, action_type_id=5), aitw_step(step=5, action_type_id=6),
+             aitw_step(step=6, action_type_id=10)]
+    src = write_aitw(tmp_path, {"general": [steps], "install": [[aitw_step(ep="77", action_type_id=11)]]})
+    eps = {e.provenance["source_name"]: e for e in import_aitw(src, tmp_path / "store", images=tmp_path / "images")}
+    ep = eps["9001"]
+    assert [s.action for s in ep.steps] == [
+        Action("tap", point=(0.3, 0.6)), Action("swipe", point=(0.5, 0.8), end=(0.5, 0.2)),
+        Action("type", text="hotels paris"), Action("enter"), Action("back"), Action("home"), Action("done")]
+    (box,) = ep.steps[0].elements  # AITW's (y, x, h, w) box as (x0, y0, x1, y1)
+    assert box.bounds == pytest.approx((0.2, 0.55, 0.45, 0.65)) and box.text == ""
+    assert ep.goal == "search for hotels in Paris" and ep.success is None and ep.provenance["scenario"] == "general"
+    assert eps["77"].steps[0].action == Action("impossible") and eps["77"].provenance["scenario"] == "install"
+
+
+@pytest.mark.parametrize("change, field", [
+    (dict(action_type_id=1), "general[0].steps[0].action_type_id"),
+    (dict(touch=[1.5, 0.2]), "general[0].steps[0].touch[0]"),
+    (dict(action_type_id=3, type_text=None), "general[0].steps[0].type_text"),
+    (dict(annot_position=[0.1, 0.2, 0.3]), "general[0].steps[0].annot_position"),
+    (dict(img_filename="../escape"), "general[0].steps[0].img_filename"),
+    (dict(img_filename="general/none"), "general[0].steps[0].img_filename"),
+])
+def test_aitw_malformed_steps_name_the_field(tmp_path, change, field):
+    from guimem.real.importers.aitw import import_aitw
+
+    src = write_aitw(tmp_path, {"general": [[aitw_step()]]})
+    doc = json.loads(src.read_text())
+    doc["general"][0][0].update(change)
+    src.write_text(json.dumps(doc))
+    with pytest.raises(DataError) as err:
+        import_aitw(src, tmp_path / "store", images=tmp_path / "images")
+    assert err.value.field == field and str(src) in str(err.value) and not (tmp_path / "store").exists()
+
+
+def test_aitw_episode_whose_steps_disagree_is_refused(tmp_path):
+    from guimem.real.importers.aitw import import_aitw
+
+    src = write_aitw(tmp_path, [[aitw_step(step=0), aitw_step(ep="other", step=1)]])
+    with pytest.raises(DataError, match="belongs to episode"):
+        import_aitw(src, tmp_path / "store", images=tmp_path / "images")
+
+
+# ----------------------------------------------------------------------------- generic JSON lines
+UI_XML = """<?xml version='1.0' encoding='UTF-8' standalone='yes' ?>
+<hierarchy rotation="0"><node index="0" text="Wi-Fi" resource-id="" class="android.widget.Switch" content-desc=""
+ clickable="true" checked="false" bounds="[0,20][40,30]" /></hierarchy>"""
+
+
+def write_jsonl(root: Path, lines: list[dict], n_screens: int = 3) -> Path:
+    (root / "shots").mkdir(parents=True)
+    for i in range(n_screens):
+        Image.new("RGB", (40, 80), (40 * i, 0, 0)).save(root / "shots" / f"{i}.png")
+    (root / "dumps").mkdir()
+    (root / "dumps" / "0.xml").write_text(UI_XML)
+    (root / "steps.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    return root / "steps.jsonl"
+
+
+def test_jsonl_steps_ui_dumps_and_final_screens(tmp_path):
+    from guimem.real.importers.jsonl import import_jsonl
+
+    src = write_jsonl(tmp_path, [
+        {"episode": "r,1", "goal": "Turn on Wi-Fi", "app": "settings", "screenshot": "shots/0.png",
+         "ui_xml": "dumps/0.xml", "action": {"type": "tap", "point": [0.5, 0.3]}, "provenance": {"device": "pixel"}},
+        {"episode": "r,1", "screenshot": "shots/1.png", "action": {"type": "answer", "text": "on"}, "success": True},
+        {"episode": "r,1", "final_screenshot": "shots/2.png"},
+        {"episode": 2, "goal": "Scroll", "screenshot": "shots/1.png",
+         "action": {"type": "swipe", "point": [0.5, 0.8], "direction": "up"}},
+    ])
+    by_name = {e.provenance["source_name"]: e for e in import_jsonl(src, tmp_path / "store")}
+    first, second = by_name["r,1"], by_name["2"]
+    assert first.provenance["source_name"] == "r,1" and "," not in first.id and first.provenance["device"] == "pixel"
+    (wifi,) = first.steps[0].elements
+    assert wifi.text == "Wi-Fi" and wifi.role == "toggle" and wifi.bounds == pytest.approx((0.0, 0.25, 1.0, 0.375))
+    assert first.success is True and first.provenance["final_screen"] == "recorded" and first.app == "settings"
+    assert second.app == "unknown" and second.final == second.steps[-1].observation and second.success is None
+    assert second.steps[0].action == Action("swipe", point=(0.5, 0.8), direction="up")
+
+
+@pytest.mark.parametrize("lines, field", [
+    ([{"goal": "g", "screenshot": "shots/0.png", "action": {"type": "back"}}], "line 1: episode"),
+    ([{"episode": "a", "screenshot": "shots/0.png", "action": {"type": "back"}}], "line 1: goal"),
+    ([{"episode": "a", "goal": "g", "screenshot": "shots/9.png", "action": {"type": "back"}}], "line 1: screenshot"),
+    ([{"episode": "a", "goal": "g", "screenshot": "/etc/x.png", "action": {"type": "back"}}], "line 1: screenshot"),
+    ([{"episode": "a", "goal": "g", "screenshot": "shots/0.png", "action": {"type": "fly"}}], "line 1: action.type"),
+    ([{"episode": "a", "goal": "g", "screenshot": "shots/0.png", "ui_xml": "dumps/9.xml", "action": {"type": "back"}}],
+     "line 1: ui_xml"),
+    ([{"episode": "a", "final_screenshot": "shots/0.png"}], "line 1: final_screenshot"),
+    ([{"episode": "a", "goal": "g", "screenshot": "shots/0.png", "action": {"type": "back"}},
+      {"episode": "a", "final_screenshot": "shots/1.png"},
+      {"episode": "a", "screenshot": "shots/2.png", "action": {"type": "back"}}], "line 3: episode"),
+    ([{"episode": "a", "goal": "g", "screenshot": "shots/0.png", "action": {"type": "back"}, "success": "yes"}],
+     "line 1: success"),
+])
+def test_jsonl_malformed_lines_name_the_line_and_field(tmp_path, lines, field):
+    from guimem.real.importers.jsonl import import_jsonl
+
+    src = write_jsonl(tmp_path, lines)
+    with pytest.raises(DataError) as err:
+        import_jsonl(src, tmp_path / "store")
+    assert err.value.field == field and not (tmp_path / "store").exists()
+
+
+def test_command_line_options_belong_to_their_format(tmp_path, capsys):
+    src = write_aitw(tmp_path, {"general": [[aitw_step()]]})
+    assert main(["import", "aitw", str(src), str(tmp_path / "store"), "--images", str(tmp_path / "images")]) == 0
+    with pytest.raises(SystemExit) as exit_:
+        main(["import", "aitw", str(src), str(tmp_path / "s2"), "--goals", "g.json"])
+    assert exit_.value.code == 2 and "aitw takes no --goals" in capsys.readouterr().err

@@ -21,16 +21,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     imp.add_argument("format", choices=sorted(IMPORTERS), help="the recording's format")
     imp.add_argument("src", help="the recording: a run folder or a folder of them")
     imp.add_argument("store", help="the episode store to write (a new folder, or an episode store to replace)")
-    imp.add_argument("--goals", help="a JSON object mapping each run's folder name to its goal text")
-    imp.add_argument("--app", help="the app every run is in (default: the first app a run opens)")
+    imp.add_argument("--goals", help="agent_run: a JSON object mapping each run's folder name to its goal text")
+    imp.add_argument("--images", help="aitw: the folder of the screenshots (default: the JSON file's folder)")
+    imp.add_argument("--app", help="the app of every episode (agent_run's default: the first app a run opens)")
     imp.add_argument("--max-side", type=int, help="downscale screenshots to this many pixels on their longer side")
     args = parser.parse_args(argv)
+    importer, takes = IMPORTERS[args.format]
+    given = {k: getattr(args, k) for k in ("goals", "images", "app", "max_side") if getattr(args, k) is not None}
+    extra = sorted(set(given) - set(takes))
+    if extra:
+        parser.error(f"{args.format} takes no {', '.join('--' + k.replace('_', '-') for k in extra)}")
     try:
-        goals = read_json(args.goals) if args.goals else None
-        if goals is not None and not isinstance(goals, dict):
-            raise DataError("", f"expected a JSON object of folder name -> goal, got {type(goals).__name__}",
-                            args.goals)
-        episodes = IMPORTERS[args.format](args.src, args.store, goals=goals, app=args.app, max_side=args.max_side)
+        if "goals" in given:
+            given["goals"] = read_json(args.goals)
+            if not isinstance(given["goals"], dict):
+                raise DataError("", f"expected a JSON object of folder name -> goal, got "
+                                    f"{type(given['goals']).__name__}", args.goals)
+        episodes = importer(args.src, args.store, **given)
     except DataError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -1,14 +1,23 @@
 """Importers of recorded trajectories into the episode store (:mod:`guimem.core.store`).
 
 Each is a function ``import_<format>(src, store, ...)`` that parses and checks everything before
-writing anything, and a subcommand of the command line::
+writing anything (bad input: a :class:`~guimem.core.data.DataError` naming the file and the field),
+and a subcommand of the command line::
 
-    python -m guimem.real import agent_run <src> <store> [--goals goals.json] [--app NAME] [--max-side 1024]
+    python -m guimem.real import agent_run <runs folder> <store> [--goals goals.json] [--app NAME] [--max-side N]
+    python -m guimem.real import aitw <aitw_data_test.json> <store> [--images FOLDER] [--app NAME] [--max-side N]
+    python -m guimem.real import jsonl <steps.jsonl> <store> [--max-side N]
 
-:data:`IMPORTERS` maps a format's name to its function.
+:data:`IMPORTERS` maps a format's name to its function and the options it takes.
 """
 
 from guimem.real.importers.agent_run import import_agent_runs
+from guimem.real.importers.aitw import import_aitw
+from guimem.real.importers.jsonl import import_jsonl
 
-IMPORTERS = {"agent_run": import_agent_runs}
-"""format name -> importer ``(src, store, **options) -> episodes``."""
+IMPORTERS = {
+    "agent_run": (import_agent_runs, ("goals", "app", "max_side")),
+    "aitw": (import_aitw, ("images", "app", "max_side")),
+    "jsonl": (import_jsonl, ("max_side",)),
+}
+"""format name -> (importer ``(src, store, **options) -> episodes``, the options it takes)."""

@@ -171,8 +171,7 @@ def import_agent_runs(src: str | os.PathLike, store: str | os.PathLike, goals: M
     for name, goal in goals.items():
         if not isinstance(name, str) or not isinstance(goal, str) or not goal.strip():
             raise DataError(f"goals[{name!r:.40}]", f"expected a non-empty goal text, got {goal!r:.60}")
-    if max_side is not None:
-        check_number(max_side, "max_side", 1, integer=True)
+    ScreenshotFiles({}, max_side)  # the option checked before any work
     taken: set[str] = set()
     episodes, files = [], {}
     for folder in run_folders(src):

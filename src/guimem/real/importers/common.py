@@ -20,6 +20,7 @@ from typing import Any, Iterator, Sequence
 from PIL import Image
 
 from guimem.core.data import DataError, Episode
+from guimem.core.io import check_number
 from guimem.core.store import MAX_PIXELS, save_episodes
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -75,6 +76,8 @@ class ScreenshotFiles(Mapping):
     one in memory at a time), converted to RGB and downscaled to ``max_side`` if given."""
 
     def __init__(self, files: Mapping[str, Path], max_side: int | None = None):
+        if max_side is not None:
+            check_number(max_side, "max_side", 1, integer=True)
         self.files, self.max_side = dict(files), max_side
 
     def __getitem__(self, key: str) -> Image.Image:
