@@ -376,3 +376,47 @@ def test_command_line_options_belong_to_their_format(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_:
         main(["import", "aitw", str(src), str(tmp_path / "s2"), "--goals", "g.json"])
     assert exit_.value.code == 2 and "aitw takes no --goals" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------- LearnGUI-Offline
+def write_learngui(root: Path, episodes: dict) -> Path:
+    (root / "screenshot").mkdir(parents=True)
+    for i in range(4):
+        Image.new("RGB", (1000, 2000), (60 * i, 5, 5)).save(root / "screenshot" / f"s{i}.png")
+    (root / "low_level_instructions.json").write_text(json.dumps(episodes))
+    return root / "low_level_instructions.json"
+
+
+def learngui_step(i: int, action: str) -> dict:
+    return {"step_id": i + 1, "image_path": f"s{i % 4}.png", "action": action, "action_description": f"step {i}"}
+
+
+def test_learngui_actions_and_descriptions(tmp_path):
+    from guimem.real.importers.learngui import import_learngui
+
+    actions = ["CLICK[500,1000]", "LONG_PRESS[0,2000]", "SWIPE[UP]", "TYPE[Rome]", "PRESS_ENTER", "PRESS_BACK",
+               "PRESS_HOME", "TASK_COMPLETE[1h30m]"]
+    src = write_learngui(tmp_path, {"ep 1": {"instruction": "How long is the trip?", "detected_app": "citymapper",
+                                             "steps": [learngui_step(i, a) for i, a in enumerate(actions)]},
+                                    "ep2": {"instruction": "Nothing", "steps": [learngui_step(0, "TASK_COMPLETE[]")]}})
+    eps = {e.provenance["source_name"]: e for e in import_learngui(src, tmp_path / "store")}
+    ep = eps["ep 1"]
+    assert [s.action for s in ep.steps] == [
+        Action("tap", point=(0.5, 0.5)), Action("long_press", point=(0.0, 1.0)),
+        Action("swipe", point=(0.5, 0.5), direction="up"), Action("type", text="Rome"), Action("enter"),
+        Action("back"), Action("home"), Action("answer", text="1h30m")]
+    assert ep.app == "citymapper" and ep.id == "ep-1-" + ep.id.split("-")[-1] and ep.goal == "How long is the trip?"
+    assert ep.provenance["action_descriptions"][:2] == ["step 0", "step 1"]
+    assert eps["ep2"].steps[0].action == Action("done") and eps["ep2"].app == "unknown"
+
+
+@pytest.mark.parametrize("action, field", [
+    ("CLICK[1001,5]", "e.steps[0].action"), ("SWIPE[NORTH]", "e.steps[0].action"), ("FLY", "e.steps[0].action"),
+])
+def test_learngui_malformed_actions_name_the_step(tmp_path, action, field):
+    from guimem.real.importers.learngui import import_learngui
+
+    src = write_learngui(tmp_path, {"e": {"instruction": "x", "steps": [learngui_step(0, action)]}})
+    with pytest.raises(DataError) as err:
+        import_learngui(src, tmp_path / "store")
+    assert err.value.field == field and str(src) in str(err.value) and not (tmp_path / "store").exists()

@@ -22,7 +22,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     imp.add_argument("src", help="the recording: a run folder or a folder of them")
     imp.add_argument("store", help="the episode store to write (a new folder, or an episode store to replace)")
     imp.add_argument("--goals", help="agent_run: a JSON object mapping each run's folder name to its goal text")
-    imp.add_argument("--images", help="aitw: the folder of the screenshots (default: the JSON file's folder)")
+    imp.add_argument("--images", help="aitw, learngui: the folder of the screenshots (default: beside the file)")
     imp.add_argument("--app", help="the app of every episode (agent_run's default: the first app a run opens)")
     imp.add_argument("--max-side", type=int, help="downscale screenshots to this many pixels on their longer side")
     args = parser.parse_args(argv)

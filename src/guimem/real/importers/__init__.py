@@ -6,6 +6,7 @@ and a subcommand of the command line::
 
     python -m guimem.real import agent_run <runs folder> <store> [--goals goals.json] [--app NAME] [--max-side N]
     python -m guimem.real import aitw <aitw_data_test.json> <store> [--images FOLDER] [--app NAME] [--max-side N]
+    python -m guimem.real import learngui <low_level_instructions.json> <store> [--images FOLDER] [--app NAME] [--max-side N]
     python -m guimem.real import jsonl <steps.jsonl> <store> [--max-side N]
 
 :data:`IMPORTERS` maps a format's name to its function and the options it takes.
@@ -14,10 +15,12 @@ and a subcommand of the command line::
 from guimem.real.importers.agent_run import import_agent_runs
 from guimem.real.importers.aitw import import_aitw
 from guimem.real.importers.jsonl import import_jsonl
+from guimem.real.importers.learngui import import_learngui
 
 IMPORTERS = {
     "agent_run": (import_agent_runs, ("goals", "app", "max_side")),
     "aitw": (import_aitw, ("images", "app", "max_side")),
+    "learngui": (import_learngui, ("images", "app", "max_side")),
     "jsonl": (import_jsonl, ("max_side",)),
 }
 """format name -> (importer ``(src, store, **options) -> episodes``, the options it takes)."""
