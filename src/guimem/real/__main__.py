@@ -25,9 +25,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     imp.add_argument("--images", help="aitw, learngui: the folder of the screenshots (default: beside the file)")
     imp.add_argument("--app", help="the app of every episode (agent_run's default: the first app a run opens)")
     imp.add_argument("--max-side", type=int, help="downscale screenshots to this many pixels on their longer side")
+    imp.add_argument("--ocr", action="store_true", help="give screens without a UI tree the text elements OCR reads")
     args = parser.parse_args(argv)
     importer, takes = IMPORTERS[args.format]
     given = {k: getattr(args, k) for k in ("goals", "images", "app", "max_side") if getattr(args, k) is not None}
+    given["ocr"] = args.ocr
     extra = sorted(set(given) - set(takes))
     if extra:
         parser.error(f"{args.format} takes no {', '.join('--' + k.replace('_', '-') for k in extra)}")

@@ -126,7 +126,8 @@ def read_run(folder: Path, episode_id: str, goal: str | None = None,
             args = as_object(get_field(as_object(doc), "arguments", dict), "arguments")
             action, extra = parse_action(args)
         except DataError as err:
-            field = err.field if err.field.startswith("arguments") else ".".join(p for p in ("arguments", err.field) if p)
+            field = (err.field if err.field.startswith("arguments")
+                     else ".".join(p for p in ("arguments", err.field) if p))
             raise DataError(f"{where}: {field}", err.message, str(actions_path)) from None
         if extra:
             notes[len(actions)] = extra
@@ -154,18 +155,20 @@ def read_run(folder: Path, episode_id: str, goal: str | None = None,
         **({"type_points": {str(i): n["type_point"] for i, n in notes.items() if "type_point" in n}}
            if any("type_point" in n for n in notes.values()) else {}),
     }
-    episode = Episode(id=episode_id, app=app_name, goal=goal if goal is not None else folder.name.replace("_", " ").strip(),
+    goal = goal if goal is not None else folder.name.replace("_", " ").strip()
+    episode = Episode(id=episode_id, app=app_name, goal=goal,
                       steps=tuple(Step(o, a) for o, a in zip(observations, actions)), final=final, success=success,
                       provenance=provenance)
     return episode, files
 
 
 def import_agent_runs(src: str | os.PathLike, store: str | os.PathLike, goals: Mapping[str, str] | None = None,
-                      app: str | None = None, max_side: int | None = None) -> list[Episode]:
+                      app: str | None = None, max_side: int | None = None, ocr: bool = False) -> list[Episode]:
     """Import every run folder under ``src`` into the episode store ``store`` (replacing an episode
     store there, never anything else); ``goals`` maps a run folder's name to its goal text,
     ``app`` names the app of every run, ``max_side`` downscales screenshots (longer side, in
-    pixels; None keeps them). Everything is parsed and checked before anything is written.
+    pixels; None keeps them); with ``ocr``, screens get the text elements OCR reads on them
+    (:mod:`guimem.real.ocr`). Everything is parsed and checked before anything is written.
     Returns the episodes as stored."""
     goals = dict(goals or {})
     for name, goal in goals.items():
@@ -182,5 +185,5 @@ def import_agent_runs(src: str | os.PathLike, store: str | os.PathLike, goals: M
     if unknown:
         raise DataError("goals", f"names no run folder under src: {unknown[:3]}", str(src))
     write_import(episodes, ScreenshotFiles(files, max_side), store,
-                 {"format": FORMAT, "path": str(src), "app": app, "goals": bool(goals)})
+                 {"format": FORMAT, "path": str(src), "app": app, "goals": bool(goals)}, ocr=ocr)
     return load_episodes(store, verify_images=False)

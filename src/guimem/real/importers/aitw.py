@@ -67,7 +67,8 @@ def parse_step_action(step: Mapping[str, Any]) -> Action:
     """A step's action from its ``action_type_id`` and the fields that type reads."""
     kind = check_number(get_field(step, "action_type_id", int), "action_type_id", integer=True)
     if kind == 4:
-        touch, lift = _unit_pair(get_field(step, "touch", list), "touch"), _unit_pair(get_field(step, "lift", list), "lift")
+        touch = _unit_pair(get_field(step, "touch", list), "touch")
+        lift = _unit_pair(get_field(step, "lift", list), "lift")
         if math.dist(touch, lift) <= TAP_LIFT:
             return Action("tap", point=touch)
         return Action("swipe", point=touch, end=lift)
@@ -128,11 +129,12 @@ def read_episode(steps: Sequence[Any], images: Path, episode_id: str, scenario: 
 
 
 def import_aitw(src: str | os.PathLike, store: str | os.PathLike, images: str | os.PathLike | None = None,
-                app: str | None = None, max_side: int | None = None) -> list[Episode]:
+                app: str | None = None, max_side: int | None = None, ocr: bool = False) -> list[Episode]:
     """Import the AITW JSON file ``src`` (screenshots under ``images``, by default the file's
     folder) into the episode store ``store``; ``app`` names every episode's app (AITW's
-    scenarios span many), ``max_side`` downscales screenshots. Everything is parsed and checked
-    before anything is written. Returns the episodes as stored."""
+    scenarios span many), ``max_side`` downscales screenshots; with ``ocr``, screens without boxes
+    get the text elements OCR reads on them (:mod:`guimem.real.ocr`). Everything is parsed and
+    checked before anything is written. Returns the episodes as stored."""
     path = Path(src)
     if not path.is_file():
         raise DataError("src", "not a file (the AITW JSON release)", str(path))
@@ -161,5 +163,5 @@ def import_aitw(src: str | os.PathLike, store: str | os.PathLike, images: str | 
             episodes.append(episode)
             files.update(shots)
     write_import(episodes, ScreenshotFiles(files, max_side), store,
-                 {"format": FORMAT, "path": str(path), "images": str(images), "app": app})
+                 {"format": FORMAT, "path": str(path), "images": str(images), "app": app}, ocr=ocr)
     return load_episodes(store, verify_images=False)

@@ -10,6 +10,7 @@ is written.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import re
@@ -19,9 +20,10 @@ from typing import Any, Iterator, Sequence
 
 from PIL import Image
 
-from guimem.core.data import DataError, Episode
+from guimem.core.data import DataError, Episode, Observation
 from guimem.core.io import check_number
 from guimem.core.store import MAX_PIXELS, save_episodes
+from guimem.real.ocr import OcrReader
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 MAX_ID = 128  # the store's limit on an episode id (it is a file name)
@@ -97,11 +99,36 @@ class ScreenshotFiles(Mapping):
         return len(self.files)
 
 
+def with_ocr(episodes: Sequence[Episode], images: ScreenshotFiles, reader: Any) -> list[Episode]:
+    """``episodes`` with every screen that has no elements given the lines ``reader``
+    (:class:`guimem.real.ocr.OcrReader`) reads on it, as it will be stored (downscaled)."""
+    read: dict[str, tuple] = {}
+
+    def see(obs: Observation) -> Observation:
+        if obs.elements:
+            return obs
+        if obs.screenshot not in read:
+            read[obs.screenshot] = reader.elements(images[obs.screenshot])
+        return dataclasses.replace(obs, elements=read[obs.screenshot])
+
+    return [dataclasses.replace(ep, final=see(ep.final),
+                                steps=tuple(dataclasses.replace(s, observation=see(s.observation)) for s in ep.steps))
+            for ep in episodes]
+
+
 def write_import(episodes: Sequence[Episode], images: ScreenshotFiles, store: str | os.PathLike,
-                 source: Mapping[str, Any]) -> Path:
+                 source: Mapping[str, Any], ocr: bool = False) -> Path:
     """Save the parsed ``episodes`` as the episode store ``store`` (see :func:`save_episodes`), the
-    manifest's meta naming the ``source`` (format, path, options)."""
+    manifest's meta naming the ``source`` (format, path, options); with ``ocr``, screens recorded
+    without a UI tree first get the text elements OCR reads on them."""
     if not episodes:
         raise DataError("episodes", "nothing to import", str(source.get("path", "")))
-    return save_episodes(episodes, images, store, meta={"imported": dict(source),
-                                                         "max_side": images.max_side})
+    if ocr:
+        reader = OcrReader()
+        episodes = with_ocr(episodes, images, reader)
+        ocr_meta: Any = {"engine": "rapidocr-onnxruntime", "min_score": reader.min_score,
+                         "status_bar": reader.status_bar}
+    else:
+        ocr_meta = None
+    return save_episodes(episodes, images, store, meta={"imported": dict(source), "max_side": images.max_side,
+                                                        "ocr": ocr_meta})

@@ -26,7 +26,17 @@ import os
 from pathlib import Path
 from typing import Any, Mapping
 
-from guimem.core.data import Action, DataError, Episode, Observation, Step, as_object, check_json, get_field, nested_field
+from guimem.core.data import (
+    Action,
+    DataError,
+    Episode,
+    Observation,
+    Step,
+    as_object,
+    check_json,
+    get_field,
+    nested_field,
+)
 from guimem.core.io import read_jsonl, read_text
 from guimem.core.store import load_episodes
 from guimem.real.device import parse_hierarchy
@@ -63,9 +73,11 @@ def _observation(root: Path, line: Mapping[str, Any], shot_key: str, xml_key: st
     return Observation(screenshot=str(shot), elements=elements)
 
 
-def import_jsonl(src: str | os.PathLike, store: str | os.PathLike, max_side: int | None = None) -> list[Episode]:
+def import_jsonl(src: str | os.PathLike, store: str | os.PathLike, max_side: int | None = None,
+                 ocr: bool = False) -> list[Episode]:
     """Import the JSON-lines recording ``src`` into the episode store ``store`` (``max_side``
-    downscales screenshots). Everything is parsed and checked before anything is written.
+    downscales screenshots; with ``ocr``, screens without a dump get the text elements OCR reads
+    on them, :mod:`guimem.real.ocr`). Everything is parsed and checked before anything is written.
     Returns the episodes as stored."""
     path = Path(src)
     if not path.is_file():
@@ -91,9 +103,9 @@ def import_jsonl(src: str | os.PathLike, store: str | os.PathLike, max_side: int
             if name not in steps:
                 order.append(name)
                 steps[name] = []
+                given = dict(get_field(line, "provenance", Mapping, optional=True) or {})
                 heads[name] = {"goal": get_field(line, "goal", str), "app": get_field(line, "app", str, optional=True),
-                               "provenance": check_json(dict(get_field(line, "provenance", Mapping, optional=True) or {}),
-                                                        "provenance")}
+                               "provenance": check_json(given, "provenance")}
             if "success" in line:
                 if line["success"] is not None and not isinstance(line["success"], bool):
                     raise DataError("success", f"expected true, false or null, got {line['success']!r:.60}")
@@ -114,5 +126,5 @@ def import_jsonl(src: str | os.PathLike, store: str | os.PathLike, max_side: int
         episodes.append(Episode(id=safe_id(name, taken), app=head["app"] or "unknown", goal=head["goal"],
                                 steps=tuple(steps[name]), final=finals.get(name, steps[name][-1].observation),
                                 success=head.get("success"), provenance=provenance))
-    write_import(episodes, ScreenshotFiles(files, max_side), store, {"format": FORMAT, "path": str(path)})
+    write_import(episodes, ScreenshotFiles(files, max_side), store, {"format": FORMAT, "path": str(path)}, ocr=ocr)
     return load_episodes(store, verify_images=False)

@@ -107,11 +107,12 @@ def read_episode(name: str, raw: Any, screenshots: Path, episode_id: str,
 
 
 def import_learngui(src: str | os.PathLike, store: str | os.PathLike, images: str | os.PathLike | None = None,
-                    app: str | None = None, max_side: int | None = None) -> list[Episode]:
+                    app: str | None = None, max_side: int | None = None, ocr: bool = False) -> list[Episode]:
     """Import LearnGUI's episode file ``src`` (screenshots under ``images``, by default the
     ``screenshot`` folder beside it) into the episode store ``store``; ``app`` names the app of
-    episodes that do not name their own, ``max_side`` downscales screenshots. Everything is parsed
-    and checked before anything is written. Returns the episodes as stored."""
+    episodes that do not name their own, ``max_side`` downscales screenshots; with ``ocr``, screens
+    get the text elements OCR reads on them (:mod:`guimem.real.ocr`). Everything is parsed and
+    checked before anything is written. Returns the episodes as stored."""
     path = Path(src)
     if not path.is_file():
         raise DataError("src", "not a file (LearnGUI's low_level_instructions.json)", str(path))
@@ -132,5 +133,5 @@ def import_learngui(src: str | os.PathLike, store: str | os.PathLike, images: st
         episodes.append(episode)
         files.update(shots)
     write_import(episodes, ScreenshotFiles(files, max_side), store,
-                 {"format": FORMAT, "path": str(path), "images": str(screenshots), "app": app})
+                 {"format": FORMAT, "path": str(path), "images": str(screenshots), "app": app}, ocr=ocr)
     return load_episodes(store, verify_images=False)
