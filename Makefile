@@ -97,13 +97,13 @@ plots: setup $(PLOTS_TEMPLATE)  ## write dvc_plots/index.html: every plot in dvc
 # The lock is the installed .venv (setuptools included: torch needs it at run time) less pip,
 # the project itself (editable) and the no-deps packages;
 # torch's local version label (+cpu) is dropped so that the pin also matches PyPI's release.
-NODEPS_NAMES := $(shell sed -nE 's/^([A-Za-z0-9_.-]+)==.*/\1/p' requirements-nodeps.txt 2>/dev/null)
+NODEPS_ALTERNATIVES := $(shell sed -nE 's/^([A-Za-z0-9_.-]+)==.*/|\1/p' requirements-nodeps.txt 2>/dev/null | tr -d '\n')
 lock:  ## rewrite requirements.lock and environment.yml from .venv
 	@{ echo "# Exact versions of every package in .venv (pip freeze), installed by 'make setup' with"; \
 	  echo "# 'pip install -r requirements.lock -e .'. Regenerate with 'make lock'; do not edit by hand."; \
 	  echo "# Packages installed with --no-deps are pinned in requirements-nodeps.txt."; \
 	  $(PIP) freeze --all --exclude-editable \
-	    | grep -viE '^(pip|guimem$(foreach n,$(NODEPS_NAMES),|$(n)))==' \
+	    | grep -viE '^(pip|guimem$(NODEPS_ALTERNATIVES))==' \
 	    | sed -E 's/^(torch==[^+]+)\+.*/\1/'; \
 	} > requirements.lock.tmp && mv requirements.lock.tmp requirements.lock
 	@{ echo "# The same environment for conda users, generated from requirements.lock by 'make lock'."; \

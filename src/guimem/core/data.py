@@ -21,10 +21,26 @@ from typing import Any, Callable, Iterable, Literal, Mapping, Sequence
 ACTION_TYPES: tuple[str, ...] = (
     "tap", "long_press", "swipe", "type", "back", "home", "enter", "open_app", "done", "impossible",
 )
-"""The AITW-like action space, in a fixed order (index = class id for models)."""
+"""The AITW-like action space the agents here choose from (the built-in world's, the actors' heads),
+in a fixed order (index = class id for models)."""
+
+RECORDED_TYPES: tuple[str, ...] = ("answer", "wait")
+"""Action types that recordings of real agents carry beyond that space: ``answer`` (the agent
+replies to the user with ``text``, as AndroidWorld's information tasks ask; it ends the episode as
+``done`` does) and ``wait`` (the agent lets the screen settle). Stored, described and scored; the
+built-in world and the miniature actor do not produce them."""
+
+STEP_TYPES: tuple[str, ...] = ACTION_TYPES + RECORDED_TYPES
+"""Every action type an episode's step may hold."""
+ENDING_TYPES = frozenset({"done", "impossible", "answer"})  # an episode ends with one of these (or at its budget)
 
 POINT_ACTIONS = frozenset({"tap", "long_press", "swipe"})  # need ``point``
-TEXT_ACTIONS = frozenset({"type", "open_app"})  # need ``text`` (typed text / app name)
+TEXT_ACTIONS = frozenset({"type", "open_app", "answer"})  # need ``text`` (typed text / app name / the reply)
+SWIPE_DIRECTIONS: tuple[str, ...] = ("up", "down", "left", "right")
+"""Directions a swipe may be given by instead of an end point: the way the finger moves."""
+SWIPE_LENGTH = 0.3
+"""How far a swipe given only by its direction moves, as a share of the screen, where a screen
+point is needed for its end (replaying it, drawing it): the HF answer parser's default too."""
 SUCCESS_LABELS: tuple[str, ...] = ("yes", "no", "uncertain")
 
 Point = tuple[float, float]
@@ -156,26 +172,48 @@ def check_json(value: Any, name: str) -> Any:
 # ----------------------------------------------------------------------------- types
 @dataclass(frozen=True)
 class Action:
-    """One AITW-like action. ``point``/``end`` normalized; ``text`` typed text or app name."""
+    """One action. ``point``/``end`` normalized; ``text`` typed text, app name or the agent's answer.
+
+    A swipe records where the finger lands (``point``) and either where it lifts (``end``) or,
+    as agents that swipe "up" record it, only the way it moves (``direction``); never both."""
 
     type: str
     point: Point | None = None
     end: Point | None = None  # swipe lift point
     text: str | None = None
+    direction: str | None = None  # swipe without an end: up, down, left or right (the finger's motion)
 
     def __post_init__(self) -> None:
-        if self.type not in ACTION_TYPES:
-            raise DataError("type", f"unknown action type {self.type!r}; expected one of {ACTION_TYPES}")
+        if self.type not in STEP_TYPES:
+            raise DataError("type", f"unknown action type {self.type!r}; expected one of {STEP_TYPES}")
         if self.type in POINT_ACTIONS and self.point is None:
             raise DataError("point", f"a {self.type} needs a point")
         if self.point is not None:
             object.__setattr__(self, "point", _point("point", self.point))
-        if self.type == "swipe" and self.end is None:
-            raise DataError("end", "a swipe needs an end point")
+        if self.direction is not None:
+            if self.type != "swipe":
+                raise DataError("direction", f"only a swipe has a direction, not a {self.type}")
+            if self.direction not in SWIPE_DIRECTIONS:
+                raise DataError("direction", f"expected one of {SWIPE_DIRECTIONS}, got {self.direction!r:.60}")
+            if self.end is not None:
+                raise DataError("direction", "a swipe has an end point or a direction, not both")
+        if self.type == "swipe" and self.end is None and self.direction is None:
+            raise DataError("end", "a swipe needs an end point or a direction")
         if self.end is not None:
             object.__setattr__(self, "end", _point("end", self.end))
         if self.type in TEXT_ACTIONS and not isinstance(self.text, str):
             raise DataError("text", f"a {self.type} needs text, got {self.text!r}")
+
+    def end_point(self, length: float = SWIPE_LENGTH) -> Point | None:
+        """Where a swipe lifts: its ``end``, or ``length`` from its start in its ``direction`` (kept
+        on screen); None for any other action."""
+        if self.type != "swipe":
+            return None
+        if self.end is not None:
+            return self.end
+        dx, dy = {"up": (0, -1), "down": (0, 1), "left": (-1, 0), "right": (1, 0)}[self.direction]
+        x, y = self.point
+        return (min(1.0, max(0.0, x + dx * length)), min(1.0, max(0.0, y + dy * length)))
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"type": self.type}
@@ -183,6 +221,8 @@ class Action:
             d["point"] = list(self.point)
         if self.end is not None:
             d["end"] = list(self.end)
+        if self.direction is not None:
+            d["direction"] = self.direction
         if self.text is not None:
             d["text"] = self.text
         return d
@@ -191,10 +231,14 @@ class Action:
     def from_dict(cls, d: Any) -> "Action":
         d = as_object(d)
         text = get_field(d, "text", str, optional=True)
-        return cls(type=get_field(d, "type", str), point=d.get("point"), end=d.get("end"), text=text)
+        direction = get_field(d, "direction", str, optional=True)
+        return cls(type=get_field(d, "type", str), point=d.get("point"), end=d.get("end"), text=text,
+                   direction=direction)
 
     def describe(self) -> str:
         """A short human-readable form, e.g. ``tap (0.50, 0.12)`` or ``type "milk"``."""
+        if self.type == "swipe" and self.end is None:
+            return f"swipe {self.direction} from ({self.point[0]:.2f}, {self.point[1]:.2f})"
         if self.type == "swipe":
             return f"swipe ({self.point[0]:.2f}, {self.point[1]:.2f})->({self.end[0]:.2f}, {self.end[1]:.2f})"
         if self.point is not None:
@@ -264,7 +308,8 @@ class SubgoalLabel:
 
 @dataclass(frozen=True)
 class Observation:
-    """What the agent sees: a screenshot path (relative to its store) and the UI tree.
+    """What the agent sees: a screenshot path (relative to its store) and the UI tree (empty when
+    the screen was recorded without one).
 
     ``screen`` is the world's true screen type, kept for analysis only (node purity);
     no method may read it.
@@ -283,8 +328,8 @@ class Observation:
     @classmethod
     def from_dict(cls, d: Any) -> "Observation":
         d = as_object(d)
-        elements = tuple(nested_field(f"elements[{i}]", UIElement.from_dict, e)
-                         for i, e in enumerate(get_field(d, "elements", list)))
+        elements = tuple(nested_field(f"elements[{i}]", UIElement.from_dict, e)  # no UI tree: none
+                         for i, e in enumerate(get_field(d, "elements", list, optional=True) or []))
         return cls(screenshot=get_field(d, "screenshot", str), elements=elements,
                    screen=get_field(d, "screen", str, optional=True))
 

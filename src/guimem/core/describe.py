@@ -85,8 +85,10 @@ Direction = Literal["up", "down", "left", "right", "none"]
 def swipe_direction(action: Action) -> Direction:
     """The way the finger moves in a swipe: the dominant axis of end - start, ties going vertical
     (``|dy| >= |dx|``); ``none`` when it does not move. The one definition every module uses."""
-    if action.type != "swipe" or action.point is None or action.end is None:
-        raise DataError("type", f"only a swipe with a start and an end has a direction, got {action.type!r}")
+    if action.type != "swipe":
+        raise DataError("type", f"only a swipe has a direction, got {action.type!r}")
+    if action.direction is not None:
+        return action.direction
     dx, dy = action.end[0] - action.point[0], action.end[1] - action.point[1]
     if dx == 0 and dy == 0:
         return "none"
@@ -138,6 +140,10 @@ def describe_action(action: Action, elements: Sequence[UIElement] = (),
         return "press enter"
     if kind == "impossible":
         return "declare the task impossible"
+    if kind == "answer":
+        return f'answer "{action.text}"'
+    if kind == "wait":
+        return "wait for the screen"
     return kind  # back, home, done
 
 

@@ -32,6 +32,8 @@ A *touch* is a tap, a long press or a swipe; it has a touch point and a lift poi
 - Swipes match when their directions are equal (up/down/left/right, from the dominant
   axis with the same tie rule; here the sign matters). The direction is the finger's
   motion, from ``point`` to ``end``: a swipe ``up`` moves the finger up the screen.
+- An ``answer`` (recorded agents' reply to the user; neither benchmark has one) matches an
+  answer whose text matches under the text rule, ``token_f1`` where that rule is ``ignore``.
 - Every other type matches on the type alone.
 
 The text rule for ``type`` actions is a parameter of both variants: ``ignore`` (AITW's
@@ -124,7 +126,7 @@ def in_box(point: Point, box: BoxYXHW) -> bool:
 def touch_and_lift(action: Action) -> tuple[Point, Point] | None:
     """The touch and lift points of a touch action (tap and long press lift where they touch)."""
     if action.type == "swipe":
-        return action.point, action.end
+        return action.point, action.end_point()
     if action.type in ("tap", "long_press"):
         return action.point, action.point
     return None
@@ -212,6 +214,8 @@ def _non_touch_match(pred: Action, true: Action, config: MatchConfig) -> bool:
         return False
     if pred.type == "type":
         return texts_match(pred.text, true.text, config.rule)
+    if pred.type == "answer":  # neither benchmark has one; what it says is what it is for
+        return texts_match(pred.text, true.text, "token_f1" if config.rule == "ignore" else config.rule)
     if pred.type == "open_app" and config.match_app_name:
         return _same_app(pred, true)
     return True

@@ -653,7 +653,8 @@ def _mark_action(im: Image.Image, d: ImageDraw.ImageDraw, action: "Action") -> N
             d.ellipse([x - rr, y - rr, x + rr, y + rr], outline=red, width=lw)
         d.ellipse([x - lw, y - lw, x + lw, y + lw], fill=red)
         if action.type == "swipe":
-            ex, ey = action.end[0] * w, action.end[1] * h
+            (ex, ey) = action.end_point()
+            ex, ey = ex * w, ey * h
             d.line([(x, y), (ex, ey)], fill=red, width=max(2, w // 60))
             ang = math.atan2(ey - y, ex - x)
             for da in (2.6, -2.6):

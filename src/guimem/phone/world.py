@@ -38,7 +38,7 @@ from typing import Any
 
 from PIL import Image
 
-from guimem.core.data import Action, UIElement
+from guimem.core.data import ENDING_TYPES, Action, UIElement
 from guimem.core.env import Task, WorldObservation
 from guimem.phone import apps as A
 from guimem.phone.apps import APPS
@@ -108,12 +108,12 @@ class World:
         return twin
 
     def step(self, action: Action) -> tuple[WorldObservation, bool, dict[str, Any]]:
-        """Run one action; the episode ends on done/impossible or when the step budget is spent."""
+        """Run one action; the episode ends on done, impossible or answer, or when the step budget is spent."""
         if self.state is None or self.ended:
             raise RuntimeError("step() after the episode ended; call reset() first")
         self.t += 1
         effect = self._apply(action)
-        if action.type in ("done", "impossible"):
+        if action.type in ENDING_TYPES:
             self.ended = action.type
         elif self.t >= self.config.max_steps:
             self.ended = "budget"
@@ -192,7 +192,7 @@ class World:
     def _apply(self, action: Action) -> str:
         """Change the state by one action; returns a short description of what happened."""
         st, kind = self.state, action.type
-        if kind in ("done", "impossible"):
+        if kind in ENDING_TYPES or kind == "wait":
             return kind
         if kind == "home":
             st.app, st.stack, st.overlay, st.popup = "launcher", [Page("launcher/home")], None, None
@@ -245,7 +245,7 @@ class World:
 
     def _swipe(self, action: Action) -> str:
         layout, st = self.layout, self.state
-        (x0, y0), (x1, y1) = action.point, action.end
+        (x0, y0), (x1, y1) = action.point, action.end_point()
         dx, dy = (x1 - x0) * W, (y1 - y0) * H
         box = layout.scroll_box
         if layout.overlay or box is None or abs(dy) < abs(dx) or not (box[0] <= x0 * W <= box[2] and box[1] <= y0 * H <= box[3]):

@@ -21,7 +21,7 @@ from xml.parsers import expat
 
 from PIL import Image
 
-from guimem.core.data import Action, DataError, UIElement
+from guimem.core.data import ENDING_TYPES, Action, DataError, UIElement
 from guimem.core.env import Task, WorldObservation
 from guimem.core.io import check_number
 
@@ -193,12 +193,13 @@ class DeviceEnv:
         return self.observe()
 
     def step(self, action: Action) -> tuple[WorldObservation, bool, dict[str, Any]]:
-        """Send one action to the device; the episode ends on done/impossible or at the budget."""
+        """Send one action to the device; the episode ends on done, impossible or answer (its text in
+        ``info["answer"]``), or at the budget."""
         if self.task is None or self.ended:
             raise RuntimeError("step() after the episode ended; call reset() first")
         self.t += 1
         effect = self._send(action)
-        if action.type in ("done", "impossible"):
+        if action.type in ENDING_TYPES:
             self.ended = action.type
         elif self.t >= self.max_steps:
             self.ended = "budget"
@@ -206,6 +207,8 @@ class DeviceEnv:
             self._sleep(self.settle_s)
         obs = self.observe()
         info: dict[str, Any] = {"effect": effect, "steps": self.t, "screen": obs.screen}
+        if action.type == "answer":
+            info["answer"] = action.text
         if self.ended:
             info["ended"] = self.ended
             info["success"] = None if self.checker is None else (
@@ -228,7 +231,7 @@ class DeviceEnv:
 
     def _send(self, action: Action) -> str:
         kind, d = action.type, self.device
-        if kind in ("done", "impossible"):
+        if kind in ENDING_TYPES or kind == "wait":  # nothing to send: the step waits settle_s anyway
             return kind
         w, h = self.size()
         px = lambda p: (int(round(p[0] * (w - 1))), int(round(p[1] * (h - 1))))  # noqa: E731
@@ -238,7 +241,7 @@ class DeviceEnv:
             x, y = px(action.point)
             d.swipe(x, y, x, y, 0.8)  # a swipe that does not move is a long press
         elif kind == "swipe":
-            d.swipe(*px(action.point), *px(action.end), 0.3)
+            d.swipe(*px(action.point), *px(action.end_point()), 0.3)
         elif kind == "type":
             d.send_keys(action.text or "")
         elif kind in ("back", "home", "enter"):
@@ -248,6 +251,6 @@ class DeviceEnv:
             if package is None:
                 return "no such app"
             d.app_start(package)
-        else:  # pragma: no cover - ACTION_TYPES is closed
+        else:  # pragma: no cover - STEP_TYPES is closed
             raise AssertionError(kind)
         return kind

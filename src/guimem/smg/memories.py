@@ -830,7 +830,8 @@ def draw_actions(panel: Image.Image, item: MemoryItem, style: RenderStyle) -> No
                 d.text((x + r, y - r - fs), label, font=_font(fs), fill=MARK, stroke_width=1, stroke_fill=MARK_EDGE)
         elif action.type == "swipe":
             a = (action.point[0] * w, action.point[1] * h)
-            b = (action.end[0] * w, action.end[1] * h)
+            end = action.end_point()
+            b = (end[0] * w, end[1] * h)
             _arrow(d, a, b, width + 1, r)
             if label:
                 d.text((a[0] + 2, a[1]), label, font=_font(fs), fill=MARK, stroke_width=1, stroke_fill=MARK_EDGE)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from guimem.core.data import Episode, Observation, Step, UIElement
+from guimem.core.data import ENDING_TYPES, Episode, Observation, Step, UIElement
 from guimem.core.describe import (
     FIELD_ROLES,
     describe_actions,
@@ -179,7 +179,7 @@ def read_episode(episode: Episode) -> Reading:
     contexts = screen_contexts(obs)
     kinds: list[str] = []
     for i, step in enumerate(steps):
-        if step.action.type in ("done", "impossible"):
+        if step.action.type in ENDING_TYPES:
             kinds.append("end")
         elif step.action.type == "swipe" and contexts[i + 1] == contexts[i]:
             kinds.append("scroll")

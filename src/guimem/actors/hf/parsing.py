@@ -464,7 +464,8 @@ def format_action(action: Action, answer_format: AnswerFormat, frame: Frame) -> 
     """An action written the way the model is asked to answer (for the history block)."""
     integer = tuple(frame) != (1.0, 1.0)  # pixel and 0-1000 frames are written as integers
     p = _in_frame(action.point, frame, integer) if action.point is not None else None
-    e = _in_frame(action.end, frame, integer) if action.end is not None else None
+    end = action.end_point()
+    e = _in_frame(end, frame, integer) if end is not None else None
     if answer_format == "json":
         d: dict[str, Any] = {"action": action.type}
         if p is not None:
@@ -490,5 +491,7 @@ def format_action(action: Action, answer_format: AnswerFormat, frame: Frame) -> 
         return f"type(content={quoted(action.text)})"
     if action.type == "open_app":
         return f"open_app(app_name={quoted(action.text)})"
+    if action.type == "answer":  # a recorded agent's reply (history only: not in the action space asked for)
+        return f"answer(content={quoted(action.text)})"
     return {"back": "press_back()", "home": "press_home()", "enter": "press_enter()",
-            "done": "finished()", "impossible": "impossible()"}[action.type]
+            "done": "finished()", "impossible": "impossible()", "wait": "wait()"}[action.type]

@@ -162,6 +162,15 @@ def role_index(element: UIElement, roles: Sequence[str]) -> int:
     return N_ROLE_SPECIAL + roles.index(key) if key in roles else 1
 
 
+def type_index(action: Action, field: str) -> int:
+    """The class id of ``action``'s type in the miniature's action space (:data:`ACTION_TYPES`); a
+    recorded-only type (``answer``, ``wait``) is a DataError naming ``field``."""
+    if action.type not in ACTION_TYPES:
+        raise DataError(field, f"the miniature actor's action space {ACTION_TYPES} has no {action.type!r} "
+                               "(a type only recordings of other agents carry)")
+    return ACTION_TYPES.index(action.type)
+
+
 def act_context_ids(history: Sequence[Action]) -> torch.Tensor:
     """``[ACT_CONTEXT_SLOTS]`` ids of the last action types, most recent first: slot ``j`` holds
     ``j * (1 + n_types) + 1 + type index``, or ``j * (1 + n_types)`` when the episode has no ``j+1``-th
@@ -174,7 +183,7 @@ def act_context_ids(history: Sequence[Action]) -> torch.Tensor:
     """
     width = 1 + len(ACTION_TYPES)
     recent = list(history)[::-1][:ACT_CONTEXT_SLOTS]
-    ids = [j * width + (1 + ACTION_TYPES.index(recent[j].type) if j < len(recent) else 0)
+    ids = [j * width + (1 + type_index(recent[j], "history") if j < len(recent) else 0)
            for j in range(ACT_CONTEXT_SLOTS)]
     return torch.tensor(ids, dtype=torch.long)
 
@@ -377,7 +386,7 @@ def touched(action: Action, elements: Sequence[UIElement]) -> int | None:
 
 def targets_for(action: Action, features: Features, config: ActorConfig) -> Targets:
     """Labels for ``action`` given the prompt it answers."""
-    kw: dict[str, Any] = {"type": ACTION_TYPES.index(action.type)}
+    kw: dict[str, Any] = {"type": type_index(action, "action")}
     index = touched(action, features.elements)
     if index is not None:
         kw["element"] = index

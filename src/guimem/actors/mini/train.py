@@ -28,6 +28,7 @@ from guimem.actors.mini.features import (
     role_key,
     stack_targets,
     targets_for,
+    type_index,
 )
 from guimem.actors.mini.model import GuiActor
 from guimem.actors.mini.policy import MiniActor
@@ -224,7 +225,7 @@ def type_class_weights(examples: Sequence[ActorExample], balance: float) -> list
     (0.5: inverse square root of frequency); unseen types get weight 1. ``None`` when ``balance`` is 0."""
     if balance == 0:
         return None
-    counts = np.bincount([ACTION_TYPES.index(ex.target.type) for ex in examples], minlength=len(ACTION_TYPES))
+    counts = np.bincount([type_index(ex.target, "action") for ex in examples], minlength=len(ACTION_TYPES))
     mean = counts[counts > 0].mean()
     return [float((c / mean) ** -balance) if c else 1.0 for c in counts]
 

@@ -1,0 +1,52 @@
+"""The command line of :mod:`guimem.real`: ``python -m guimem.real import <format> <src> <store>``.
+
+Bad input prints the file and the field that are wrong and exits with status 2; nothing is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Sequence
+
+from guimem.core.data import DataError
+from guimem.core.io import read_json
+from guimem.real.importers import IMPORTERS
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m guimem.real", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    imp = commands.add_parser("import", help="import recorded trajectories into an episode store")
+    imp.add_argument("format", choices=sorted(IMPORTERS), help="the recording's format")
+    imp.add_argument("src", help="the recording: a run folder or a folder of them")
+    imp.add_argument("store", help="the episode store to write (a new folder, or an episode store to replace)")
+    imp.add_argument("--goals", help="agent_run: a JSON object mapping each run's folder name to its goal text")
+    imp.add_argument("--images", help="aitw, learngui: the folder of the screenshots (default: beside the file)")
+    imp.add_argument("--app", help="the app of every episode (agent_run's default: the first app a run opens)")
+    imp.add_argument("--max-side", type=int, help="downscale screenshots to this many pixels on their longer side")
+    imp.add_argument("--ocr", action="store_true", help="give screens without a UI tree the text elements OCR reads")
+    args = parser.parse_args(argv)
+    importer, takes = IMPORTERS[args.format]
+    given = {k: getattr(args, k) for k in ("goals", "images", "app", "max_side") if getattr(args, k) is not None}
+    given["ocr"] = args.ocr
+    extra = sorted(set(given) - set(takes))
+    if extra:
+        parser.error(f"{args.format} takes no {', '.join('--' + k.replace('_', '-') for k in extra)}")
+    try:
+        if "goals" in given:
+            given["goals"] = read_json(args.goals)
+            if not isinstance(given["goals"], dict):
+                raise DataError("", f"expected a JSON object of folder name -> goal, got "
+                                    f"{type(given['goals']).__name__}", args.goals)
+        episodes = importer(args.src, args.store, **given)
+    except DataError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    steps = sum(len(e.steps) for e in episodes)
+    print(f"{args.store}: {len(episodes)} episodes, {steps} steps imported from {args.src} ({args.format})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,29 @@
+"""Importers of recorded trajectories into the episode store (:mod:`guimem.core.store`).
+
+Each is a function ``import_<format>(src, store, ...)`` that parses and checks everything before
+writing anything (bad input: a :class:`~guimem.core.data.DataError` naming the file and the field),
+and a subcommand of the command line::
+
+    python -m guimem.real import agent_run <runs folder> <store> [--goals goals.json] [--app NAME]
+    python -m guimem.real import aitw <aitw_data_test.json> <store> [--images FOLDER] [--app NAME]
+    python -m guimem.real import learngui <low_level_instructions.json> <store> [--images FOLDER] [--app NAME]
+    python -m guimem.real import jsonl <steps.jsonl> <store>
+
+each also with ``--max-side N`` (downscale screenshots) and ``--ocr`` (text elements for screens
+recorded without a UI tree).
+
+:data:`IMPORTERS` maps a format's name to its function and the options it takes.
+"""
+
+from guimem.real.importers.agent_run import import_agent_runs
+from guimem.real.importers.aitw import import_aitw
+from guimem.real.importers.jsonl import import_jsonl
+from guimem.real.importers.learngui import import_learngui
+
+IMPORTERS = {
+    "agent_run": (import_agent_runs, ("goals", "app", "max_side", "ocr")),
+    "aitw": (import_aitw, ("images", "app", "max_side", "ocr")),
+    "learngui": (import_learngui, ("images", "app", "max_side", "ocr")),
+    "jsonl": (import_jsonl, ("max_side", "ocr")),
+}
+"""format name -> (importer ``(src, store, **options) -> episodes``, the options it takes)."""

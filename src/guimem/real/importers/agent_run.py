@@ -1,0 +1,189 @@
+"""Agent run folders (AndroidWorld-style ``mobile_use`` recordings) into an episode store.
+
+One run is one folder::
+
+    <run>/action.jsonl        one line per step: {"name": "mobile_use", "arguments": {"action": ..., ...}}
+    <run>/screenshot_<i>.png  the screen before step i (i = 0 .. steps - 1); screenshot_<steps>.png,
+                              when present, is the screen after the last step
+
+(``screenshot_resized_<i>.png`` and any other file are ignored.) ``src`` is one run folder or a
+folder of them, imported in name order.
+
+**Actions** (``arguments.action``), coordinates integers on a 0..999 grid of the screen
+(:data:`GRID`: 999 is the right or bottom edge):
+
+============================  =====================================================
+``click`` / ``long_press``    ``tap`` / ``long_press`` at ``coordinate``
+``swipe``                     ``swipe`` from ``coordinate`` (the centre if absent) by ``direction``
+                              (the finger's motion) or to ``coordinate2``
+``type``                      ``type`` of ``text`` (a ``coordinate`` given with it, the field, is
+                              kept in the episode's provenance: ``type_points``)
+``open``                      ``open_app`` of ``text``
+``answer``                    ``answer`` with ``text`` (the reply to the user: kept and described)
+``terminate``                 ``done`` (``status`` success) or ``impossible`` (any other status)
+``system_button``             ``back`` / ``home`` / ``enter`` (``button``: Back, Home, Enter)
+``wait``                      ``wait``
+============================  =====================================================
+
+**Episodes.** The id is the folder name made file-safe (:func:`~.common.safe_id`; the name is kept
+in ``provenance["source_name"]``). The goal is ``goals[name]`` when a goals mapping is given, else
+the folder name with ``_`` read as spaces (such folders are often the goal cut at 50 characters:
+``provenance["goal_source"]`` says which). The app is ``app``, else the first ``open``'s app, else
+``unknown``. Success: ``terminate`` success is True, another status False; no ``terminate``, unknown.
+A run without a screenshot after its last step ends on that step's screen
+(``provenance["final_screen"]``: ``"repeated"``, else ``"recorded"``): the episode store needs an
+after-screen, and the actions that end a run (``terminate``, ``answer``) do not change the screen.
+Recordings carry no UI tree: every screen's ``elements`` is empty.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any, Mapping
+
+from guimem.core.data import Action, DataError, Episode, Observation, Step, as_object, get_field
+from guimem.core.io import check_number, read_jsonl
+from guimem.core.store import load_episodes
+from guimem.real.importers.common import ScreenshotFiles, check_image_file, safe_id, write_import
+
+FORMAT = "agent_run"
+GRID = 999
+"""Coordinates are integers 0..GRID across the screen's width and height."""
+ACTIONS_FILE = "action.jsonl"
+_SCREENSHOT = re.compile(r"^screenshot_([0-9]+)\.png$")
+_BUTTONS = {"back": "back", "home": "home", "enter": "enter"}
+KNOWN_ACTIONS = ("click", "long_press", "swipe", "type", "open", "answer", "terminate", "system_button", "wait")
+
+
+def run_folders(src: str | os.PathLike) -> list[Path]:
+    """``src`` itself if it is a run folder (it holds ``action.jsonl``), else its sub-folders that
+    are, in name order; none is a DataError."""
+    root = Path(src)
+    if not root.is_dir():
+        raise DataError("src", "not a folder", str(root))
+    if (root / ACTIONS_FILE).is_file():
+        return [root]
+    runs = sorted(p for p in root.iterdir() if p.is_dir() and (p / ACTIONS_FILE).is_file())
+    if not runs:
+        raise DataError("src", f"no run folder (one holding {ACTIONS_FILE}) in it", str(root))
+    return runs
+
+
+def _grid_point(value: Any, field: str) -> tuple[float, float]:
+    if not isinstance(value, (list, tuple)) or len(value) != 2:
+        raise DataError(field, f"expected [x, y] on the 0..{GRID} grid, got {value!r:.60}")
+    return tuple(float(check_number(v, f"{field}[{i}]", 0, GRID)) / GRID for i, v in enumerate(value))
+
+
+def parse_action(args: Mapping[str, Any]) -> tuple[Action, dict[str, Any]]:
+    """One step's ``arguments`` as an :class:`Action`, and what it held that the action does not
+    (``{"type_point": [x, y]}`` for a ``type`` given a field's coordinate)."""
+    kind = get_field(args, "action", str)
+    extra: dict[str, Any] = {}
+    if kind in ("click", "long_press"):
+        return Action("tap" if kind == "click" else "long_press",
+                      point=_grid_point(get_field(args, "coordinate", list), "coordinate")), extra
+    if kind == "swipe":
+        raw = get_field(args, "coordinate", list, optional=True)
+        start = _grid_point(raw, "coordinate") if raw is not None else (0.5, 0.5)
+        end = get_field(args, "coordinate2", list, optional=True)
+        if end is not None:
+            return Action("swipe", point=start, end=_grid_point(end, "coordinate2")), extra
+        return Action("swipe", point=start, direction=get_field(args, "direction", str).strip().lower()), extra
+    if kind == "type":
+        raw = get_field(args, "coordinate", list, optional=True)
+        if raw is not None:
+            extra["type_point"] = list(_grid_point(raw, "coordinate"))
+        return Action("type", text=get_field(args, "text", str)), extra
+    if kind == "open":
+        return Action("open_app", text=get_field(args, "text", str)), extra
+    if kind == "answer":
+        return Action("answer", text=get_field(args, "text", str)), extra
+    if kind == "terminate":
+        status = get_field(args, "status", str)
+        return Action("done" if status.strip().lower() == "success" else "impossible"), {"status": status}
+    if kind == "system_button":
+        button = get_field(args, "button", str)
+        if button.strip().lower() not in _BUTTONS:
+            raise DataError("button", f"expected one of Back, Home, Enter, got {button!r:.60}")
+        return Action(_BUTTONS[button.strip().lower()]), extra
+    if kind == "wait":
+        return Action("wait"), extra
+    raise DataError("action", f"unknown action {kind!r:.60}; expected one of {KNOWN_ACTIONS}")
+
+
+def read_run(folder: Path, episode_id: str, goal: str | None = None,
+             app: str | None = None) -> tuple[Episode, dict[str, Path]]:
+    """One run folder as an :class:`Episode` (screenshot keys are the files' paths) and its
+    screenshot files by key; every line and screenshot header checked."""
+    actions_path = folder / ACTIONS_FILE
+    actions, notes = [], {}
+    for lineno, doc in read_jsonl(actions_path):
+        where = f"line {lineno}"
+        try:
+            args = as_object(get_field(as_object(doc), "arguments", dict), "arguments")
+            action, extra = parse_action(args)
+        except DataError as err:
+            field = (err.field if err.field.startswith("arguments")
+                     else ".".join(p for p in ("arguments", err.field) if p))
+            raise DataError(f"{where}: {field}", err.message, str(actions_path)) from None
+        if extra:
+            notes[len(actions)] = extra
+        actions.append(action)
+    if not actions:
+        raise DataError("steps", "no action lines", str(actions_path))
+    shots = {int(m.group(1)): folder / m.group(0) for p in folder.iterdir() if (m := _SCREENSHOT.match(p.name))}
+    files: dict[str, Path] = {}
+    for i in range(len(actions) + 1):
+        if i not in shots:
+            if i == len(actions):
+                break  # no after-screen: the last step's screen is repeated
+            raise DataError(f"screenshot_{i}.png", f"missing: step {i} of {len(actions)} has no screen", str(folder))
+        check_image_file(shots[i], f"screenshot_{i}.png")
+        files[str(shots[i])] = shots[i]
+    observations = [Observation(screenshot=str(shots[i])) for i in range(len(actions))]
+    final_recorded = len(actions) in shots
+    final = Observation(screenshot=str(shots[len(actions)])) if final_recorded else observations[-1]
+    statuses = [n["status"] for _, n in sorted(notes.items()) if "status" in n]
+    success = statuses[-1].strip().lower() == "success" if statuses else None
+    app_name = app or next((a.text for a in actions if a.type == "open_app"), None) or "unknown"
+    provenance = {
+        "source": FORMAT, "source_name": folder.name, "goal_source": "goals" if goal is not None else "folder name",
+        "final_screen": "recorded" if final_recorded else "repeated", "coordinate_grid": GRID,
+        **({"type_points": {str(i): n["type_point"] for i, n in notes.items() if "type_point" in n}}
+           if any("type_point" in n for n in notes.values()) else {}),
+    }
+    goal = goal if goal is not None else folder.name.replace("_", " ").strip()
+    episode = Episode(id=episode_id, app=app_name, goal=goal,
+                      steps=tuple(Step(o, a) for o, a in zip(observations, actions)), final=final, success=success,
+                      provenance=provenance)
+    return episode, files
+
+
+def import_agent_runs(src: str | os.PathLike, store: str | os.PathLike, goals: Mapping[str, str] | None = None,
+                      app: str | None = None, max_side: int | None = None, ocr: bool = False) -> list[Episode]:
+    """Import every run folder under ``src`` into the episode store ``store`` (replacing an episode
+    store there, never anything else); ``goals`` maps a run folder's name to its goal text,
+    ``app`` names the app of every run, ``max_side`` downscales screenshots (longer side, in
+    pixels; None keeps them); with ``ocr``, screens get the text elements OCR reads on them
+    (:mod:`guimem.real.ocr`). Everything is parsed and checked before anything is written.
+    Returns the episodes as stored."""
+    goals = dict(goals or {})
+    for name, goal in goals.items():
+        if not isinstance(name, str) or not isinstance(goal, str) or not goal.strip():
+            raise DataError(f"goals[{name!r:.40}]", f"expected a non-empty goal text, got {goal!r:.60}")
+    ScreenshotFiles({}, max_side)  # the option checked before any work
+    taken: set[str] = set()
+    episodes, files = [], {}
+    for folder in run_folders(src):
+        episode, shots = read_run(folder, safe_id(folder.name, taken), goals.get(folder.name), app)
+        episodes.append(episode)
+        files.update(shots)
+    unknown = sorted(set(goals) - {e.provenance["source_name"] for e in episodes})
+    if unknown:
+        raise DataError("goals", f"names no run folder under src: {unknown[:3]}", str(src))
+    write_import(episodes, ScreenshotFiles(files, max_side), store,
+                 {"format": FORMAT, "path": str(src), "app": app, "goals": bool(goals)}, ocr=ocr)
+    return load_episodes(store, verify_images=False)

@@ -1,0 +1,134 @@
+"""What every importer shares: safe episode ids from foreign names, screenshots read lazily (and
+optionally downscaled) on their way into the store, and the one way an import is written.
+
+An importer parses *everything* first — every action line, every screenshot's presence and
+header — and only then writes, through :func:`guimem.core.store.save_episodes` (atomic: a reader
+sees the old store or the new one; a folder that is not an episode store is refused). So bad
+input raises a :class:`~guimem.core.data.DataError` naming the file and the field, and nothing
+is written.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+from PIL import Image
+
+from guimem.core.data import DataError, Episode, Observation
+from guimem.core.io import check_number
+from guimem.core.store import MAX_PIXELS, save_episodes
+from guimem.real.ocr import OcrReader
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+MAX_ID = 128  # the store's limit on an episode id (it is a file name)
+
+
+def safe_id(name: str, taken: set[str]) -> str:
+    """An episode id for the foreign ``name``: runs of characters a file name may not hold become
+    ``-``, the result is cut to fit, and a name that had to change (or that collides with one in
+    ``taken``) gets the first 8 hex digits of its SHA-256, so two names never share an id. The id
+    is added to ``taken``; keep ``name`` itself in the episode's provenance."""
+    base = _UNSAFE.sub("-", name).lstrip("-._") or "episode"  # a file name that starts with a letter or digit
+    if base == name and name not in taken and len(name) <= MAX_ID:
+        taken.add(name)
+        return name
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()
+    for width in (8, 16, 64):
+        candidate = f"{base[:MAX_ID - width - 1]}-{digest[:width]}"
+        if candidate not in taken:
+            taken.add(candidate)
+            return candidate
+    raise DataError("id", f"cannot make a unique id for {name!r:.80}")  # pragma: no cover - a full SHA-256 collision
+
+
+def check_image_file(path: Path, field: str) -> tuple[int, int]:
+    """``(width, height)`` of the image at ``path`` read from its header (no decoding); a missing,
+    unreadable or oversized file is a DataError naming ``path`` and ``field``."""
+    if not path.is_file():
+        raise DataError(field, "missing", str(path))
+    try:
+        with Image.open(path) as im:
+            size = im.size
+    except (OSError, Image.DecompressionBombError, ValueError) as err:
+        raise DataError(field, f"not an image PIL can read ({err})", str(path)) from None
+    if size[0] < 1 or size[1] < 1 or size[0] * size[1] > MAX_PIXELS:
+        raise DataError(field, f"{size[0]}x{size[1]} pixels: outside 1..{MAX_PIXELS} pixels", str(path))
+    return size
+
+
+def downscaled_size(size: tuple[int, int], max_side: int | None) -> tuple[int, int]:
+    """``size`` shrunk (aspect kept, at least one pixel a side) so that its longer side is at most
+    ``max_side``; unchanged when it already fits or ``max_side`` is None."""
+    w, h = size
+    if not max_side or max(w, h) <= max_side:
+        return size
+    scale = max_side / max(w, h)
+    return (max(1, round(w * scale)), max(1, round(h * scale)))
+
+
+class ScreenshotFiles(Mapping):
+    """The images of an import as :func:`save_episodes` reads them: screenshot key -> image, each
+    file opened only when the store writes it (so an import of thousands of full-size screens holds
+    one in memory at a time), converted to RGB and downscaled to ``max_side`` if given."""
+
+    def __init__(self, files: Mapping[str, Path], max_side: int | None = None):
+        if max_side is not None:
+            check_number(max_side, "max_side", 1, integer=True)
+        self.files, self.max_side = dict(files), max_side
+
+    def __getitem__(self, key: str) -> Image.Image:
+        path = self.files[key]
+        try:
+            with Image.open(path) as im:
+                rgb = im.convert("RGB")
+        except (OSError, Image.DecompressionBombError, ValueError) as err:
+            raise DataError("screenshot", f"cannot be decoded ({err})", str(path)) from None
+        size = downscaled_size(rgb.size, self.max_side)
+        return rgb if size == rgb.size else rgb.resize(size, Image.LANCZOS)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.files)
+
+    def __len__(self) -> int:
+        return len(self.files)
+
+
+def with_ocr(episodes: Sequence[Episode], images: ScreenshotFiles, reader: Any) -> list[Episode]:
+    """``episodes`` with every screen that has no elements given the lines ``reader``
+    (:class:`guimem.real.ocr.OcrReader`) reads on it, as it will be stored (downscaled)."""
+    read: dict[str, tuple] = {}
+
+    def see(obs: Observation) -> Observation:
+        if obs.elements:
+            return obs
+        if obs.screenshot not in read:
+            read[obs.screenshot] = reader.elements(images[obs.screenshot])
+        return dataclasses.replace(obs, elements=read[obs.screenshot])
+
+    return [dataclasses.replace(ep, final=see(ep.final),
+                                steps=tuple(dataclasses.replace(s, observation=see(s.observation)) for s in ep.steps))
+            for ep in episodes]
+
+
+def write_import(episodes: Sequence[Episode], images: ScreenshotFiles, store: str | os.PathLike,
+                 source: Mapping[str, Any], ocr: bool = False) -> Path:
+    """Save the parsed ``episodes`` as the episode store ``store`` (see :func:`save_episodes`), the
+    manifest's meta naming the ``source`` (format, path, options); with ``ocr``, screens recorded
+    without a UI tree first get the text elements OCR reads on them."""
+    if not episodes:
+        raise DataError("episodes", "nothing to import", str(source.get("path", "")))
+    if ocr:
+        reader = OcrReader()
+        episodes = with_ocr(episodes, images, reader)
+        ocr_meta: Any = {"engine": "rapidocr-onnxruntime", "min_score": reader.min_score,
+                         "status_bar": reader.status_bar}
+    else:
+        ocr_meta = None
+    return save_episodes(episodes, images, store, meta={"imported": dict(source), "max_side": images.max_side,
+                                                        "ocr": ocr_meta})

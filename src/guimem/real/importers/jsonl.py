@@ -1,0 +1,130 @@
+"""A generic JSON-lines recording (one step per line) into an episode store: the format to write
+when a recording fits no other importer.
+
+Each line is one step, in order within its episode::
+
+    {"episode": "run-1", "goal": "Turn on Wi-Fi", "app": "settings",        # goal, app: first step
+     "screenshot": "shots/run-1/0.png",                                     # relative to the file
+     "action": {"type": "tap", "point": [0.5, 0.2]},                        # the data model's action
+     "ui_xml": "dumps/run-1/0.xml"}                                         # optional: uiautomator dump
+
+``action`` is :class:`guimem.core.data.Action`'s JSON (``type`` one of
+:data:`~guimem.core.data.STEP_TYPES`; ``point``/``end`` fractions of the screen; a swipe may give
+``direction`` instead of ``end``; ``text`` for type, open_app and answer). ``ui_xml`` is an
+Android accessibility dump (``uiautomator dump``), turned into elements by the device backend's
+parser (:func:`guimem.real.device.parse_hierarchy`), its pixel bounds divided by the screenshot's
+size (or ``screen_size`` ``[width, height]`` when the dump was taken at another size); without it
+a screen has no elements. A line ``{"episode": "run-1", "final_screenshot": "...", "final_ui_xml":
+"..."}`` (no action) gives the screen after the episode's last step; without one the last step's
+screen is also the final one (``provenance["final_screen"]``). ``success`` (true, false or null) on
+any line of an episode is its outcome; ``provenance`` (an object) on its first line is kept.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Mapping
+
+from guimem.core.data import (
+    Action,
+    DataError,
+    Episode,
+    Observation,
+    Step,
+    as_object,
+    check_json,
+    get_field,
+    nested_field,
+)
+from guimem.core.io import read_jsonl, read_text
+from guimem.core.store import load_episodes
+from guimem.real.device import parse_hierarchy
+from guimem.real.importers.common import ScreenshotFiles, check_image_file, safe_id, write_import
+
+FORMAT = "jsonl"
+
+
+def _file(root: Path, value: Any, field: str) -> Path:
+    if not isinstance(value, str) or not value or Path(value).is_absolute() or ".." in Path(value).parts:
+        raise DataError(field, f"expected a path relative to the JSON-lines file's folder, got {value!r:.80}")
+    return root / value
+
+
+def _observation(root: Path, line: Mapping[str, Any], shot_key: str, xml_key: str,
+                 files: dict[str, Path]) -> Observation:
+    shot = _file(root, get_field(line, shot_key, str), shot_key)
+    size = check_image_file(shot, shot_key)
+    elements = ()
+    if line.get(xml_key) is not None:
+        xml_path = _file(root, get_field(line, xml_key, str), xml_key)
+        if not xml_path.is_file():
+            raise DataError(xml_key, "missing", str(xml_path))
+        given = line.get("screen_size")
+        if given is not None:
+            if not (isinstance(given, list) and len(given) == 2 and all(isinstance(v, int) and v > 0 for v in given)):
+                raise DataError("screen_size", f"expected [width, height] in pixels, got {given!r:.60}")
+            size = (given[0], given[1])
+        try:
+            elements = parse_hierarchy(read_text(xml_path), size)
+        except DataError as err:
+            raise err.at(str(xml_path), xml_key) from None
+    files[str(shot)] = shot
+    return Observation(screenshot=str(shot), elements=elements)
+
+
+def import_jsonl(src: str | os.PathLike, store: str | os.PathLike, max_side: int | None = None,
+                 ocr: bool = False) -> list[Episode]:
+    """Import the JSON-lines recording ``src`` into the episode store ``store`` (``max_side``
+    downscales screenshots; with ``ocr``, screens without a dump get the text elements OCR reads
+    on them, :mod:`guimem.real.ocr`). Everything is parsed and checked before anything is written.
+    Returns the episodes as stored."""
+    path = Path(src)
+    if not path.is_file():
+        raise DataError("src", "not a file (a JSON-lines recording)", str(path))
+    ScreenshotFiles({}, max_side)  # the option checked before any work
+    root = path.parent
+    order: list[str] = []
+    steps: dict[str, list[Step]] = {}
+    heads: dict[str, dict[str, Any]] = {}
+    finals: dict[str, Observation] = {}
+    files: dict[str, Path] = {}
+    for lineno, doc in read_jsonl(path):
+        try:
+            line = as_object(doc, "")
+            name = str(get_field(line, "episode", (str, int)))
+            if name in finals:
+                raise DataError("episode", f"{name!r:.60} already ended with its final screenshot")
+            if "final_screenshot" in line:
+                if name not in steps:
+                    raise DataError("final_screenshot", f"episode {name!r:.60} has no step before its final screen")
+                finals[name] = _observation(root, line, "final_screenshot", "final_ui_xml", files)
+                continue
+            if name not in steps:
+                order.append(name)
+                steps[name] = []
+                given = dict(get_field(line, "provenance", Mapping, optional=True) or {})
+                heads[name] = {"goal": get_field(line, "goal", str), "app": get_field(line, "app", str, optional=True),
+                               "provenance": check_json(given, "provenance")}
+            if "success" in line:
+                if line["success"] is not None and not isinstance(line["success"], bool):
+                    raise DataError("success", f"expected true, false or null, got {line['success']!r:.60}")
+                heads[name]["success"] = line["success"]
+            action = nested_field("action", Action.from_dict, get_field(line, "action", Mapping))
+            steps[name].append(Step(_observation(root, line, "screenshot", "ui_xml", files), action))
+        except DataError as err:
+            raise DataError(f"line {lineno}: {err.field}" if err.field else f"line {lineno}", err.message,
+                            err.path or str(path)) from None
+    if not order:
+        raise DataError("steps", "no step lines", str(path))
+    taken: set[str] = set()
+    episodes = []
+    for name in order:
+        head = heads[name]
+        provenance = {"source": FORMAT, "source_name": name, **head["provenance"],
+                      "final_screen": "recorded" if name in finals else "repeated"}
+        episodes.append(Episode(id=safe_id(name, taken), app=head["app"] or "unknown", goal=head["goal"],
+                                steps=tuple(steps[name]), final=finals.get(name, steps[name][-1].observation),
+                                success=head.get("success"), provenance=provenance))
+    write_import(episodes, ScreenshotFiles(files, max_side), store, {"format": FORMAT, "path": str(path)}, ocr=ocr)
+    return load_episodes(store, verify_images=False)
