@@ -420,3 +420,16 @@ def test_learngui_malformed_actions_name_the_step(tmp_path, action, field):
     with pytest.raises(DataError) as err:
         import_learngui(src, tmp_path / "store")
     assert err.value.field == field and str(src) in str(err.value) and not (tmp_path / "store").exists()
+
+
+def test_recorded_episodes_are_segmented_and_judged_with_their_answers(tmp_path):
+    from guimem.smg.judge import RuleJudge
+    from guimem.smg.segment import make_segmenter
+
+    write_run(tmp_path / "runs" / "What_is_my_next_event", [
+        line(action="click", coordinate=[500, 500]), line(action="wait"), line(action="answer", text="Call with Marketing")])
+    (ep,) = import_agent_runs(tmp_path / "runs", tmp_path / "store")
+    subgoals = make_segmenter("rule").segment(ep)
+    assert 'answer "Call with Marketing"' in [s.text for s in subgoals]  # the reply reaches memory
+    assert "wait" in " ".join(s.behaviour for s in subgoals)
+    assert RuleJudge().episode_verdict(ep)[1] != "the trajectory ended without 'done' or an answer"

@@ -30,7 +30,8 @@ from guimem.smg.screens import (
 )
 
 _VERBS = {"tap": "tap", "long_press": "long press", "swipe": "scroll", "type": "type", "back": "back",
-          "home": "home", "enter": "enter", "open_app": "open app", "done": "done", "impossible": "impossible"}
+          "home": "home", "enter": "enter", "open_app": "open app", "done": "done", "impossible": "impossible",
+          "answer": "answer", "wait": "wait"}
 
 
 def behaviour_of(actions: Sequence[Action]) -> str:
@@ -154,4 +155,8 @@ def span_intent(episode: Episode, first: int, last: int, reading: Reading | None
         return f"open the {a.text} app"
     if a.type == "done":
         return "finish the task"
+    if a.type == "answer":
+        return f'answer "{a.text}"'
+    if a.type == "wait":
+        return f"wait on {screen_in_prose(ctx0.name)}"
     return "give up on the task"  # impossible
