@@ -117,12 +117,16 @@ def _tap_intent(step: Step, target: UIElement | None, ctx0: Context, ctx1: Conte
 def span_intent(episode: Episode, first: int, last: int, reading: Reading | None = None) -> str:
     """The sub-intent of steps ``first..last``, from their most telling step.
 
-    Typing wins (``type 'milk' into "Search" and submit``); else the last effective step
-    (what it opened, switched or chose); else the last step of any kind.
+    An answer to the user wins (``answer "Call with Marketing"``: what the span found out); then
+    typing (``type 'milk' into "Search" and submit``); else the last effective step (what it
+    opened, switched or chose); else the last step of any kind.
     """
     ep = blind(episode)
     r = reading or read_episode(ep)
     obs, idx = ep.observations, range(first, last + 1)
+    answers = [i for i in idx if ep.steps[i].action.type == "answer"]
+    if answers:
+        return f'answer "{ep.steps[answers[-1]].action.text}"'
     typed = [i for i in idx if ep.steps[i].action.type == "type"]
     if typed:
         i = typed[-1]
