@@ -420,3 +420,33 @@ def test_learngui_malformed_actions_name_the_step(tmp_path, action, field):
     with pytest.raises(DataError) as err:
         import_learngui(src, tmp_path / "store")
     assert err.value.field == field and str(src) in str(err.value) and not (tmp_path / "store").exists()
+
+
+def test_recorded_episodes_are_segmented_and_judged_with_their_answers(tmp_path):
+    from guimem.smg.judge import RuleJudge
+    from guimem.smg.segment import make_segmenter
+
+    write_run(tmp_path / "runs" / "What_is_my_next_event", [
+        line(action="click", coordinate=[500, 500]), line(action="wait"), line(action="answer", text="Call with Marketing")])
+    (ep,) = import_agent_runs(tmp_path / "runs", tmp_path / "store")
+    subgoals = make_segmenter("rule").segment(ep)
+    assert 'answer "Call with Marketing"' in [s.text for s in subgoals]  # the reply reaches memory
+    assert "wait" in " ".join(s.behaviour for s in subgoals)
+    assert RuleJudge().episode_verdict(ep)[1] != "the trajectory ended without 'done' or an answer"
+
+
+def test_screen_labels_are_joined_and_checked(tmp_path):
+    write_run(tmp_path / "runs" / "a", [line(action="click", coordinate=[1, 1]), line(action="terminate", status="success")])
+    (ep,) = import_agent_runs(tmp_path / "runs", tmp_path / "store", labels={"a": ["home", "settings"]})
+    assert [o.screen for o in ep.observations] == ["home", "settings", "settings"]  # the final repeats the last
+    for bad, field in (({"b": ["x", "y"]}, "labels['b']"), ({"a": ["x"]}, "labels['a']"), ({"a": ["x", ""]}, "labels['a']")):
+        with pytest.raises(DataError) as err:
+            import_agent_runs(tmp_path / "runs", tmp_path / "other", labels=bad)
+        assert err.value.field == field and not (tmp_path / "other").exists()
+
+
+def test_the_bundled_sample_has_a_label_for_every_screen(tmp_path):
+    labels = json.loads((SAMPLE / "screen_labels.json").read_text())
+    eps = import_agent_runs(SAMPLE, tmp_path / "store", labels=labels)
+    assert all(o.screen for e in eps for o in e.observations)
+    assert {o.screen for e in eps for o in e.observations} >= {"home", "app_drawer", "month", "day", "edit_event"}

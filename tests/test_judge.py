@@ -50,7 +50,7 @@ def test_typing_what_the_goal_never_says_is_a_failure():
 def test_ending_without_done_is_a_failure():
     ep = hm.search_episode()
     cut = replace(ep, steps=ep.steps[:-1], final=ep.steps[-1].observation)
-    assert RuleJudge().episode_verdict(cut) == ("no", "the trajectory ended without 'done'")
+    assert RuleJudge().episode_verdict(cut) == ("no", "the trajectory ended without 'done' or an answer")
 
 
 def test_evidence_threshold_decides_between_yes_and_uncertain():

@@ -39,6 +39,12 @@ def test_reads_the_labels_on_a_real_screen_and_drops_the_status_bar(launcher, tm
     assert clock and not any(x.text == clock[0].text and x.bounds == clock[0].bounds for x in reader.lines(launcher))
 
 
+def test_the_largest_top_bar_text_is_the_title(tmp_path):
+    day = OcrReader(cache_dir=tmp_path).elements(Image.open(RUN / "screenshot_4.png"))  # a day's agenda
+    (title,) = [e for e in day if e.id == "title"]
+    assert "15" in title.text and "Search" not in title.text  # the date in large type, not the search hint
+
+
 def test_results_are_cached_by_content_and_a_bad_entry_is_recomputed(launcher, tmp_path, monkeypatch):
     reader = OcrReader(cache_dir=tmp_path)
     first = reader.lines(launcher)
@@ -75,7 +81,8 @@ def test_an_import_with_ocr_gives_real_screens_elements_and_titles(tmp_path, mon
     for i, j in ((0, 2), (1, 3)):
         shutil.copy(RUN / f"screenshot_{j}.png", run / f"screenshot_{i}.png")
     (ep,) = import_agent_runs(tmp_path / "runs", tmp_path / "store", ocr=True)
-    assert all(s.elements for s in ep.steps) and all(e.id.startswith("ocr") for e in ep.steps[0].elements)
+    assert all(s.elements for s in ep.steps)
+    assert all(e.id.startswith("ocr") or e.id == "title" for e in ep.steps[0].elements)
     names = [c.name for c in screen_contexts(ep.observations)]
     assert all(n != "an untitled screen" for n in names), names  # named from the top bar's text
     plain = import_agent_runs(tmp_path / "runs", tmp_path / "store2")[0]

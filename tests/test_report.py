@@ -60,7 +60,7 @@ def test_the_stage_order_is_the_pipelines():
 
     root = Path(__file__).resolve().parents[1]
     assert stage_order(root) == ("world", "segmentation", "graph_build", "retrieval_eval", "actor", "closed_loop",
-                                 "layer_analysis", "probe_router", "oracle_headroom", "routing_stats")
+                                 "layer_analysis", "probe_router", "oracle_headroom", "routing_stats", "real_graph")
 
 
 def test_experiments_table_shows_only_what_an_experiment_changed():

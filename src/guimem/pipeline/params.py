@@ -1,6 +1,6 @@
 """Every stage's parameters, checked before its notebook starts, by the configs the code itself uses.
 
-A stage notebook (``00_world`` ... ``09_routing_stats``) gets its parameters from three places: its
+A stage notebook (``00_world`` ... ``10_real_graph``) gets its parameters from three places: its
 ``parameters`` cell (the defaults), a ``params.yaml`` section (``-f params.yaml:world``) and the
 command line (``-p seed 0``, often a ``${base.seed}`` DVC interpolated). :class:`Stage` checks the
 complete mapping in three passes, so that a bad value stops the stage before any kernel starts,
@@ -43,6 +43,7 @@ from guimem.eval.examples import assign_folds
 from guimem.models.embedding import IMAGE_EMBEDDERS, TEXT_EMBEDDERS, HashingTextEmbedder, PixelEmbedder
 from guimem.phone.config import WorldConfig
 from guimem.phone.demonstrator import unseen_types_covered
+from guimem.real.importers import IMPORTERS
 from guimem.smg.graph import GraphConfig
 from guimem.smg.judge import JUDGES
 from guimem.smg.llm_segmenter import LLM_MODES
@@ -284,6 +285,13 @@ def _graph_sweeps(p: Params) -> None:
         p.build({"theta": "theta_sweep"}, _graph_config, p, p["tau"], t, item=i)
 
 
+def _real_graph(p: Params) -> None:
+    """10_real_graph: the graph's thresholds and each swept tau make valid graphs."""
+    p.build({"tau": "tau", "theta": "theta"}, _graph_config, p, p["tau"], p["theta"])
+    for i, t in enumerate(p["tau_sweep"]):
+        p.build({"tau": "tau_sweep"}, _graph_config, p, t, p["theta"], item=i)
+
+
 def _tau_sweep(p: Params) -> None:
     """03_retrieval_eval: each swept tau makes a valid graph (theta is the saved memory's)."""
     for i, t in enumerate(p["tau_sweep"]):
@@ -399,5 +407,11 @@ STAGES: dict[str, Stage] = {s.notebook: s for s in (
         "text_embedder": TEXT_EMBEDDER, "cache_dir": PATH, "figures_dir": PATH, "metrics_path": PATH,
         "results_path": PATH,
     }),
+    Stage("10_real_graph", "real_graph", {
+        "source": PATH, "source_format": Text(tuple(IMPORTERS)), "labels": Text(), "ocr": Flag(), "max_side": COUNT,
+        "image_embedder": IMAGE_EMBEDDER, "text_embedder": TEXT_EMBEDDER, "pca_dim": COUNT,
+        "tau": REAL, "theta": REAL, "tau_sweep": Items(REAL, nonempty=True), "out_dir": PATH, "cache_dir": PATH,
+        "figures_dir": PATH, "plots_dir": PATH, "metrics_path": PATH, "results_path": PATH,
+    }, (_real_graph,), reporting=("tau_sweep",)),
 )}
 """Each stage notebook's parameters, by notebook stem."""

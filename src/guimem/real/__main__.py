@@ -26,19 +26,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     imp.add_argument("--app", help="the app of every episode (agent_run's default: the first app a run opens)")
     imp.add_argument("--max-side", type=int, help="downscale screenshots to this many pixels on their longer side")
     imp.add_argument("--ocr", action="store_true", help="give screens without a UI tree the text elements OCR reads")
+    imp.add_argument("--labels", help="a JSON object mapping each episode's source name to its screens' types")
     args = parser.parse_args(argv)
     importer, takes = IMPORTERS[args.format]
-    given = {k: getattr(args, k) for k in ("goals", "images", "app", "max_side") if getattr(args, k) is not None}
+    options = ("goals", "images", "app", "max_side", "labels")
+    given = {k: getattr(args, k) for k in options if getattr(args, k) is not None}
     given["ocr"] = args.ocr
     extra = sorted(set(given) - set(takes))
     if extra:
         parser.error(f"{args.format} takes no {', '.join('--' + k.replace('_', '-') for k in extra)}")
     try:
-        if "goals" in given:
-            given["goals"] = read_json(args.goals)
-            if not isinstance(given["goals"], dict):
-                raise DataError("", f"expected a JSON object of folder name -> goal, got "
-                                    f"{type(given['goals']).__name__}", args.goals)
+        for key in ("goals", "labels"):
+            if key in given:
+                path, given[key] = given[key], read_json(given[key])
+                if not isinstance(given[key], dict):
+                    raise DataError("", f"expected a JSON object keyed by run or episode name, got "
+                                        f"{type(given[key]).__name__}", path)
         episodes = importer(args.src, args.store, **given)
     except DataError as err:
         print(f"error: {err}", file=sys.stderr)

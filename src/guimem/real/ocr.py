@@ -10,8 +10,8 @@ be clickable. Lines read with a confidence below ``min_score`` are dropped, and 
 **status bar**: any line whose centre lies in the top ``status_bar`` share of the screen (the
 clock, the battery, notification icons), which changes between screenshots of the same screen
 and names nothing the agent acts on. What the rest of the package reads from a UI tree — the
-screen's title (:func:`guimem.smg.screens.screen_title`: the first text in the top bar), the
-element a tap hit, an intent's words — it then reads from these.
+screen's title (:func:`guimem.smg.screens.screen_title`; here the largest text of the top fifth),
+the element a tap hit, an intent's words — it then reads from these.
 
 Results are cached on disk by the image's content (the SHA-256 of its pixels) and the settings,
 as JSON: OCR takes seconds a screen on a CPU.
@@ -33,6 +33,8 @@ from guimem.core.io import atomic_write_text, check_number, json_text, parse_jso
 
 STATUS_BAR = 0.04
 """Top share of a phone screen taken by its status bar (24 dp of a ~600-900 dp tall screen)."""
+TITLE_BAND = 0.2
+"""Top share of the screen where a screen's title (the app bar) sits, below the status bar."""
 MIN_SCORE = 0.5
 """Recognition confidence below which a line is dropped."""
 DEFAULT_CACHE_DIR = Path(".cache/guimem/ocr")
@@ -116,6 +118,25 @@ class OcrReader:
                 and (x.bounds[1] + x.bounds[3]) / 2 >= self.status_bar]
 
     def elements(self, image: Image.Image) -> tuple[UIElement, ...]:
-        """The kept lines as UI elements (role ``text``, ids ``ocr0``, ``ocr1``, ...)."""
-        return tuple(UIElement(id=f"ocr{i}", role="text", text=x.text.strip(), bounds=x.bounds)
-                     for i, x in enumerate(self.lines(image)))
+        """The kept lines as UI elements (role ``text``, ids ``ocr0``, ``ocr1``, ...); the screen's
+        most salient line — the tallest (largest type) whose centre lies in the top
+        :data:`TITLE_BAND` — gets the id ``title``, which names the screen
+        (:func:`guimem.smg.screens.screen_title`)."""
+        lines = self.lines(image)
+        top = [i for i, x in enumerate(lines) if (x.bounds[1] + x.bounds[3]) / 2 <= TITLE_BAND]
+        title = max(top, key=lambda i: (lines[i].bounds[3] - lines[i].bounds[1], -i), default=None)
+        return tuple(UIElement(id="title" if i == title else f"ocr{i}", role="text", text=x.text.strip(),
+                               bounds=x.bounds) for i, x in enumerate(lines))
+
+
+def draw_lines(image: Image.Image, elements: Any, ax: Any) -> None:
+    """``image`` on ``ax`` with the box and text of each OCR element (:meth:`OcrReader.elements`)."""
+    from matplotlib.patches import Rectangle
+
+    w, h = image.size
+    ax.imshow(np.asarray(image.convert("RGB")))
+    for e in elements:
+        x0, y0, x1, y1 = e.bounds
+        ax.add_patch(Rectangle((x0 * w, y0 * h), (x1 - x0) * w, (y1 - y0) * h, fill=False, lw=0.6, ec="#d62728"))
+        ax.text(x0 * w, y0 * h - 1, e.text[:24], fontsize=4, color="#d62728", va="bottom")
+    ax.set_axis_off()

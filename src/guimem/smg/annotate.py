@@ -30,7 +30,8 @@ from guimem.smg.screens import (
 )
 
 _VERBS = {"tap": "tap", "long_press": "long press", "swipe": "scroll", "type": "type", "back": "back",
-          "home": "home", "enter": "enter", "open_app": "open app", "done": "done", "impossible": "impossible"}
+          "home": "home", "enter": "enter", "open_app": "open app", "done": "done", "impossible": "impossible",
+          "answer": "answer", "wait": "wait"}
 
 
 def behaviour_of(actions: Sequence[Action]) -> str:
@@ -116,12 +117,16 @@ def _tap_intent(step: Step, target: UIElement | None, ctx0: Context, ctx1: Conte
 def span_intent(episode: Episode, first: int, last: int, reading: Reading | None = None) -> str:
     """The sub-intent of steps ``first..last``, from their most telling step.
 
-    Typing wins (``type 'milk' into "Search" and submit``); else the last effective step
-    (what it opened, switched or chose); else the last step of any kind.
+    An answer to the user wins (``answer "Call with Marketing"``: what the span found out); then
+    typing (``type 'milk' into "Search" and submit``); else the last effective step (what it
+    opened, switched or chose); else the last step of any kind.
     """
     ep = blind(episode)
     r = reading or read_episode(ep)
     obs, idx = ep.observations, range(first, last + 1)
+    answers = [i for i in idx if ep.steps[i].action.type == "answer"]
+    if answers:
+        return f'answer "{ep.steps[answers[-1]].action.text}"'
     typed = [i for i in idx if ep.steps[i].action.type == "type"]
     if typed:
         i = typed[-1]
@@ -154,4 +159,8 @@ def span_intent(episode: Episode, first: int, last: int, reading: Reading | None
         return f"open the {a.text} app"
     if a.type == "done":
         return "finish the task"
+    if a.type == "answer":
+        return f'answer "{a.text}"'
+    if a.type == "wait":
+        return f"wait on {screen_in_prose(ctx0.name)}"
     return "give up on the task"  # impossible

@@ -656,6 +656,49 @@ def node_purity(graph: MemoryGraph, screen_of: Mapping[str, str | None]) -> floa
     return agree / total if total else float("nan")
 
 
+def splits_and_merges(graph: MemoryGraph, screen_of: Mapping[str, str | None]) -> dict[str, dict]:
+    """How the nodes sit against true screen types: ``splits`` maps each type to the nodes its
+    screenshots went to (more than one: the type was split), ``merges`` maps each node to the
+    count of its screenshots of each type (more than one type: different screens were merged).
+    Screenshots without a type are left out."""
+    splits: dict[str, list[int]] = {}
+    merges: dict[int, dict[str, int]] = {}
+    for node in sorted(graph.graph.nodes):
+        for shot in graph.node_screenshots(node):
+            t = screen_of.get(shot)
+            if t is None:
+                continue
+            merges.setdefault(node, {}).setdefault(t, 0)
+            merges[node][t] += 1
+            if node not in splits.setdefault(t, []):
+                splits[t].append(node)
+    return {"splits": dict(sorted(splits.items())), "merges": merges}
+
+
+def draw_node_strips(graph: MemoryGraph, store_root: str | Path, screen_of: Mapping[str, str | None],
+                     max_nodes: int = 12, per_node: int = 6, thumb: tuple[int, int] = (54, 120)) -> Any:
+    """A figure with one row per node (the most visited first): up to ``per_node`` of its merged
+    screenshots side by side, each captioned with its true type; returns the Figure."""
+    import matplotlib.pyplot as plt
+
+    nodes = sorted(graph.graph.nodes, key=lambda n: (-len(graph.node_screenshots(n)), n))[:max_nodes]
+    fig, axes = plt.subplots(max(1, len(nodes)), per_node, figsize=(per_node * 1.1, max(1, len(nodes)) * 2.1),
+                             squeeze=False)
+    for row, node in zip(axes, nodes + [None] * (len(axes) - len(nodes))):
+        shots = graph.node_screenshots(node) if node is not None else []
+        for j, ax in enumerate(row):
+            ax.set_axis_off()
+            if j < len(shots):
+                image = open_image(file_inside(store_root, shots[j], "screenshot")).convert("RGB").resize(thumb)
+                ax.imshow(np.asarray(image))
+                ax.set_title(screen_of.get(shots[j]) or "?", fontsize=5)
+        if node is not None:
+            row[0].text(-0.15, 0.5, f"node {node}\n{len(shots)} screens", transform=row[0].transAxes, ha="right",
+                        va="center", fontsize=6)
+    fig.subplots_adjust(left=0.16, wspace=0.05, hspace=0.35)
+    return fig
+
+
 def neighbourhood(graph: MemoryGraph, max_nodes: int) -> list[int]:
     """The most visited node and its nearest neighbours (either edge direction), up to ``max_nodes``."""
     g = graph.graph

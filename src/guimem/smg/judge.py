@@ -185,8 +185,8 @@ class RuleJudge:
         last = ep.steps[-1].action.type
         if last == "impossible":
             return "no", "the agent declared the task impossible"
-        if last != "done":
-            return "no", "the trajectory ended without 'done'"
+        if last not in ("done", "answer"):  # an answer ends a task as done does
+            return "no", "the trajectory ended without 'done' or an answer"
         mismatch = typing_mismatch(ep)
         if mismatch is not None:
             return "no", mismatch

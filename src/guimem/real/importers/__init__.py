@@ -9,8 +9,8 @@ and a subcommand of the command line::
     python -m guimem.real import learngui <low_level_instructions.json> <store> [--images FOLDER] [--app NAME]
     python -m guimem.real import jsonl <steps.jsonl> <store>
 
-each also with ``--max-side N`` (downscale screenshots) and ``--ocr`` (text elements for screens
-recorded without a UI tree).
+each also with ``--max-side N`` (downscale screenshots), ``--ocr`` (text elements for screens
+recorded without a UI tree) and ``--labels labels.json`` (screen types by source name, for purity).
 
 :data:`IMPORTERS` maps a format's name to its function and the options it takes.
 """
@@ -21,9 +21,9 @@ from guimem.real.importers.jsonl import import_jsonl
 from guimem.real.importers.learngui import import_learngui
 
 IMPORTERS = {
-    "agent_run": (import_agent_runs, ("goals", "app", "max_side", "ocr")),
-    "aitw": (import_aitw, ("images", "app", "max_side", "ocr")),
-    "learngui": (import_learngui, ("images", "app", "max_side", "ocr")),
-    "jsonl": (import_jsonl, ("max_side", "ocr")),
+    "agent_run": (import_agent_runs, ("goals", "app", "max_side", "ocr", "labels")),
+    "aitw": (import_aitw, ("images", "app", "max_side", "ocr", "labels")),
+    "learngui": (import_learngui, ("images", "app", "max_side", "ocr", "labels")),
+    "jsonl": (import_jsonl, ("max_side", "ocr", "labels")),
 }
 """format name -> (importer ``(src, store, **options) -> episodes``, the options it takes)."""

@@ -116,13 +116,46 @@ def with_ocr(episodes: Sequence[Episode], images: ScreenshotFiles, reader: Any) 
             for ep in episodes]
 
 
+def with_labels(episodes: Sequence[Episode], labels: Mapping[str, Any]) -> list[Episode]:
+    """``episodes`` with each screen's type from ``labels``: for an episode's source name (its
+    ``provenance["source_name"]``), the type of every step's screen in order, and optionally one
+    more for the final screen (else the final screen takes its last step's type when it repeats
+    that screen). Kept in :attr:`Observation.screen`, which only analyses read (node purity). A
+    name without episode, or a list of the wrong length, is a DataError naming the label file's key."""
+    by_name = {ep.provenance.get("source_name"): ep for ep in episodes}
+    unknown = sorted(set(labels) - set(by_name))
+    if unknown:
+        raise DataError(f"labels[{unknown[0]!r:.60}]", f"no imported episode has this source name "
+                                                       f"({len(unknown)} such names)")
+    out = []
+    for ep in episodes:
+        types = labels.get(ep.provenance.get("source_name"))
+        if types is None:
+            out.append(ep)
+            continue
+        where = f"labels[{ep.provenance['source_name']!r:.60}]"
+        n = len(ep.steps)
+        if not isinstance(types, list) or len(types) not in (n, n + 1) or not all(
+                isinstance(t, str) and t.strip() for t in types):
+            raise DataError(where, f"expected a list of {n} (or {n + 1}, with the final screen) screen types, "
+                                   f"got {types!r:.80}")
+        steps = tuple(dataclasses.replace(s, observation=dataclasses.replace(s.observation, screen=t))
+                      for s, t in zip(ep.steps, types))
+        final_type = types[n] if len(types) > n else (types[n - 1] if ep.final == ep.steps[-1].observation else None)
+        out.append(dataclasses.replace(ep, steps=steps, final=dataclasses.replace(ep.final, screen=final_type)))
+    return out
+
+
 def write_import(episodes: Sequence[Episode], images: ScreenshotFiles, store: str | os.PathLike,
-                 source: Mapping[str, Any], ocr: bool = False) -> Path:
+                 source: Mapping[str, Any], ocr: bool = False, labels: Mapping[str, Any] | None = None) -> Path:
     """Save the parsed ``episodes`` as the episode store ``store`` (see :func:`save_episodes`), the
     manifest's meta naming the ``source`` (format, path, options); with ``ocr``, screens recorded
-    without a UI tree first get the text elements OCR reads on them."""
+    without a UI tree first get the text elements OCR reads on them; with ``labels``, screens get
+    their types (:func:`with_labels`)."""
     if not episodes:
         raise DataError("episodes", "nothing to import", str(source.get("path", "")))
+    if labels is not None:
+        episodes = with_labels(episodes, labels)
     if ocr:
         reader = OcrReader()
         episodes = with_ocr(episodes, images, reader)
@@ -131,4 +164,4 @@ def write_import(episodes: Sequence[Episode], images: ScreenshotFiles, store: st
     else:
         ocr_meta = None
     return save_episodes(episodes, images, store, meta={"imported": dict(source), "max_side": images.max_side,
-                                                        "ocr": ocr_meta})
+                                                        "ocr": ocr_meta, "labels": labels is not None})
