@@ -12,7 +12,9 @@ memory block, a memory image), each measured end to end from the raw inputs (fea
 * **hidden states**: a plain forward against one with ``output_hidden_states=True``.
 
 Targets (issue "SwitchMem end to end"): routed ≤ 1.15 x fixed (the router's overhead); both evaluated
-≥ 2 x routed; hidden states ≤ 1.10 x plain. All three ratios are written, met or not.
+≥ 2 x routed; hidden states ≤ 1.10 x plain. All three ratios are written, met or not, with where a
+routed step's time goes (featurising, the memory-free forward, the candidates' embeddings, a text
+and an image forward, measured in turn) and the mean prompt length in tokens under each rendering.
 Writes ``benchmarks/results/routing.json``. Run: ``python benchmarks/bench_routing.py`` (about a
 minute on an idle 2-core machine).
 """
@@ -29,6 +31,7 @@ import torch
 
 from bench_actor import inputs
 from guimem.actors.mini.config import ActorConfig
+from guimem.actors.mini.features import collate
 from guimem.actors.mini.model import GuiActor
 from guimem.actors.mini.policy import MiniActor
 from guimem.actors.mini.train import build_vocabulary
@@ -76,6 +79,13 @@ def main() -> dict:
     text_inputs = [x.with_modality("text") for x in xs]
     t = alternating({"fixed": lambda: actor.act(text_inputs), "routed": lambda: routed.act(xs), "both": both})
     feats = [actor.featurise(x) for x in xs]
+    parts = alternating({  # where a routed step's time goes, per batch
+        "featurise": lambda: [actor.featurise(x) for x in xs],
+        "memory_free_forward": lambda: actor.act_features(feats, ["none"] * BATCH, output_hidden_states=True),
+        "candidate_embeddings": lambda: [actor.memory_embeddings(feats, m) for m in ("text", "image")],
+        "text_forward": lambda: actor.act_features(feats, ["text"] * BATCH),
+        "image_forward": lambda: actor.act_features(feats, ["image"] * BATCH),
+    })
     h = alternating({"plain": lambda: actor.act_features(feats, ["text"] * BATCH),
                      "hidden": lambda: actor.act_features(feats, ["text"] * BATCH, output_hidden_states=True)})
     result = {
@@ -84,6 +94,10 @@ def main() -> dict:
         "routed_over_fixed": t["routed"] / t["fixed"], "both_over_fixed": t["both"] / t["fixed"],
         "both_over_routed": t["both"] / t["routed"], "hidden_over_plain": h["hidden"] / h["plain"],
         "image_share_routed": float(np.mean([o.info["modality"] == "image" for o in routed.act(xs)])),
+        "cpu_s_per_step_parts": {k: v / BATCH for k, v in parts.items()},
+        "memory_free_over_text_forward": parts["memory_free_forward"] / parts["text_forward"],
+        "prompt_tokens": {m: int(collate(feats, [m] * BATCH, actor.config, actor.vocab)["attention_mask"].sum(1)
+                                 .float().mean()) for m in ("none", "text", "image")},
     }
     write_json(OUT, result)
     return result

@@ -24,11 +24,12 @@
 #
 # **Running it yourself.** `dvc repro` runs it; in JupyterLab it writes under `scratch/` (about a
 # minute on 2 cores, most of it OCR, cached afterwards). Point `source` at your own runs (and
-# `source_format` at their importer: `agent_run`, `aitw`, `learngui` or `jsonl`) to see your app's graph.
+# `source_format` at their importer: `agent_run`, `aitw`, `learngui`, `jsonl`, or `store` for an
+# episode store recorded from a phone) to see your app's graph.
 
 # %% tags=["parameters"]
 source = "samples/android_world_simple_calendar"  # the recordings: a folder of run folders, or a file
-source_format = "agent_run"  # their importer (guimem.real.importers.IMPORTERS): agent_run, aitw, learngui or jsonl
+source_format = "agent_run"  # their importer (guimem.real.importers.IMPORTERS): agent_run, aitw, learngui, jsonl or store
 labels = "samples/android_world_simple_calendar/screen_labels.json"  # screen types by run ("": none, no purity)
 ocr = True  # give screens recorded without a UI tree the text elements OCR reads on them
 max_side = 0  # downscale screenshots to this many pixels on their longer side at import (0: keep)

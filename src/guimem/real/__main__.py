@@ -19,7 +19,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     imp = commands.add_parser("import", help="import recorded trajectories into an episode store")
     imp.add_argument("format", choices=sorted(IMPORTERS), help="the recording's format")
-    imp.add_argument("src", help="the recording: a run folder or a folder of them")
+    imp.add_argument("src", help="the recording: a folder of runs (agent_run), a JSON or JSON-lines file "
+                                 "(aitw, learngui, jsonl) or an episode store (store)")
     imp.add_argument("store", help="the episode store to write (a new folder, or an episode store to replace)")
     imp.add_argument("--goals", help="agent_run: a JSON object mapping each run's folder name to its goal text")
     imp.add_argument("--images", help="aitw, learngui: the folder of the screenshots (default: beside the file)")

@@ -8,6 +8,7 @@ and a subcommand of the command line::
     python -m guimem.real import aitw <aitw_data_test.json> <store> [--images FOLDER] [--app NAME]
     python -m guimem.real import learngui <low_level_instructions.json> <store> [--images FOLDER] [--app NAME]
     python -m guimem.real import jsonl <steps.jsonl> <store>
+    python -m guimem.real import store <an episode store> <store>      # e.g. recorded from a phone
 
 each also with ``--max-side N`` (downscale screenshots), ``--ocr`` (text elements for screens
 recorded without a UI tree) and ``--labels labels.json`` (screen types by source name, for purity).
@@ -19,11 +20,13 @@ from guimem.real.importers.agent_run import import_agent_runs
 from guimem.real.importers.aitw import import_aitw
 from guimem.real.importers.jsonl import import_jsonl
 from guimem.real.importers.learngui import import_learngui
+from guimem.real.importers.store import import_store
 
 IMPORTERS = {
     "agent_run": (import_agent_runs, ("goals", "app", "max_side", "ocr", "labels")),
     "aitw": (import_aitw, ("images", "app", "max_side", "ocr", "labels")),
     "learngui": (import_learngui, ("images", "app", "max_side", "ocr", "labels")),
     "jsonl": (import_jsonl, ("max_side", "ocr", "labels")),
+    "store": (import_store, ("max_side", "ocr", "labels")),
 }
 """format name -> (importer ``(src, store, **options) -> episodes``, the options it takes)."""

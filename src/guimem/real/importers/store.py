@@ -1,0 +1,35 @@
+"""An episode store already written (by :mod:`guimem.real.recorder` from a phone, or by hand with
+:func:`guimem.core.store.save_episodes`) taken in as any recording is: screenshots optionally
+downscaled, OCR text elements for screens without a UI tree, screen labels joined — into a new
+store. The source store is read, never changed; each episode's id becomes its ``source_name``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+from typing import Any, Mapping
+
+from guimem.core.data import Episode
+from guimem.core.store import load_episodes
+from guimem.real.importers.common import ScreenshotFiles, write_import
+
+FORMAT = "store"
+
+
+def import_store(src: str | os.PathLike, store: str | os.PathLike, max_side: int | None = None, ocr: bool = False,
+                 labels: Mapping[str, Any] | None = None) -> list[Episode]:
+    """Copy the episode store ``src`` (every screenshot verified) into the episode store ``store``;
+    ``max_side`` downscales screenshots; with ``ocr``, screens recorded without a UI tree get the
+    text elements OCR reads on them (:mod:`guimem.real.ocr`); ``labels`` maps an episode's id to
+    its screens' types (:func:`~guimem.real.importers.common.with_labels`). Everything is checked
+    before anything is written. Returns the episodes as stored."""
+    root = Path(src)
+    ScreenshotFiles({}, max_side)  # the option checked before any work
+    episodes = [dataclasses.replace(e, provenance={**dict(e.provenance), "source_name": e.id})
+                if "source_name" not in e.provenance else e for e in load_episodes(root, verify_images=True)]
+    files = {o.screenshot: root / o.screenshot for e in episodes for o in e.observations}
+    write_import(episodes, ScreenshotFiles(files, max_side), store, {"format": FORMAT, "path": str(root)},
+                 ocr=ocr, labels=labels)
+    return load_episodes(store, verify_images=False)
