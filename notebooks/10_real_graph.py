@@ -10,7 +10,8 @@
 # Memory Graph** from them. Then it looks at what the graph made of real screens: each node as a
 # strip of the screenshots merged into it, node purity against screen types assigned by hand
 # (`screen_labels.json` beside the sample), how the nodes move as the merge threshold τ moves,
-# and which screen types were split or merged.
+# and which screen types were split or merged; and how the segmenter's subgoal boundaries agree
+# with subgoals cut by hand (`subgoal_labels.json`), with and without OCR.
 #
 # **Why.** Everything before this stage runs on a synthetic phone that hands the agent its UI
 # tree. Real recordings do not: a screenshot and an action on a 0..999 grid is all there is. This
@@ -31,6 +32,7 @@
 source = "samples/android_world_simple_calendar"  # the recordings: a folder of run folders, or a file
 source_format = "agent_run"  # their importer (guimem.real.importers.IMPORTERS): agent_run, aitw, learngui, jsonl or store
 labels = "samples/android_world_simple_calendar/screen_labels.json"  # screen types by run ("": none, no purity)
+subgoal_labels = "samples/android_world_simple_calendar/subgoal_labels.json"  # subgoals by run, by hand ("": none)
 ocr = True  # give screens recorded without a UI tree the text elements OCR reads on them
 max_side = 0  # downscale screenshots to this many pixels on their longer side at import (0: keep)
 image_embedder = "efficientnet_lite0"  # screen embedder (as 02_graph_build's)
@@ -47,6 +49,7 @@ metrics_path = "scratch/metrics/real_graph.json"  # headline numbers (the pipeli
 results_path = "scratch/results/real_graph.json"  # every number behind them
 
 # %%
+import dataclasses
 import json
 from collections import Counter
 from pathlib import Path
@@ -60,8 +63,10 @@ from guimem.pipeline.paths import enter_repo_root
 from guimem.real.importers import IMPORTERS
 from guimem.real.ocr import draw_lines
 from guimem.smg.graph import build_graph, draw_node_strips, node_purity, splits_and_merges
+from guimem.smg.scores import corpus_boundary_scores
 from guimem.smg.screens import screen_contexts
 from guimem.smg.segment import make_segmenter, segment_episodes
+from guimem.smg.segmenters import Span
 from guimem.viz.plotting import figure_path, save_figure, write_plot_data
 
 enter_repo_root()
@@ -94,12 +99,13 @@ first = episodes[0].steps[min(2, len(episodes[0].steps) - 1)].observation
 fig, axes = plt.subplots(1, 2, figsize=(6, 6))
 draw_lines(load_screenshot(store, first.screenshot), first.elements, axes[0])
 axes[0].set_title(f"{len(first.elements)} OCR lines", fontsize=8)
-names = Counter(c.name for e in episodes for c in screen_contexts(e.observations))
-axes[1].barh([n[:28] for n, _ in names.most_common(10)][::-1], [c for _, c in names.most_common(10)][::-1])
+screen_names = Counter(c.name for e in episodes for c in screen_contexts(e.observations))
+top = screen_names.most_common(10)
+axes[1].barh([n[:28] for n, _ in top][::-1], [c for _, c in top][::-1])
 axes[1].set_title("screen names read from the top bar", fontsize=8)
 fig.tight_layout()
 save_figure(fig, figure_path(figures_dir, "real_graph", "ocr"))
-print("screen names:", dict(names.most_common()))
+print("screen names:", dict(screen_names.most_common()))
 
 # %% [markdown]
 # ## Subgoals
@@ -114,6 +120,34 @@ by_region = sum(" at " in s.text and s.text.startswith(("tap", "long press")) fo
 for s in subgoals[:12]:
     print(f"{s.episode_id[:24]:24s} steps {s.first_step}-{s.last_step}: {s.text} | {s.effect} | {s.success}")
 print(f"... {len(subgoals)} subgoals; {by_region} intents name only a screen region")
+
+# %% [markdown]
+# **Against subgoals cut by hand.** A boundary is a step where a new subgoal starts; precision
+# is the share of the segmenter's boundaries a person also drew, recall the share of a person's it
+# found (exactly, and within one step). The same runs are segmented once more with their screens'
+# elements removed — what the segmenter sees without OCR — to show what reading the text buys.
+
+# %%
+def by_episode(parts):
+    out = {}
+    for part in parts:
+        out.setdefault(part.episode_id, []).append(part)
+    return out
+
+
+boundary = {}
+if subgoal_labels:
+    by_source = {e.provenance["source_name"]: e.id for e in episodes}
+    truth = {by_source[n]: [Span(a, b, text) for a, b, text in spans] for n, spans in read_json(subgoal_labels).items()}
+    blind_screens = [dataclasses.replace(e, final=dataclasses.replace(e.final, elements=()),
+                                         steps=tuple(dataclasses.replace(s, observation=dataclasses.replace(
+                                             s.observation, elements=())) for s in e.steps)) for e in episodes]
+    segmentations = {"as imported" + (" (OCR)" if ocr else ""): subgoals,
+                     "without elements": segment_episodes(blind_screens, make_segmenter("rule"), progress=False)}
+    for name, parts in segmentations.items():
+        boundary[name] = {f"tolerance {t}": corpus_boundary_scores(by_episode(parts), truth, t).to_dict() for t in (0, 1)}
+        print(f"{name}: " + ", ".join(f"{k}: P {v['precision']:.2f} R {v['recall']:.2f} F1 {v['f1']:.2f}"
+                                      for k, v in boundary[name].items()))
 
 # %% [markdown]
 # ## The graph, node by node
@@ -168,13 +202,15 @@ print("nodes holding several types:", merged or "none")
 # %%
 write_stage_results(results_path, {
     "episodes": [{"id": e.id, "steps": len(e.steps), **dict(e.provenance)} for e in episodes],
-    "screen_names": dict(names), "subgoals": [s.to_dict() for s in subgoals], "tau_sweep": rows,
+    "screen_names": dict(screen_names), "subgoals": [s.to_dict() for s in subgoals], "tau_sweep": rows,
+    "boundaries": boundary,
     "splits": found["splits"], "merges": {str(n): c for n, c in found["merges"].items()}})
 metrics = {
     "episodes": len(episodes), "steps": sum(len(e.steps) for e in episodes), "screens": len(screen_of),
     "screen_types": len(set(screen_of.values())) if labels else None, "subgoals": len(subgoals),
     "intents_by_region_only": by_region, "nodes": graph.n_nodes, "edges": graph.n_edges,
     "purity": round(purity, 4) if labels else None, "types_split": len(split), "nodes_merging_types": len(merged),
+    "boundary_f1": round(next(iter(boundary.values()))["tolerance 0"]["f1"], 4) if boundary else None,
 }
 write_metrics(metrics_path, metrics)
 print(json.dumps(metrics, indent=1))

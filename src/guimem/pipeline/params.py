@@ -408,7 +408,8 @@ STAGES: dict[str, Stage] = {s.notebook: s for s in (
         "results_path": PATH,
     }),
     Stage("10_real_graph", "real_graph", {
-        "source": PATH, "source_format": Text(tuple(IMPORTERS)), "labels": Text(), "ocr": Flag(), "max_side": COUNT,
+        "source": PATH, "source_format": Text(tuple(IMPORTERS)), "labels": Text(), "subgoal_labels": Text(),
+        "ocr": Flag(), "max_side": COUNT,
         "image_embedder": IMAGE_EMBEDDER, "text_embedder": TEXT_EMBEDDER, "pca_dim": COUNT,
         "tau": REAL, "theta": REAL, "tau_sweep": Items(REAL, nonempty=True), "out_dir": PATH, "cache_dir": PATH,
         "figures_dir": PATH, "plots_dir": PATH, "metrics_path": PATH, "results_path": PATH,
