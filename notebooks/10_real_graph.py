@@ -61,6 +61,7 @@ from guimem.core.store import load_screenshot
 from guimem.models.embedding import cached_image_embedder, cached_text_embedder, embed_screenshots, fit_projection
 from guimem.pipeline.paths import enter_repo_root
 from guimem.real.importers import IMPORTERS
+from guimem.real.importers.common import map_observations
 from guimem.real.ocr import draw_lines
 from guimem.smg.graph import build_graph, draw_node_strips, node_purity, splits_and_merges
 from guimem.smg.scores import corpus_boundary_scores
@@ -139,9 +140,7 @@ boundary = {}
 if subgoal_labels:
     by_source = {e.provenance["source_name"]: e.id for e in episodes}
     truth = {by_source[n]: [Span(a, b, text) for a, b, text in spans] for n, spans in read_json(subgoal_labels).items()}
-    blind_screens = [dataclasses.replace(e, final=dataclasses.replace(e.final, elements=()),
-                                         steps=tuple(dataclasses.replace(s, observation=dataclasses.replace(
-                                             s.observation, elements=())) for s in e.steps)) for e in episodes]
+    blind_screens = [map_observations(e, lambda obs, _: dataclasses.replace(obs, elements=())) for e in episodes]
     segmentations = {"as imported" + (" (OCR)" if ocr else ""): subgoals,
                      "without elements": segment_episodes(blind_screens, make_segmenter("rule"), progress=False)}
     for name, parts in segmentations.items():

@@ -46,7 +46,7 @@ from typing import Any, Mapping
 from guimem.core.data import Action, DataError, Episode, Observation, Step, as_object, get_field
 from guimem.core.io import check_number, read_jsonl
 from guimem.core.store import load_episodes
-from guimem.real.importers.common import ScreenshotFiles, check_image_file, safe_id, write_import
+from guimem.real.importers.common import ScreenshotFiles, check_image_file, check_max_side, safe_id, write_import
 
 FORMAT = "agent_run"
 GRID = 999
@@ -176,7 +176,7 @@ def import_agent_runs(src: str | os.PathLike, store: str | os.PathLike, goals: M
     for name, goal in goals.items():
         if not isinstance(name, str) or not isinstance(goal, str) or not goal.strip():
             raise DataError(f"goals[{name!r:.40}]", f"expected a non-empty goal text, got {goal!r:.60}")
-    ScreenshotFiles({}, max_side)  # the option checked before any work
+    check_max_side(max_side)
     taken: set[str] = set()
     episodes, files = [], {}
     for folder in run_folders(src):

@@ -46,9 +46,9 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from guimem.core.data import Action, DataError, Episode, Observation, Step, UIElement, as_object, get_field
-from guimem.core.io import check_number, read_json
+from guimem.core.io import check_number, file_inside, read_json
 from guimem.core.store import load_episodes
-from guimem.real.importers.common import ScreenshotFiles, check_image_file, safe_id, write_import
+from guimem.real.importers.common import ScreenshotFiles, check_image_file, check_max_side, safe_id, write_import
 
 FORMAT = "aitw"
 TAP_LIFT = 0.04
@@ -94,9 +94,7 @@ def parse_boxes(value: Any) -> tuple[UIElement, ...]:
 
 
 def _image(images: Path, name: str, field: str) -> Path:
-    if not name or Path(name).is_absolute() or ".." in Path(name).parts:
-        raise DataError(field, f"expected a path inside the images folder, got {name!r:.80}")
-    path = images / (name if name.lower().endswith(_IMAGE_EXTENSIONS) else f"{name}.png")
+    path = file_inside(images, name if name.lower().endswith(_IMAGE_EXTENSIONS) else f"{name}.png", field)
     check_image_file(path, field)
     return path
 
@@ -143,7 +141,7 @@ def import_aitw(src: str | os.PathLike, store: str | os.PathLike, images: str | 
     images = Path(images) if images is not None else path.parent
     if not images.is_dir():
         raise DataError("images", "not a folder", str(images))
-    ScreenshotFiles({}, max_side)  # the option checked before any work
+    check_max_side(max_side)
     doc = read_json(path)
     groups = ([(None, doc)] if isinstance(doc, list) else
               sorted(as_object(doc, "").items()) if isinstance(doc, dict) else None)

@@ -16,7 +16,7 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from PIL import Image
 
@@ -72,14 +72,19 @@ def downscaled_size(size: tuple[int, int], max_side: int | None) -> tuple[int, i
     return (max(1, round(w * scale)), max(1, round(h * scale)))
 
 
+def check_max_side(max_side: int | None) -> None:
+    """A DataError unless ``max_side`` (downscale to this longer side) is None or a positive integer."""
+    if max_side is not None:
+        check_number(max_side, "max_side", 1, integer=True)
+
+
 class ScreenshotFiles(Mapping):
     """The images of an import as :func:`save_episodes` reads them: screenshot key -> image, each
     file opened only when the store writes it (so an import of thousands of full-size screens holds
     one in memory at a time), converted to RGB and downscaled to ``max_side`` if given."""
 
     def __init__(self, files: Mapping[str, Path], max_side: int | None = None):
-        if max_side is not None:
-            check_number(max_side, "max_side", 1, integer=True)
+        check_max_side(max_side)
         self.files, self.max_side = dict(files), max_side
 
     def __getitem__(self, key: str) -> Image.Image:
@@ -99,21 +104,26 @@ class ScreenshotFiles(Mapping):
         return len(self.files)
 
 
+def map_observations(episode: Episode, fn: Callable[[Observation, int], Observation]) -> Episode:
+    """``episode`` with every screen replaced by ``fn(screen, i)``: ``i`` the step's index, and
+    ``len(episode.steps)`` for the final screen."""
+    steps = tuple(dataclasses.replace(s, observation=fn(s.observation, i)) for i, s in enumerate(episode.steps))
+    return dataclasses.replace(episode, steps=steps, final=fn(episode.final, len(episode.steps)))
+
+
 def with_ocr(episodes: Sequence[Episode], images: ScreenshotFiles, reader: Any) -> list[Episode]:
     """``episodes`` with every screen that has no elements given the lines ``reader``
     (:class:`guimem.real.ocr.OcrReader`) reads on it, as it will be stored (downscaled)."""
     read: dict[str, tuple] = {}
 
-    def see(obs: Observation) -> Observation:
+    def see(obs: Observation, _: int) -> Observation:
         if obs.elements:
             return obs
         if obs.screenshot not in read:
             read[obs.screenshot] = reader.elements(images[obs.screenshot])
         return dataclasses.replace(obs, elements=read[obs.screenshot])
 
-    return [dataclasses.replace(ep, final=see(ep.final),
-                                steps=tuple(dataclasses.replace(s, observation=see(s.observation)) for s in ep.steps))
-            for ep in episodes]
+    return [map_observations(ep, see) for ep in episodes]
 
 
 def with_labels(episodes: Sequence[Episode], labels: Mapping[str, Any]) -> list[Episode]:
@@ -139,10 +149,9 @@ def with_labels(episodes: Sequence[Episode], labels: Mapping[str, Any]) -> list[
                 isinstance(t, str) and t.strip() for t in types):
             raise DataError(where, f"expected a list of {n} (or {n + 1}, with the final screen) screen types, "
                                    f"got {types!r:.80}")
-        steps = tuple(dataclasses.replace(s, observation=dataclasses.replace(s.observation, screen=t))
-                      for s, t in zip(ep.steps, types))
         final_type = types[n] if len(types) > n else (types[n - 1] if ep.final == ep.steps[-1].observation else None)
-        out.append(dataclasses.replace(ep, steps=steps, final=dataclasses.replace(ep.final, screen=final_type)))
+        typed = [*types[:n], final_type]
+        out.append(map_observations(ep, lambda obs, i: dataclasses.replace(obs, screen=typed[i])))
     return out
 
 

@@ -37,27 +37,23 @@ from guimem.core.data import (
     get_field,
     nested_field,
 )
-from guimem.core.io import read_jsonl, read_text
+from guimem.core.io import file_inside, read_jsonl, read_text
 from guimem.core.store import load_episodes
 from guimem.real.device import parse_hierarchy
-from guimem.real.importers.common import ScreenshotFiles, check_image_file, safe_id, write_import
+from guimem.real.importers.common import ScreenshotFiles, check_image_file, check_max_side, safe_id, write_import
 
 FORMAT = "jsonl"
 
 
-def _file(root: Path, value: Any, field: str) -> Path:
-    if not isinstance(value, str) or not value or Path(value).is_absolute() or ".." in Path(value).parts:
-        raise DataError(field, f"expected a path relative to the JSON-lines file's folder, got {value!r:.80}")
-    return root / value
-
-
-def _observation(root: Path, line: Mapping[str, Any], shot_key: str, xml_key: str,
+def _observation(src: Path, line: Mapping[str, Any], shot_key: str, xml_key: str,
                  files: dict[str, Path]) -> Observation:
-    shot = _file(root, get_field(line, shot_key, str), shot_key)
+    """A line's screen: its screenshot (and dump), paths relative to the folder of ``src``."""
+    root = src.parent
+    shot = file_inside(root, get_field(line, shot_key, str), shot_key, str(src))
     size = check_image_file(shot, shot_key)
     elements = ()
     if line.get(xml_key) is not None:
-        xml_path = _file(root, get_field(line, xml_key, str), xml_key)
+        xml_path = file_inside(root, get_field(line, xml_key, str), xml_key, str(src))
         if not xml_path.is_file():
             raise DataError(xml_key, "missing", str(xml_path))
         given = line.get("screen_size")
@@ -83,8 +79,7 @@ def import_jsonl(src: str | os.PathLike, store: str | os.PathLike, max_side: int
     path = Path(src)
     if not path.is_file():
         raise DataError("src", "not a file (a JSON-lines recording)", str(path))
-    ScreenshotFiles({}, max_side)  # the option checked before any work
-    root = path.parent
+    check_max_side(max_side)
     order: list[str] = []
     steps: dict[str, list[Step]] = {}
     heads: dict[str, dict[str, Any]] = {}
@@ -99,7 +94,7 @@ def import_jsonl(src: str | os.PathLike, store: str | os.PathLike, max_side: int
             if "final_screenshot" in line:
                 if name not in steps:
                     raise DataError("final_screenshot", f"episode {name!r:.60} has no step before its final screen")
-                finals[name] = _observation(root, line, "final_screenshot", "final_ui_xml", files)
+                finals[name] = _observation(path, line, "final_screenshot", "final_ui_xml", files)
                 continue
             if name not in steps:
                 order.append(name)
@@ -112,7 +107,7 @@ def import_jsonl(src: str | os.PathLike, store: str | os.PathLike, max_side: int
                     raise DataError("success", f"expected true, false or null, got {line['success']!r:.60}")
                 heads[name]["success"] = line["success"]
             action = nested_field("action", Action.from_dict, get_field(line, "action", Mapping))
-            steps[name].append(Step(_observation(root, line, "screenshot", "ui_xml", files), action))
+            steps[name].append(Step(_observation(path, line, "screenshot", "ui_xml", files), action))
         except DataError as err:
             raise DataError(f"line {lineno}: {err.field}" if err.field else f"line {lineno}", err.message,
                             err.path or str(path)) from None

@@ -35,9 +35,9 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from guimem.core.data import Action, DataError, Episode, Observation, Step, as_object, get_field
-from guimem.core.io import read_json
+from guimem.core.io import file_inside, read_json
 from guimem.core.store import load_episodes
-from guimem.real.importers.common import ScreenshotFiles, check_image_file, safe_id, write_import
+from guimem.real.importers.common import ScreenshotFiles, check_image_file, check_max_side, safe_id, write_import
 
 FORMAT = "learngui"
 _POINT = re.compile(r"^(CLICK|LONG_PRESS)\[\s*(-?\d+(?:\.\d+)?)\s*,\s*(-?\d+(?:\.\d+)?)\s*\]$", re.IGNORECASE)
@@ -73,12 +73,6 @@ def parse_action(text: str, size: tuple[int, int]) -> Action:
                               "TYPE[text], PRESS_BACK, PRESS_HOME, PRESS_ENTER, TASK_COMPLETE[...] or TASK_IMPOSSIBLE")
 
 
-def _image(screenshots: Path, name: str) -> Path:
-    if not name or Path(name).is_absolute() or ".." in Path(name).parts:
-        raise DataError("image_path", f"expected a path inside the screenshot folder, got {name!r:.80}")
-    return screenshots / name
-
-
 def read_episode(name: str, raw: Any, screenshots: Path, episode_id: str,
                  app: str | None) -> tuple[Episode, dict[str, Path]]:
     """One episode's entry as an :class:`Episode`, screenshot keys being file paths."""
@@ -91,7 +85,7 @@ def read_episode(name: str, raw: Any, screenshots: Path, episode_id: str,
     for i, raw_step in enumerate(raw_steps):
         try:
             step = as_object(raw_step, "")
-            path = _image(screenshots, get_field(step, "image_path", str))
+            path = file_inside(screenshots, get_field(step, "image_path", str), "image_path")
             size = check_image_file(path, "image_path")
             action = parse_action(get_field(step, "action", str), size)
             descriptions.append(get_field(step, "action_description", str, optional=True) or "")
@@ -122,7 +116,7 @@ def import_learngui(src: str | os.PathLike, store: str | os.PathLike, images: st
     screenshots = Path(images) if images is not None else path.parent / "screenshot"
     if not screenshots.is_dir():
         raise DataError("images", "not a folder (the screenshots; --images names it)", str(screenshots))
-    ScreenshotFiles({}, max_side)  # the option checked before any work
+    check_max_side(max_side)
     doc = read_json(path)
     if not isinstance(doc, dict) or not doc:
         raise DataError("", "expected an object mapping episode ids to episodes", str(path))

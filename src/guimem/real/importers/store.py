@@ -13,7 +13,7 @@ from typing import Any, Mapping
 
 from guimem.core.data import Episode
 from guimem.core.store import load_episodes
-from guimem.real.importers.common import ScreenshotFiles, write_import
+from guimem.real.importers.common import ScreenshotFiles, check_max_side, write_import
 
 FORMAT = "store"
 
@@ -26,7 +26,7 @@ def import_store(src: str | os.PathLike, store: str | os.PathLike, max_side: int
     its screens' types (:func:`~guimem.real.importers.common.with_labels`). Everything is checked
     before anything is written. Returns the episodes as stored."""
     root = Path(src)
-    ScreenshotFiles({}, max_side)  # the option checked before any work
+    check_max_side(max_side)
     episodes = [dataclasses.replace(e, provenance={**dict(e.provenance), "source_name": e.id})
                 if "source_name" not in e.provenance else e for e in load_episodes(root, verify_images=True)]
     files = {o.screenshot: root / o.screenshot for e in episodes for o in e.observations}
