@@ -73,6 +73,26 @@ def test_a_recorded_after_screen_is_the_final_one_and_status_failure_is_no_succe
     assert import_agent_runs(tmp_path / "budget", tmp_path / "store2")[0].success is None  # never terminated
 
 
+def test_a_run_cut_off_after_a_tap_has_no_final_screen_and_nothing_claims_what_the_tap_did(tmp_path):
+    from guimem.smg.annotate import NOT_RECORDED
+    from guimem.smg.screens import read_episode
+    from guimem.smg.segment import make_segmenter, segment_episodes
+
+    write_run(tmp_path / "runs" / "cut", [line(action="click", coordinate=[1, 2]), line(action="click", coordinate=[5, 5])])
+    (ep,) = import_agent_runs(tmp_path / "runs", tmp_path / "store")
+    assert ep.final is None and ep.provenance["final_screen"] == "not recorded" and not ep.final_recorded
+    assert json.loads(next((tmp_path / "store" / "episodes").glob("*.json")).read_text())["final"] is None
+    assert load_episodes(tmp_path / "store") == [ep]  # null round-trips
+    assert len(ep.observations) == 3 and ep.observations[-1] == ep.steps[-1].observation  # the stand-in
+    assert len(ep.recorded_observations) == 2
+    assert read_episode(ep).kinds[-1] == "effective"  # not "noise": the same screen is no evidence here
+    subgoals = segment_episodes([ep], make_segmenter("rule"), progress=False)
+    assert subgoals[-1].effect.endswith(NOT_RECORDED)
+    with pytest.raises(DataError, match=r"labels\['cut'\].*a list of 2 screen types"):  # no type for a screen not recorded
+        import_agent_runs(tmp_path / "runs", tmp_path / "store3", labels={"cut": ["a", "b", "c"]})
+    assert not (tmp_path / "store3").exists()
+
+
 def test_names_are_made_safe_unique_and_kept(tmp_path):
     for name in ("In_Simple_Calendar_Pro,_delete_the_event_", "In_Simple_Calendar_Pro;_delete_the_event_", "plain"):
         write_run(tmp_path / "runs" / name, [line(action="terminate", status="success")])
@@ -342,7 +362,8 @@ def test_jsonl_steps_ui_dumps_and_final_screens(tmp_path):
     (wifi,) = first.steps[0].elements
     assert wifi.text == "Wi-Fi" and wifi.role == "toggle" and wifi.bounds == pytest.approx((0.0, 0.25, 1.0, 0.375))
     assert first.success is True and first.provenance["final_screen"] == "recorded" and first.app == "settings"
-    assert second.app == "unknown" and second.final == second.steps[-1].observation and second.success is None
+    assert second.app == "unknown" and second.success is None
+    assert second.final is None and second.provenance["final_screen"] == "not recorded"  # a swipe's outcome unknown
     assert second.steps[0].action == Action("swipe", point=(0.5, 0.8), direction="up")
 
 
@@ -450,3 +471,24 @@ def test_the_bundled_sample_has_a_label_for_every_screen(tmp_path):
     eps = import_agent_runs(SAMPLE, tmp_path / "store", labels=labels)
     assert all(o.screen for e in eps for o in e.observations)
     assert {o.screen for e in eps for o in e.observations} >= {"home", "app_drawer", "month", "day", "edit_event"}
+
+
+def test_screens_that_differ_only_in_the_status_bar_are_one_screen(tmp_path):
+    from guimem.smg.screens import read_episode
+
+    folder = write_run(tmp_path / "runs" / "clock", [line(action="click", coordinate=[500, 500])] * 3 +
+                       [line(action="terminate", status="success")], screens=4, size=(100, 200))
+    base = Image.new("RGB", (100, 200), (240, 240, 240))
+    shots = []
+    for i in range(4):
+        im = base.copy()
+        im.paste((20 * i, 0, 0), (0, 0, 100, 6))  # the clock moved: inside the top 4% (8 px)
+        shots.append(im)
+    shots[2].paste((0, 0, 0), (40, 100, 50, 110))  # a change below the status bar: 0.5% of the pixels
+    for i, im in enumerate(shots):
+        im.save(folder / f"screenshot_{i}.png")
+    (ep,) = import_agent_runs(tmp_path / "runs", tmp_path / "store")
+    paths = [o.screenshot for o in ep.recorded_observations]
+    assert paths[1] == paths[0] and paths[2] != paths[1] and paths[3] != paths[2]
+    assert ep.provenance["same_screen_as_before"] == [1]
+    assert read_episode(ep).kinds[:2] == ("noise", "effective")  # the first tap did nothing: now seen

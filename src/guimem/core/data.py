@@ -374,13 +374,18 @@ class Step:
 
 @dataclass(frozen=True)
 class Episode:
-    """One trajectory: the steps taken towards ``goal`` and the observation after the last."""
+    """One trajectory: the steps taken towards ``goal`` and the observation after the last.
+
+    ``final`` is None when the recording stops before the last action's outcome (a run cut off by
+    its step budget after a tap): what that action did is unknown, and readers of the episode say
+    so rather than take the last screen for its result.
+    """
 
     id: str
     app: str
     goal: str
     steps: tuple[Step, ...]
-    final: Observation  # the screen after the last action
+    final: Observation | None  # the screen after the last action (None: not recorded)
     success: bool | None = None  # None: unknown
     provenance: Mapping[str, Any] = field(default_factory=dict)  # seed, task, params, split, ...
 
@@ -389,14 +394,27 @@ class Episode:
             raise DataError("steps", f"episode {self.id!r} has no steps")
 
     @property
+    def final_recorded(self) -> bool:
+        """Whether the screen after the last action was recorded."""
+        return self.final is not None
+
+    @property
     def observations(self) -> tuple[Observation, ...]:
-        """Every screen of the episode in order: one per step, then the final one."""
-        return tuple(s.observation for s in self.steps) + (self.final,)
+        """One screen per step, then the final one: ``len(steps) + 1`` screens, so that screen
+        ``i + 1`` is the one step ``i`` led to. Without a recorded final screen the last step's
+        screen stands in for it; :attr:`final_recorded` tells the two apart."""
+        last = self.final if self.final is not None else self.steps[-1].observation
+        return tuple(s.observation for s in self.steps) + (last,)
+
+    @property
+    def recorded_observations(self) -> tuple[Observation, ...]:
+        """Every screen the recording holds: one per step, then the final one when recorded."""
+        return tuple(s.observation for s in self.steps) + ((self.final,) if self.final is not None else ())
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "app": self.app, "goal": self.goal, "success": self.success,
                 "provenance": dict(self.provenance), "steps": [s.to_dict() for s in self.steps],
-                "final": self.final.to_dict()}
+                "final": self.final.to_dict() if self.final is not None else None}
 
     @classmethod
     def from_dict(cls, d: Any, path: str | None = None) -> "Episode":
@@ -406,7 +424,10 @@ class Episode:
             if success is not None and not isinstance(success, bool):
                 raise DataError("success", f"expected true, false or null, got {success!r:.60}")
             steps = tuple(nested_field(f"steps[{i}]", Step.from_dict, s) for i, s in enumerate(get_field(d, "steps", list)))
-            final = nested_field("final", Observation.from_dict, get_field(d, "final", Mapping))
+            if "final" not in d:  # null says "not recorded"; a missing key is a truncated file
+                raise DataError("final", "missing (null when the screen after the last action was not recorded)")
+            raw_final = get_field(d, "final", Mapping, optional=True)
+            final = nested_field("final", Observation.from_dict, raw_final) if raw_final is not None else None
             provenance = check_json(dict(get_field(d, "provenance", Mapping, optional=True) or {}), "provenance")
             return cls(id=get_field(d, "id", str), app=get_field(d, "app", str), goal=get_field(d, "goal", str),
                        steps=steps, final=final, success=success, provenance=provenance)

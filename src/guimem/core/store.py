@@ -267,7 +267,8 @@ def _relocate(ep: Episode, images: Mapping[str, bytes | Image.Image], stored: di
 
     steps = tuple(dataclasses.replace(s, observation=place(s.observation, f"{where}.steps[{i}].screenshot"))
                   for i, s in enumerate(ep.steps))
-    return dataclasses.replace(ep, steps=steps, final=place(ep.final, f"{where}.final.screenshot"))
+    final = place(ep.final, f"{where}.final.screenshot") if ep.final is not None else None
+    return dataclasses.replace(ep, steps=steps, final=final)
 
 
 # ----------------------------------------------------------------------------- reading
@@ -334,7 +335,8 @@ def load_episodes(root: str | os.PathLike, verify_images: bool = True) -> list[E
 
 
 def _observations(ep: Episode) -> list[tuple[str, Observation]]:
-    return [(f"steps[{i}].screenshot", s.observation) for i, s in enumerate(ep.steps)] + [("final.screenshot", ep.final)]
+    final = [("final.screenshot", ep.final)] if ep.final is not None else []
+    return [(f"steps[{i}].screenshot", s.observation) for i, s in enumerate(ep.steps)] + final
 
 
 def load_screenshot(root: str | os.PathLike, rel_path: str) -> Image.Image:

@@ -688,7 +688,7 @@ def pick_screens(episodes: Sequence["Episode"], screens: Sequence[str]) -> list[
     """The first observation of each wanted screen type (and the action taken on it), in ``screens`` order."""
     found: dict[str, tuple] = {}
     for ep in episodes:
-        pairs = [(s.observation, s.action) for s in ep.steps] + [(ep.final, None)]
+        pairs = [(s.observation, s.action) for s in ep.steps] + ([(ep.final, None)] if ep.final is not None else [])
         for obs, act in pairs:
             if obs.screen in screens and obs.screen not in found:
                 found[obs.screen] = (obs, act)

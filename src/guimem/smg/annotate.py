@@ -81,6 +81,20 @@ def effect_of(before: Observation, after: Observation, ctx0: Context, ctx1: Cont
 
 
 NO_CHANGE = "Nothing visible changed."
+NOT_RECORDED = "What the last action did was not recorded."
+
+
+def span_effect(episode: Episode, first: int, last: int, contexts: Sequence[Context]) -> str:
+    """The effect of steps ``first..last`` of ``episode`` (``contexts``: its screens' contexts):
+    :func:`effect_of` their first screen and the one they led to. When that is the end of a
+    recording without a final screen, the change up to the last action's screen, then
+    :data:`NOT_RECORDED`."""
+    obs = episode.observations
+    if last + 1 < len(episode.steps) or episode.final_recorded:
+        return effect_of(obs[first], obs[last + 1], contexts[first], contexts[last + 1])
+    if first == last:
+        return NOT_RECORDED
+    return f"{effect_of(obs[first], obs[last], contexts[first], contexts[last])} {NOT_RECORDED}"
 
 
 def _touch_name(target: UIElement | None, step: Step) -> str:

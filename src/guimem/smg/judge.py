@@ -147,11 +147,12 @@ def new_final_words(episode: Episode) -> set[str]:
     """Words on the final screen that no earlier, different-looking screen of the same name
     showed: what the actions produced there."""
     ep = blind(episode)
-    contexts = screen_contexts(ep.observations)
-    final = words(" ".join(f"{e.text} {e.description}" for e in ep.final.elements))
+    screens = ep.observations  # the last: the final screen, or the last one recorded
+    contexts = screen_contexts(screens)
+    final = words(" ".join(f"{e.text} {e.description}" for e in screens[-1].elements))
     earlier = set()
-    for obs, ctx in zip(ep.observations[:-1], contexts[:-1]):
-        if ctx.name == contexts[-1].name and not looks_same(obs, ep.final):
+    for obs, ctx in zip(screens[:-1], contexts[:-1]):
+        if ctx.name == contexts[-1].name and not looks_same(obs, screens[-1]):
             earlier |= words(" ".join(f"{e.text} {e.description}" for e in obs.elements))
     return final - earlier
 
@@ -227,8 +228,10 @@ def judge_prompt(episode: Episode) -> list[dict[str, str]]:
     """The chat messages asking whether ``episode`` reached its goal."""
     ep = blind(episode)
     where = screen_contexts(ep.observations)[-1].words()
-    shown = sorted({(e.text or e.description).strip() for e in ep.final.elements if (e.text or e.description).strip()})
-    final = f"The final screen is [{where}] and shows: {', '.join(shown[:30])}."
+    last = ep.observations[-1]
+    shown = sorted({(e.text or e.description).strip() for e in last.elements if (e.text or e.description).strip()})
+    which = "final screen" if ep.final_recorded else "last screen recorded (the final one was not)"
+    final = f"The {which} is [{where}] and shows: {', '.join(shown[:30])}."
     return [{"role": "system", "content": LLM_JUDGE_SYSTEM},
             {"role": "user", "content": f"{trajectory_text(ep)}\n{final}\nDid the agent complete the goal? yes or no?"}]
 

@@ -84,7 +84,7 @@ from guimem.models.embedding import (
     embed_screenshots,
 )
 from guimem.models.tokenizer import words
-from guimem.smg.annotate import effect_of
+from guimem.smg.annotate import span_effect
 from guimem.smg.graph import (
     GRAPH_FILES,
     GraphConfig,
@@ -289,10 +289,9 @@ def _success_of_steps(subgoals: Sequence[Subgoal], n_steps: int) -> list[str]:
 
 def span_effects(episode: Episode, spans: Sequence[tuple[int, int]]) -> list[str]:
     """The segmentation's effect sentence for each ``(first, last)`` span of ``episode`` (the one
-    definition of an effect, :func:`guimem.smg.annotate.effect_of`)."""
-    obs = episode.observations
-    ctx = screen_contexts(obs)
-    return [effect_of(obs[a], obs[b + 1], ctx[a], ctx[b + 1]) for a, b in spans]
+    definition of an effect, :func:`guimem.smg.annotate.span_effect`)."""
+    ctx = screen_contexts(episode.observations)
+    return [span_effect(episode, a, b, ctx) for a, b in spans]
 
 
 def step_units(episode: Episode, subgoals: Sequence[Subgoal]) -> list[Subgoal]:

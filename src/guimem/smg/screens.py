@@ -32,7 +32,8 @@ def blind(episode: Episode) -> Episode:
         return Observation(screenshot=obs.screenshot, elements=obs.elements)
 
     steps = tuple(Step(observation=see(s.observation), action=s.action) for s in episode.steps)
-    return Episode(id=episode.id, app=episode.app, goal=episode.goal, steps=steps, final=see(episode.final))
+    final = see(episode.final) if episode.final is not None else None
+    return Episode(id=episode.id, app=episode.app, goal=episode.goal, steps=steps, final=final)
 
 
 # ============================================================================= reading a screen
@@ -181,6 +182,8 @@ def read_episode(episode: Episode) -> Reading:
     for i, step in enumerate(steps):
         if step.action.type in ENDING_TYPES:
             kinds.append("end")
+        elif i == n - 1 and not ep.final_recorded:
+            kinds.append("effective")  # its outcome was not recorded: not taken for "nothing happened"
         elif step.action.type == "swipe" and contexts[i + 1] == contexts[i]:
             kinds.append("scroll")
         elif looks_same(obs[i], obs[i + 1]):

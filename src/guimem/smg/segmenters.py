@@ -22,7 +22,7 @@ from guimem.core.data import DataError, Episode, Subgoal
 from guimem.core.describe import (
     FIELD_ROLES,
 )
-from guimem.smg.annotate import behaviour_of, effect_of, span_intent
+from guimem.smg.annotate import behaviour_of, span_effect, span_intent
 from guimem.smg.judge import Judge, RuleJudge
 from guimem.smg.screens import Reading, blind, read_episode, screen_contexts
 
@@ -70,7 +70,7 @@ def build_subgoals(episode: Episode, spans: Sequence[Span], verdicts: Sequence[s
         subgoals.append(Subgoal(
             episode_id=episode.id, index=i, first_step=span.first, last_step=span.last,
             from_screenshot=obs[a].screenshot, to_screenshot=obs[b].screenshot, text=span.text,
-            effect=effect_of(obs[a], obs[b], contexts[a], contexts[b]), behaviour=behaviour_of(actions),
+            effect=span_effect(episode, a, span.last, contexts), behaviour=behaviour_of(actions),
             success=verdict, successor=i + 1 if i + 1 < len(spans) else None,
             goal=episode.goal, app=episode.app, actions=actions))
     return subgoals

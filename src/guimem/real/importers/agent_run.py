@@ -30,9 +30,10 @@ in ``provenance["source_name"]``). The goal is ``goals[name]`` when a goals mapp
 the folder name with ``_`` read as spaces (such folders are often the goal cut at 50 characters:
 ``provenance["goal_source"]`` says which). The app is ``app``, else the first ``open``'s app, else
 ``unknown``. Success: ``terminate`` success is True, another status False; no ``terminate``, unknown.
-A run without a screenshot after its last step ends on that step's screen
-(``provenance["final_screen"]``: ``"repeated"``, else ``"recorded"``): the episode store needs an
-after-screen, and the actions that end a run (``terminate``, ``answer``) do not change the screen.
+The screen after the last action is the final one when recorded; else the last step's screen
+stands for it when that action leaves the screen as it is (``done``, ``impossible``, ``answer``),
+and otherwise there is none (:func:`~.common.final_screen`; ``provenance["final_screen"]`` says
+which: ``recorded``, ``repeated`` or ``not recorded``).
 Recordings carry no UI tree: every screen's ``elements`` is empty.
 """
 
@@ -46,7 +47,9 @@ from typing import Any, Mapping
 from guimem.core.data import Action, DataError, Episode, Observation, Step, as_object, get_field
 from guimem.core.io import check_number, read_jsonl
 from guimem.core.store import load_episodes
-from guimem.real.importers.common import ScreenshotFiles, check_image_file, check_max_side, safe_id, write_import
+from guimem.real.importers.common import (
+    ScreenshotFiles, check_image_file, check_max_side, final_screen, safe_id, write_import,
+)
 
 FORMAT = "agent_run"
 GRID = 999
@@ -144,20 +147,21 @@ def read_run(folder: Path, episode_id: str, goal: str | None = None,
         check_image_file(shots[i], f"screenshot_{i}.png")
         files[str(shots[i])] = shots[i]
     observations = [Observation(screenshot=str(shots[i])) for i in range(len(actions))]
-    final_recorded = len(actions) in shots
-    final = Observation(screenshot=str(shots[len(actions)])) if final_recorded else observations[-1]
+    steps = tuple(Step(o, a) for o, a in zip(observations, actions))
+    final, final_how = final_screen(steps, Observation(screenshot=str(shots[len(actions)]))
+                                    if len(actions) in shots else None)
     statuses = [n["status"] for _, n in sorted(notes.items()) if "status" in n]
     success = statuses[-1].strip().lower() == "success" if statuses else None
     app_name = app or next((a.text for a in actions if a.type == "open_app"), None) or "unknown"
     provenance = {
         "source": FORMAT, "source_name": folder.name, "goal_source": "goals" if goal is not None else "folder name",
-        "final_screen": "recorded" if final_recorded else "repeated", "coordinate_grid": GRID,
+        "final_screen": final_how, "coordinate_grid": GRID,
         **({"type_points": {str(i): n["type_point"] for i, n in notes.items() if "type_point" in n}}
            if any("type_point" in n for n in notes.values()) else {}),
     }
     goal = goal if goal is not None else folder.name.replace("_", " ").strip()
     episode = Episode(id=episode_id, app=app_name, goal=goal,
-                      steps=tuple(Step(o, a) for o, a in zip(observations, actions)), final=final, success=success,
+                      steps=steps, final=final, success=success,
                       provenance=provenance)
     return episode, files
 

@@ -33,8 +33,10 @@ Action types are AITW's ``ActionType`` ids:
 
 (ids 0-2, 8 and 9 are unused in the released data and refused.) Every annotated box becomes a
 label-free element (role ``view``): what AITW's tap matching reads (the release carries no box
-text). The last step's screen is also the final one (``provenance["final_screen"]``:
-``"repeated"``): AITW records no screen after its closing status action. Success is unknown
+text). AITW records no screen after an episode's last action; that action is
+usually its closing status, which leaves the screen as it is, so the last step's screen is the
+final one (``provenance["final_screen"]``: ``repeated``; ``not recorded`` after any other action,
+see :func:`~.common.final_screen`). Success is unknown
 (AITW's demonstrations are not judged); the scenario and AITW's episode id stay in provenance.
 """
 
@@ -48,7 +50,9 @@ from typing import Any, Mapping, Sequence
 from guimem.core.data import Action, DataError, Episode, Observation, Step, UIElement, as_object, get_field
 from guimem.core.io import check_number, file_inside, read_json
 from guimem.core.store import load_episodes
-from guimem.real.importers.common import ScreenshotFiles, check_image_file, check_max_side, safe_id, write_import
+from guimem.real.importers.common import (
+    ScreenshotFiles, check_image_file, check_max_side, final_screen, safe_id, write_import,
+)
 
 FORMAT = "aitw"
 TAP_LIFT = 0.04
@@ -120,9 +124,10 @@ def read_episode(steps: Sequence[Any], images: Path, episode_id: str, scenario: 
             raise err.at(None, f"steps[{i}]") from None
         files[str(path)] = path
         out.append(Step(Observation(screenshot=str(path), elements=elements), action))
-    provenance = {"source": FORMAT, "source_name": ep_id, "final_screen": "repeated",
+    final, final_how = final_screen(out, None)
+    provenance = {"source": FORMAT, "source_name": ep_id, "final_screen": final_how,
                   **({"scenario": scenario} if scenario is not None else {})}
-    return Episode(id=episode_id, app=app or "unknown", goal=goal, steps=tuple(out), final=out[-1].observation,
+    return Episode(id=episode_id, app=app or "unknown", goal=goal, steps=tuple(out), final=final,
                    success=None, provenance=provenance), files
 
 

@@ -18,12 +18,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
+import numpy as np
 from PIL import Image
 
-from guimem.core.data import DataError, Episode, Observation
+from guimem.core.data import ENDING_TYPES, DataError, Episode, Observation, Step
 from guimem.core.io import check_number
 from guimem.core.store import MAX_PIXELS, save_episodes
-from guimem.real.ocr import OcrReader
+from guimem.real.ocr import STATUS_BAR, OcrReader
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 MAX_ID = 128  # the store's limit on an episode id (it is a file name)
@@ -104,11 +105,27 @@ class ScreenshotFiles(Mapping):
         return len(self.files)
 
 
+LEAVES_SCREEN = ENDING_TYPES  # actions that do not touch the phone: done, impossible, answer
+
+
+def final_screen(steps: Sequence[Step], recorded: Observation | None) -> tuple[Observation | None, str]:
+    """The final screen of an episode of ``steps`` and what ``provenance["final_screen"]`` says
+    of it: ``recorded`` when the recording has the screen after the last action; ``repeated``
+    (the last step's screen) when it has not but the last action leaves the screen as it is
+    (:data:`LEAVES_SCREEN`); else None, ``not recorded`` — a tap's outcome is never invented."""
+    if recorded is not None:
+        return recorded, "recorded"
+    if steps[-1].action.type in LEAVES_SCREEN:
+        return steps[-1].observation, "repeated"
+    return None, "not recorded"
+
+
 def map_observations(episode: Episode, fn: Callable[[Observation, int], Observation]) -> Episode:
     """``episode`` with every screen replaced by ``fn(screen, i)``: ``i`` the step's index, and
-    ``len(episode.steps)`` for the final screen."""
+    ``len(episode.steps)`` for the final screen (when recorded)."""
     steps = tuple(dataclasses.replace(s, observation=fn(s.observation, i)) for i, s in enumerate(episode.steps))
-    return dataclasses.replace(episode, steps=steps, final=fn(episode.final, len(episode.steps)))
+    final = fn(episode.final, len(episode.steps)) if episode.final is not None else None
+    return dataclasses.replace(episode, steps=steps, final=final)
 
 
 def with_ocr(episodes: Sequence[Episode], images: ScreenshotFiles, reader: Any) -> list[Episode]:
@@ -129,8 +146,8 @@ def with_ocr(episodes: Sequence[Episode], images: ScreenshotFiles, reader: Any) 
 def with_labels(episodes: Sequence[Episode], labels: Mapping[str, Any]) -> list[Episode]:
     """``episodes`` with each screen's type from ``labels``: for an episode's source name (its
     ``provenance["source_name"]``), the type of every step's screen in order, and optionally one
-    more for the final screen (else the final screen takes its last step's type when it repeats
-    that screen). Kept in :attr:`Observation.screen`, which only analyses read (node purity). A
+    more for the final screen when one was recorded (a repeated final screen takes its last
+    step's type). Kept in :attr:`Observation.screen`, which only analyses read (node purity). A
     name without episode, or a list of the wrong length, is a DataError naming the label file's key."""
     by_name = {ep.provenance.get("source_name"): ep for ep in episodes}
     unknown = sorted(set(labels) - set(by_name))
@@ -145,24 +162,72 @@ def with_labels(episodes: Sequence[Episode], labels: Mapping[str, Any]) -> list[
             continue
         where = f"labels[{ep.provenance['source_name']!r:.60}]"
         n = len(ep.steps)
-        if not isinstance(types, list) or len(types) not in (n, n + 1) or not all(
+        own_final = ep.final is not None and ep.provenance.get("final_screen") != "repeated"
+        lengths = (n, n + 1) if own_final else (n,)
+        if not isinstance(types, list) or len(types) not in lengths or not all(
                 isinstance(t, str) and t.strip() for t in types):
-            raise DataError(where, f"expected a list of {n} (or {n + 1}, with the final screen) screen types, "
-                                   f"got {types!r:.80}")
+            expected = f"{n} (or {n + 1}, with the final screen)" if len(lengths) == 2 else str(n)
+            raise DataError(where, f"expected a list of {expected} screen types, got {types!r:.80}")
         final_type = types[n] if len(types) > n else (types[n - 1] if ep.final == ep.steps[-1].observation else None)
         typed = [*types[:n], final_type]
         out.append(map_observations(ep, lambda obs, i: dataclasses.replace(obs, screen=typed[i])))
     return out
 
 
+PIXEL_NOISE = 8  # levels (of 255) a pixel's channel may move without counting as changed (JPEG, scaling)
+SAME_SCREEN_SHARE = 0.002  # share of pixels below the status bar that may change within one screen (a cursor)
+
+
+def unchanged_screens(episode: Episode, images: Mapping[str, Image.Image], status_bar: float = STATUS_BAR) -> Episode:
+    """``episode`` with every screen that looks like the one before it below the status bar (at most
+    :data:`SAME_SCREEN_SHARE` of those pixels moved by more than :data:`PIXEL_NOISE` in a channel, and
+    the same elements) given that screen's screenshot, so that "nothing changed" is seen as it is.
+
+    A phone's clock, battery and notification icons change between any two screenshots, so without
+    this only byte-identical screenshots count as one screen. An image embedding does not tell the
+    two cases apart: on the bundled sample, the day view of two consecutive dates has an
+    EfficientNet cosine of 0.98-0.99, while real "nothing changed" pairs are pixel-identical below the
+    status bar. The indices of the screens given their predecessor's screenshot are kept in
+    ``provenance["same_screen_as_before"]``."""
+    screens = list(episode.recorded_observations)
+    repeated = episode.final is not None and episode.final == episode.steps[-1].observation
+    if repeated:
+        screens.pop()  # the last step's screen standing in for the final one follows it below
+    decoded: dict[str, np.ndarray] = {}
+
+    def pixels(key: str) -> np.ndarray:
+        if key not in decoded:
+            im = images[key].convert("RGB")
+            decoded[key] = np.asarray(im, dtype=np.int16)[round(status_bar * im.height):]
+        return decoded[key]
+
+    same = []
+    for i in range(1, len(screens)):
+        before, now = screens[i - 1], screens[i]
+        if now.screenshot == before.screenshot or now.elements != before.elements:
+            continue
+        a, b = pixels(before.screenshot), pixels(now.screenshot)
+        if a.shape == b.shape and np.mean(np.abs(a - b).max(axis=2) > PIXEL_NOISE) <= SAME_SCREEN_SHARE:
+            screens[i] = dataclasses.replace(now, screenshot=before.screenshot)
+            same.append(i)
+    if not same:
+        return episode
+    if repeated:
+        screens.append(screens[-1])
+    out = map_observations(episode, lambda obs, i: screens[i])
+    return dataclasses.replace(out, provenance={**dict(episode.provenance), "same_screen_as_before": same})
+
+
 def write_import(episodes: Sequence[Episode], images: ScreenshotFiles, store: str | os.PathLike,
                  source: Mapping[str, Any], ocr: bool = False, labels: Mapping[str, Any] | None = None) -> Path:
     """Save the parsed ``episodes`` as the episode store ``store`` (see :func:`save_episodes`), the
-    manifest's meta naming the ``source`` (format, path, options); with ``ocr``, screens recorded
+    manifest's meta naming the ``source`` (format, path, options). Screens that only the status bar
+    tells from the one before them are stored as that one (:func:`unchanged_screens`); with ``ocr``, screens recorded
     without a UI tree first get the text elements OCR reads on them; with ``labels``, screens get
     their types (:func:`with_labels`)."""
     if not episodes:
         raise DataError("episodes", "nothing to import", str(source.get("path", "")))
+    episodes = [unchanged_screens(ep, images) for ep in episodes]
     if labels is not None:
         episodes = with_labels(episodes, labels)
     if ocr:

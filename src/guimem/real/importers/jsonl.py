@@ -15,8 +15,9 @@ Android accessibility dump (``uiautomator dump``), turned into elements by the d
 parser (:func:`guimem.real.device.parse_hierarchy`), its pixel bounds divided by the screenshot's
 size (or ``screen_size`` ``[width, height]`` when the dump was taken at another size); without it
 a screen has no elements. A line ``{"episode": "run-1", "final_screenshot": "...", "final_ui_xml":
-"..."}`` (no action) gives the screen after the episode's last step; without one the last step's
-screen is also the final one (``provenance["final_screen"]``). ``success`` (true, false or null) on
+"..."}`` (no action) gives the screen after the episode's last step; without one, the last step's
+screen stands for it when that action leaves the screen as it is, and otherwise there is none
+(``provenance["final_screen"]``: ``recorded``, ``repeated`` or ``not recorded``). ``success`` (true, false or null) on
 any line of an episode is its outcome; ``provenance`` (an object) on its first line is kept.
 """
 
@@ -40,7 +41,9 @@ from guimem.core.data import (
 from guimem.core.io import file_inside, read_jsonl, read_text
 from guimem.core.store import load_episodes
 from guimem.real.device import parse_hierarchy
-from guimem.real.importers.common import ScreenshotFiles, check_image_file, check_max_side, safe_id, write_import
+from guimem.real.importers.common import (
+    ScreenshotFiles, check_image_file, check_max_side, final_screen, safe_id, write_import,
+)
 
 FORMAT = "jsonl"
 
@@ -117,10 +120,10 @@ def import_jsonl(src: str | os.PathLike, store: str | os.PathLike, max_side: int
     episodes = []
     for name in order:
         head = heads[name]
-        provenance = {"source": FORMAT, "source_name": name, **head["provenance"],
-                      "final_screen": "recorded" if name in finals else "repeated"}
+        final, final_how = final_screen(steps[name], finals.get(name))
+        provenance = {"source": FORMAT, "source_name": name, **head["provenance"], "final_screen": final_how}
         episodes.append(Episode(id=safe_id(name, taken), app=head["app"] or "unknown", goal=head["goal"],
-                                steps=tuple(steps[name]), final=finals.get(name, steps[name][-1].observation),
+                                steps=tuple(steps[name]), final=final,
                                 success=head.get("success"), provenance=provenance))
     write_import(episodes, ScreenshotFiles(files, max_side), store, {"format": FORMAT, "path": str(path)},
                  ocr=ocr, labels=labels)

@@ -23,8 +23,10 @@ y from the top; divided here by the screenshot's size, read from its header):
 
 Each step's ``action_description`` (LearnGUI's low-level instruction) is kept in the episode's
 provenance (``action_descriptions``, one per step). The app is the episode's ``app`` (or
-``detected_app``) when it has one, else ``app``, else ``unknown``; success is unknown; the last
-step's screen is also the final one (``provenance["final_screen"]``).
+``detected_app``) when it has one, else ``app``, else ``unknown``; success is unknown. No screen is
+recorded after the last action: after TASK_COMPLETE or TASK_IMPOSSIBLE the last step's screen is
+the final one, after another action there is none (``provenance["final_screen"]``, see
+:func:`~.common.final_screen`).
 """
 
 from __future__ import annotations
@@ -37,7 +39,9 @@ from typing import Any, Mapping
 from guimem.core.data import Action, DataError, Episode, Observation, Step, as_object, get_field
 from guimem.core.io import file_inside, read_json
 from guimem.core.store import load_episodes
-from guimem.real.importers.common import ScreenshotFiles, check_image_file, check_max_side, safe_id, write_import
+from guimem.real.importers.common import (
+    ScreenshotFiles, check_image_file, check_max_side, final_screen, safe_id, write_import,
+)
 
 FORMAT = "learngui"
 _POINT = re.compile(r"^(CLICK|LONG_PRESS)\[\s*(-?\d+(?:\.\d+)?)\s*,\s*(-?\d+(?:\.\d+)?)\s*\]$", re.IGNORECASE)
@@ -94,10 +98,11 @@ def read_episode(name: str, raw: Any, screenshots: Path, episode_id: str,
         files[str(path)] = path
         steps.append(Step(Observation(screenshot=str(path)), action))
     own_app = get_field(entry, "app", str, optional=True) or get_field(entry, "detected_app", str, optional=True)
-    provenance = {"source": FORMAT, "source_name": name, "final_screen": "repeated",
+    final, final_how = final_screen(steps, None)
+    provenance = {"source": FORMAT, "source_name": name, "final_screen": final_how,
                   "action_descriptions": descriptions}
     return Episode(id=episode_id, app=own_app or app or "unknown", goal=goal, steps=tuple(steps),
-                   final=steps[-1].observation, success=None, provenance=provenance), files
+                   final=final, success=None, provenance=provenance), files
 
 
 def import_learngui(src: str | os.PathLike, store: str | os.PathLike, images: str | os.PathLike | None = None,
