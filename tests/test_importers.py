@@ -492,3 +492,31 @@ def test_screens_that_differ_only_in_the_status_bar_are_one_screen(tmp_path):
     assert paths[1] == paths[0] and paths[2] != paths[1] and paths[3] != paths[2]
     assert ep.provenance["same_screen_as_before"] == [1]
     assert read_episode(ep).kinds[:2] == ("noise", "effective")  # the first tap did nothing: now seen
+
+
+def test_subgoal_labels_become_each_steps_ground_truth(tmp_path):
+    from guimem.smg.segmenters import GroundTruthSegmenter
+
+    write_run(tmp_path / "runs" / "r", [line(action="click", coordinate=[1, 2])] * 3 + [line(action="terminate", status="success")])
+    cuts = {"r": [[0, 1, "open the day", "open_day"], [2, 3, "finish"]]}
+    (ep,) = import_agent_runs(tmp_path / "runs", tmp_path / "store", subgoal_labels=cuts)
+    assert [(s.subgoal.index, s.subgoal.type) for s in ep.steps] == [(0, "open_day"), (0, "open_day"), (1, "finish"),
+                                                                     (1, "finish")]  # no type: the intent is the type
+    assert [(sp.first, sp.last, sp.text) for sp in GroundTruthSegmenter().spans(ep)] == [(0, 1, "open the day"),
+                                                                                         (2, 3, "finish")]
+    for bad, field in [({"r": [[0, 1, "a"], [3, 3, "b"]]}, r"subgoal_labels\['r'\]\[1\]"),  # a gap
+                       ({"r": [[0, 2, "a"]]}, r"subgoal_labels\['r'\]"),  # steps left over
+                       ({"r": [[0, 1, ""], [2, 3, "b"]]}, r"subgoal_labels\['r'\]\[0\]"),  # an empty intent
+                       ({"s": [[0, 3, "a"]]}, r"subgoal_labels\['s'\]")]:  # no such run
+        with pytest.raises(DataError, match=field):
+            import_agent_runs(tmp_path / "runs", tmp_path / "bad", subgoal_labels=bad)
+        assert not (tmp_path / "bad").exists()
+
+
+def test_the_bundled_samples_subgoal_labels_join(tmp_path):
+    from guimem.core.io import read_json
+
+    episodes = import_agent_runs(SAMPLE, tmp_path / "store", subgoal_labels=read_json(SAMPLE / "subgoal_labels.json"))
+    assert all(s.subgoal is not None for e in episodes for s in e.steps)
+    kinds = [{s.subgoal.type for s in e.steps} for e in episodes]
+    assert {"open_app", "dismiss_dialog", "open_day"} <= set.intersection(*kinds)  # what retrieval can hit across runs

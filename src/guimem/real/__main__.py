@@ -28,16 +28,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     imp.add_argument("--max-side", type=int, help="downscale screenshots to this many pixels on their longer side")
     imp.add_argument("--ocr", action="store_true", help="give screens without a UI tree the text elements OCR reads")
     imp.add_argument("--labels", help="a JSON object mapping each episode's source name to its screens' types")
+    imp.add_argument("--subgoal-labels", help="a JSON object mapping each episode's source name to its subgoals, "
+                                              "[first step, last step, intent(, type)] each")
     args = parser.parse_args(argv)
     importer, takes = IMPORTERS[args.format]
-    options = ("goals", "images", "app", "max_side", "labels")
+    options = ("goals", "images", "app", "max_side", "labels", "subgoal_labels")
     given = {k: getattr(args, k) for k in options if getattr(args, k) is not None}
     given["ocr"] = args.ocr
     extra = sorted(set(given) - set(takes))
     if extra:
         parser.error(f"{args.format} takes no {', '.join('--' + k.replace('_', '-') for k in extra)}")
     try:
-        for key in ("goals", "labels"):
+        for key in ("goals", "labels", "subgoal_labels"):
             if key in given:
                 path, given[key] = given[key], read_json(given[key])
                 if not isinstance(given[key], dict):

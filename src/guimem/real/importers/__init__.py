@@ -11,7 +11,9 @@ and a subcommand of the command line::
     python -m guimem.real import store <an episode store> <store>      # e.g. recorded from a phone
 
 each also with ``--max-side N`` (downscale screenshots), ``--ocr`` (text elements for screens
-recorded without a UI tree) and ``--labels labels.json`` (screen types by source name, for purity).
+recorded without a UI tree) and ``--labels labels.json`` (screen types by source name, for purity)
+and ``--subgoal-labels``
+(subgoals by source name: the ground truth of segmentation and retrieval scores).
 
 :data:`IMPORTERS` maps a format's name to its function and the options it takes.
 """
@@ -23,10 +25,10 @@ from guimem.real.importers.learngui import import_learngui
 from guimem.real.importers.store import import_store
 
 IMPORTERS = {
-    "agent_run": (import_agent_runs, ("goals", "app", "max_side", "ocr", "labels")),
-    "aitw": (import_aitw, ("images", "app", "max_side", "ocr", "labels")),
-    "learngui": (import_learngui, ("images", "app", "max_side", "ocr", "labels")),
-    "jsonl": (import_jsonl, ("max_side", "ocr", "labels")),
-    "store": (import_store, ("max_side", "ocr", "labels")),
+    "agent_run": (import_agent_runs, ("goals", "app", "max_side", "ocr", "labels", "subgoal_labels")),
+    "aitw": (import_aitw, ("images", "app", "max_side", "ocr", "labels", "subgoal_labels")),
+    "learngui": (import_learngui, ("images", "app", "max_side", "ocr", "labels", "subgoal_labels")),
+    "jsonl": (import_jsonl, ("max_side", "ocr", "labels", "subgoal_labels")),
+    "store": (import_store, ("max_side", "ocr", "labels", "subgoal_labels")),
 }
 """format name -> (importer ``(src, store, **options) -> episodes``, the options it takes)."""

@@ -168,14 +168,16 @@ def read_run(folder: Path, episode_id: str, goal: str | None = None,
 
 def import_agent_runs(src: str | os.PathLike, store: str | os.PathLike, goals: Mapping[str, str] | None = None,
                       app: str | None = None, max_side: int | None = None, ocr: bool = False,
-                      labels: Mapping[str, Any] | None = None) -> list[Episode]:
+                      labels: Mapping[str, Any] | None = None,
+                      subgoal_labels: Mapping[str, Any] | None = None) -> list[Episode]:
     """Import every run folder under ``src`` into the episode store ``store`` (replacing an episode
     store there, never anything else); ``goals`` maps a run folder's name to its goal text, ``app``
     names the app of every run, ``max_side`` downscales screenshots (longer side, in pixels; None
     keeps them); with ``ocr``, screens recorded without a UI tree get the text elements OCR reads on
     them (:mod:`guimem.real.ocr`); ``labels`` maps an episode's source name to its screens' types
-    (:func:`~guimem.real.importers.common.with_labels`). Everything is parsed and checked before
-    anything is written. Returns the episodes as stored."""
+    (:func:`~guimem.real.importers.common.with_labels`); ``subgoal_labels`` maps it to its
+    subgoals (:func:`~guimem.real.importers.common.with_subgoal_labels`). Everything is parsed
+    and checked before anything is written. Returns the episodes as stored."""
     goals = dict(goals or {})
     for name, goal in goals.items():
         if not isinstance(name, str) or not isinstance(goal, str) or not goal.strip():
@@ -191,5 +193,6 @@ def import_agent_runs(src: str | os.PathLike, store: str | os.PathLike, goals: M
     if unknown:
         raise DataError("goals", f"names no run folder under src: {unknown[:3]}", str(src))
     write_import(episodes, ScreenshotFiles(files, max_side), store,
-                 {"format": FORMAT, "path": str(src), "app": app, "goals": bool(goals)}, ocr=ocr, labels=labels)
+                 {"format": FORMAT, "path": str(src), "app": app, "goals": bool(goals)}, ocr=ocr, labels=labels,
+                 subgoal_labels=subgoal_labels)
     return load_episodes(store, verify_images=False)

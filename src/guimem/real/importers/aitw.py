@@ -133,12 +133,15 @@ def read_episode(steps: Sequence[Any], images: Path, episode_id: str, scenario: 
 
 def import_aitw(src: str | os.PathLike, store: str | os.PathLike, images: str | os.PathLike | None = None,
                 app: str | None = None, max_side: int | None = None, ocr: bool = False,
-                labels: Mapping[str, Any] | None = None) -> list[Episode]:
+                labels: Mapping[str, Any] | None = None,
+                subgoal_labels: Mapping[str, Any] | None = None) -> list[Episode]:
     """Import the AITW JSON file ``src`` (screenshots under ``images``, by default the file's folder)
     into the episode store ``store``; ``app`` names every episode's app (AITW's scenarios span
     many), ``max_side`` downscales screenshots; with ``ocr``, screens recorded without a UI tree get
     the text elements OCR reads on them (:mod:`guimem.real.ocr`); ``labels`` maps an episode's
-    source name to its screens' types (:func:`~guimem.real.importers.common.with_labels`).
+    source name to its screens' types (:func:`~guimem.real.importers.common.with_labels`);
+    ``subgoal_labels`` maps it to its subgoals
+    (:func:`~guimem.real.importers.common.with_subgoal_labels`).
     Everything is parsed and checked before anything is written. Returns the episodes as stored."""
     path = Path(src)
     if not path.is_file():
@@ -168,5 +171,6 @@ def import_aitw(src: str | os.PathLike, store: str | os.PathLike, images: str | 
             episodes.append(episode)
             files.update(shots)
     write_import(episodes, ScreenshotFiles(files, max_side), store,
-                 {"format": FORMAT, "path": str(path), "images": str(images), "app": app}, ocr=ocr, labels=labels)
+                 {"format": FORMAT, "path": str(path), "images": str(images), "app": app}, ocr=ocr, labels=labels,
+                 subgoal_labels=subgoal_labels)
     return load_episodes(store, verify_images=False)

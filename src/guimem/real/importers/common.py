@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 from PIL import Image
 
-from guimem.core.data import ENDING_TYPES, DataError, Episode, Observation, Step
+from guimem.core.data import ENDING_TYPES, DataError, Episode, Observation, Step, SubgoalLabel
 from guimem.core.io import check_number
 from guimem.core.store import MAX_PIXELS, save_episodes
 from guimem.real.ocr import STATUS_BAR, OcrReader
@@ -218,18 +218,62 @@ def unchanged_screens(episode: Episode, images: Mapping[str, Image.Image], statu
     return dataclasses.replace(out, provenance={**dict(episode.provenance), "same_screen_as_before": same})
 
 
+def with_subgoal_labels(episodes: Sequence[Episode], labels: Mapping[str, Any]) -> list[Episode]:
+    """``episodes`` with every step's ground-truth subgoal from ``labels``: for an episode's
+    source name, its subgoals in order as ``[first step, last step, intent]`` or ``[first step,
+    last step, intent, type]``, covering the steps without gap or overlap. Kept in
+    :attr:`Step.subgoal`, which only scoring reads (segment boundaries, retrieval hits). The type
+    groups subgoals of one kind across episodes (``open_app``); without one, a subgoal's type is its
+    intent. A bad entry is a DataError naming the label file's key and the entry."""
+    by_name = {ep.provenance.get("source_name"): ep for ep in episodes}
+    unknown = sorted(set(labels) - set(by_name))
+    if unknown:
+        raise DataError(f"subgoal_labels[{unknown[0]!r:.60}]", f"no imported episode has this source name "
+                                                                f"({len(unknown)} such names)")
+    out = []
+    for ep in episodes:
+        spans = labels.get(ep.provenance.get("source_name"))
+        if spans is None:
+            out.append(ep)
+            continue
+        where = f"subgoal_labels[{ep.provenance['source_name']!r:.60}]"
+        if not isinstance(spans, list) or not spans:
+            raise DataError(where, f"expected a non-empty list of subgoals, got {spans!r:.80}")
+        of_step: list[SubgoalLabel] = []
+        for k, span in enumerate(spans):
+            ok = isinstance(span, list) and len(span) in (3, 4) and all(
+                isinstance(v, int) and not isinstance(v, bool) for v in span[:2]) and all(
+                isinstance(v, str) and v.strip() for v in span[2:])
+            if not ok:
+                raise DataError(f"{where}[{k}]", f"expected [first step, last step, intent(, type)], got {span!r:.80}")
+            first, last, text = span[:3]
+            if first != len(of_step) or not first <= last < len(ep.steps):
+                raise DataError(f"{where}[{k}]", f"steps {first}-{last}: subgoals must cover steps "
+                                                 f"0-{len(ep.steps) - 1} in order, this one from step {len(of_step)}")
+            of_step += [SubgoalLabel(index=k, type=span[3] if len(span) == 4 else text, text=text)] * (last - first + 1)
+        if len(of_step) != len(ep.steps):
+            raise DataError(where, f"the subgoals cover steps 0-{len(of_step) - 1} of {len(ep.steps)}")
+        steps = tuple(dataclasses.replace(s, subgoal=label) for s, label in zip(ep.steps, of_step))
+        out.append(dataclasses.replace(ep, steps=steps))
+    return out
+
+
 def write_import(episodes: Sequence[Episode], images: ScreenshotFiles, store: str | os.PathLike,
-                 source: Mapping[str, Any], ocr: bool = False, labels: Mapping[str, Any] | None = None) -> Path:
+                 source: Mapping[str, Any], ocr: bool = False, labels: Mapping[str, Any] | None = None,
+                 subgoal_labels: Mapping[str, Any] | None = None) -> Path:
     """Save the parsed ``episodes`` as the episode store ``store`` (see :func:`save_episodes`), the
     manifest's meta naming the ``source`` (format, path, options). Screens that only the status bar
     tells from the one before them are stored as that one (:func:`unchanged_screens`); with ``ocr``, screens recorded
     without a UI tree first get the text elements OCR reads on them; with ``labels``, screens get
-    their types (:func:`with_labels`)."""
+    their types (:func:`with_labels`); with ``subgoal_labels``, steps get their subgoals
+    (:func:`with_subgoal_labels`)."""
     if not episodes:
         raise DataError("episodes", "nothing to import", str(source.get("path", "")))
     episodes = [unchanged_screens(ep, images) for ep in episodes]
     if labels is not None:
         episodes = with_labels(episodes, labels)
+    if subgoal_labels is not None:
+        episodes = with_subgoal_labels(episodes, subgoal_labels)
     if ocr:
         reader = OcrReader()
         episodes = with_ocr(episodes, images, reader)
@@ -238,4 +282,5 @@ def write_import(episodes: Sequence[Episode], images: ScreenshotFiles, store: st
     else:
         ocr_meta = None
     return save_episodes(episodes, images, store, meta={"imported": dict(source), "max_side": images.max_side,
-                                                        "ocr": ocr_meta, "labels": labels is not None})
+                                                        "ocr": ocr_meta, "labels": labels is not None,
+                                                        "subgoal_labels": subgoal_labels is not None})
