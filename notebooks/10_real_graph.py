@@ -3,45 +3,40 @@
 #
 # **What this stage does.** It takes recordings of a real agent on a real Android app — by default
 # the three runs on Simple Calendar Pro bundled in `samples/android_world_simple_calendar/`
-# (Apache-2.0; see its NOTICE) — through the same path as the built-in world's experience:
-# **import** them into an episode store (`python -m guimem.real import …` does the same from a
-# shell), give the screens **text elements read by OCR** (the recordings have no accessibility
-# tree), **cut** the runs into subgoals with the rule segmenter, and **build the Subgoal-aware
-# Memory Graph** from them. Then it looks at what the graph made of real screens: each node as a
-# strip of the screenshots merged into it, node purity against screen types assigned by hand
-# (`screen_labels.json` beside the sample), how the nodes move as the merge threshold τ moves,
-# and which screen types were split or merged; and how the segmenter's subgoal boundaries agree
-# with subgoals cut by hand (`subgoal_labels.json`), with and without OCR.
+# (Apache-2.0; see its NOTICE), as `00_recorded` imported them, their screens given **text
+# elements read by OCR** (the recordings have no accessibility tree) — through the same path as
+# the built-in world's experience: it **cuts** every run into subgoals with the rule segmenter
+# and **builds the Subgoal-aware Memory Graph** from all of them. Then it looks at what the graph
+# made of real screens: each node as a strip of the screenshots merged into it, node purity
+# against screen types assigned by hand (`screen_labels.json` beside the sample), how the nodes
+# move as the merge threshold τ moves, and which screen types were split or merged; and how the
+# segmenter's subgoal boundaries agree with subgoals cut by hand (`subgoal_labels.json`), with and
+# without OCR.
 #
 # **Why.** Everything before this stage runs on a synthetic phone that hands the agent its UI
 # tree. Real recordings do not: a screenshot and an action on a 0..999 grid is all there is. This
 # stage shows which parts of the method carry over as they are (merging screens by their image
 # embedding) and which lean on the tree (naming screens, saying what a tap touched).
 #
-# **Reads** the recordings at `source` (format `source_format`, screen types at `labels`). **Writes** the
-# episode store and the graph under `data/real_graph/`, headline numbers to
+# **Reads** the import of `00_recorded` (`data/recorded/imported/`: every run, its screens'
+# types and its subgoals where labelled). **Writes** the graph under `data/real_graph/`, headline numbers to
 # `metrics/real_graph.json`, every table to `results/real_graph.json`, the τ sweep to
 # `plots/real_graph_tau_sweep.csv`, and `figures/real_graph_{ocr,nodes,tau_sweep}.png`.
 #
-# **Running it yourself.** `dvc repro` runs it; in JupyterLab it writes under `scratch/` (about a
-# minute on 2 cores, most of it OCR, cached afterwards). Point `source` at your own runs (and
-# `source_format` at their importer: `agent_run`, `aitw`, `learngui`, `jsonl`, or `store` for an
-# episode store recorded from a phone) to see your app's graph.
+# **Running it yourself.** `dvc repro` runs it; in JupyterLab it writes under `scratch/` (half a
+# minute on 2 cores). Point `recorded.source` at your own runs (and `recorded.source_format` at
+# their importer: `agent_run`, `aitw`, `learngui`, `jsonl`, or `store` for an episode store
+# recorded from a phone) and `dvc repro real_graph` shows your app's graph.
 
 # %% tags=["parameters"]
-source = "samples/android_world_simple_calendar"  # the recordings: a folder of run folders, or a file
-source_format = "agent_run"  # their importer (guimem.real.importers.IMPORTERS): agent_run, aitw, learngui, jsonl or store
-labels = "samples/android_world_simple_calendar/screen_labels.json"  # screen types by run ("": none, no purity)
-subgoal_labels = "samples/android_world_simple_calendar/subgoal_labels.json"  # subgoals by run, by hand ("": none)
-ocr = True  # give screens recorded without a UI tree the text elements OCR reads on them
-max_side = 0  # downscale screenshots to this many pixels on their longer side at import (0: keep)
+recorded_dir = "data/recorded"  # 00_recorded's output: the import (imported/) is read
 image_embedder = "efficientnet_lite0"  # screen embedder (as 02_graph_build's)
 text_embedder = "minilm"  # intent embedder
 pca_dim = 0  # project screen embeddings onto this many principal directions (0: keep all; at most the screens)
 tau = 0.9  # node merge threshold (paper: 0.9)
 theta = 0.9  # edge dedup threshold (paper: 0.9)
 tau_sweep = [0.8, 0.85, 0.9, 0.93, 0.95, 0.97]  # merge thresholds compared
-out_dir = "scratch/real_graph"  # the episode store (store/) and the graph (smg/) (the pipeline: data/real_graph)
+out_dir = "scratch/real_graph"  # the graph (smg/) (the pipeline: data/real_graph)
 cache_dir = ".cache/guimem/embeddings"  # content-hash embedding cache (not tracked)
 figures_dir = "scratch/figures"  # where the figures go (the pipeline: figures)
 plots_dir = "scratch/plots"  # the data behind the τ sweep (the pipeline: plots)
@@ -56,30 +51,27 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 
-from guimem.core.io import read_json, write_metrics, write_stage_results
-from guimem.core.store import load_screenshot
+from guimem.core.io import write_metrics, write_stage_results
+from guimem.core.store import load_episodes, load_screenshot, read_manifest
 from guimem.models.embedding import cached_image_embedder, cached_text_embedder, embed_screenshots, fit_projection
 from guimem.pipeline.paths import enter_repo_root
-from guimem.real.importers import IMPORTERS
 from guimem.real.importers.common import map_observations
 from guimem.real.ocr import draw_lines
 from guimem.smg.graph import build_graph, draw_node_strips, node_purity, splits_and_merges
 from guimem.smg.scores import corpus_boundary_scores
 from guimem.smg.screens import screen_contexts
 from guimem.smg.segment import make_segmenter, segment_episodes
-from guimem.smg.segmenters import Span
+from guimem.smg.segmenters import GroundTruthSegmenter
 from guimem.viz.plotting import figure_path, save_figure, write_plot_data
 
 enter_repo_root()
-store = Path(out_dir) / "store"
-importer, takes = IMPORTERS[source_format]
-options = {"ocr": ocr, **({"max_side": max_side} if max_side else {}),
-           **({"labels": read_json(labels)} if labels else {})}
-assert set(options) <= set(takes), f"{source_format} takes {takes}"
-episodes = importer(source, store, **options)
-screen_of = {o.screenshot: o.screen for e in episodes for o in e.observations}
+store = Path(recorded_dir) / "imported"
+episodes = load_episodes(store)
+ocr = read_manifest(store)["meta"].get("ocr") is not None  # whether 00_recorded read the screens' text
+screen_of = {o.screenshot: o.screen for e in episodes for o in e.recorded_observations}
+labels = all(t is not None for t in screen_of.values())  # every screen has a type assigned by hand
 print(f"{len(episodes)} episodes, {sum(len(e.steps) for e in episodes)} steps, {len(screen_of)} distinct screens"
-      + (f", {len(set(screen_of.values()))} screen types" if labels else ""))
+      + (f", {len(set(screen_of.values()))} screen types" if labels else ", not all of them typed (no purity)"))
 for e in episodes:
     print(f"  {e.id}: {len(e.steps)} steps, goal {e.goal!r} ({e.provenance.get('goal_source', 'recorded')}), success {e.success}, "
           f"final screen {e.provenance['final_screen']}")
@@ -88,8 +80,8 @@ for e in episodes:
 # ## Screens without a UI tree
 #
 # What the importer did to make a recording an episode is in each episode's provenance: the goal
-# taken from the folder name (the recordings store none), the last screen repeated as the final one
-# (none is recorded after the last action). The screens have no accessibility tree, so OCR
+# taken from the folder name (the recordings store none), and no final screen where the recording
+# stops after a tap (its outcome unknown). The screens have no accessibility tree, so OCR
 # (`guimem.real.ocr`: PP-OCR, models inside the `rapidocr-onnxruntime` wheel) reads their text
 # lines, each becoming a `text` element; the status bar's clock and icons are dropped, since they
 # change between two screenshots of one screen. A screen's name is then its top bar's text, as for
@@ -137,9 +129,8 @@ def by_episode(parts):
 
 
 boundary = {}
-if subgoal_labels:
-    by_source = {e.provenance["source_name"]: e.id for e in episodes}
-    truth = {by_source[n]: [Span(a, b, text) for a, b, text in spans] for n, spans in read_json(subgoal_labels).items()}
+if all(s.subgoal is not None for e in episodes for s in e.steps):  # every step labelled by hand
+    truth = {e.id: GroundTruthSegmenter().spans(e) for e in episodes}
     blind_screens = [map_observations(e, lambda obs, _: dataclasses.replace(obs, elements=())) for e in episodes]
     segmentations = {"as imported" + (" (OCR)" if ocr else ""): subgoals,
                      "without elements": segment_episodes(blind_screens, make_segmenter("rule"), progress=False)}

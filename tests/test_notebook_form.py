@@ -31,7 +31,7 @@ CONFIG = load_jupytext_configuration_file(str(ROOT / "jupytext.toml"))
 
 
 def test_every_stage_notebook_is_a_script_and_none_is_an_ipynb():
-    assert [p.stem for p in NOTEBOOKS] == ["00_world", "01_segmentation", "02_graph_build", "03_retrieval_eval",
+    assert [p.stem for p in NOTEBOOKS] == ["00_recorded", "00_world", "01_segmentation", "02_graph_build", "03_retrieval_eval",
                                            "04_actor", "05_closed_loop", "06_layer_analysis", "07_probe_router",
                                            "08_oracle_headroom", "09_routing_stats", "10_real_graph"]
     tracked = subprocess.run(["git", "ls-files", "notebooks"], cwd=ROOT, capture_output=True, text=True, check=True)

@@ -59,7 +59,7 @@ def test_the_stage_order_is_the_pipelines():
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[1]
-    assert stage_order(root) == ("world", "segmentation", "graph_build", "retrieval_eval", "actor", "closed_loop",
+    assert stage_order(root) == ("world", "recorded", "segmentation", "graph_build", "retrieval_eval", "actor", "closed_loop",
                                  "layer_analysis", "probe_router", "oracle_headroom", "routing_stats", "real_graph")
 
 

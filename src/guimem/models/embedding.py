@@ -402,7 +402,8 @@ def fit_projection(inner: ImageEmbedder, vectors: np.ndarray, rank: int) -> Proj
                                    f"got {rank!r}")
     x = np.asarray(vectors, dtype=np.float64)  # [n, dim]
     if len(x) < rank:
-        raise DataError("rank", f"need at least {rank} vectors to fit a rank-{rank} projection, got {len(x)}")
+        raise DataError("rank", f"need at least {rank} vectors to fit a rank-{rank} projection, got {len(x)} "
+                                f"(a stage's pca_dim: at most the screens it has, or 0 to keep every dimension)")
     _, eigenvectors = np.linalg.eigh(x.T @ x)  # ascending eigenvalues of the [dim, dim] Gram matrix
     basis = eigenvectors[:, ::-1][:, :rank].T  # [rank, dim]: the top right singular vectors of x
     signs = np.sign(basis[np.arange(rank), np.abs(basis).argmax(axis=1)])

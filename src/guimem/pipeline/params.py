@@ -1,10 +1,10 @@
 """Every stage's parameters, checked before its notebook starts, by the configs the code itself uses.
 
-A stage notebook (``00_world`` ... ``10_real_graph``) gets its parameters from three places: its
-``parameters`` cell (the defaults), a ``params.yaml`` section (``-f params.yaml:world``) and the
-command line (``-p seed 0``, often a ``${base.seed}`` DVC interpolated). :class:`Stage` checks the
-complete mapping in three passes, so that a bad value stops the stage before any kernel starts,
-not ten minutes later deep in a cell:
+A stage notebook (``00_world``, ``00_recorded``, ``01_segmentation`` ... ``10_real_graph``) gets its
+parameters from three places: its ``parameters`` cell (the defaults), a ``params.yaml`` section
+(``-f params.yaml:world``) and the command line (``-p seed 0``, often a ``${base.seed}`` DVC
+interpolated). :class:`Stage` checks the complete mapping in three passes, so that a bad value
+stops the stage before any kernel starts, not ten minutes later deep in a cell:
 
 1. names: every parameter is one of the stage's (a typo such as ``n_trian`` is named, with the
    closest real name) and none is missing;
@@ -37,6 +37,7 @@ from guimem.actors.mini.train import TrainConfig
 from guimem.core.data import DataError
 from guimem.core.io import check_number
 from guimem.core.policy import MODALITIES
+from guimem.core.store import SPLITS
 from guimem.eval.closed_loop import NO_MEMORY
 from guimem.eval.metrics import VARIANTS
 from guimem.eval.examples import assign_folds
@@ -285,6 +286,12 @@ def _graph_sweeps(p: Params) -> None:
         p.build({"theta": "theta_sweep"}, _graph_config, p, p["tau"], t, item=i)
 
 
+def _recorded(p: Params) -> None:
+    """00_recorded: some split gets a run."""
+    if not any(w > 0 for w in p["split"]):
+        raise p.error("split", "every weight is 0: no split gets a run")
+
+
 def _real_graph(p: Params) -> None:
     """10_real_graph: the graph's thresholds and each swept tau make valid graphs."""
     p.build({"tau": "tau", "theta": "theta"}, _graph_config, p, p["tau"], p["theta"])
@@ -325,6 +332,11 @@ STAGES: dict[str, Stage] = {s.notebook: s for s in (
         "seed": SEED, **config_fields(WorldConfig), "n_perturbed": POSITIVE, "out_dir": PATH, "figures_dir": PATH,
         "metrics_path": PATH, "results_path": PATH,
     }, (_world,), reporting=("n_perturbed",)),
+    Stage("00_recorded", "recorded", {
+        "seed": SEED, "source": PATH, "source_format": Text(tuple(IMPORTERS)), "labels": Text(),
+        "subgoal_labels": Text(), "ocr": Flag(), "max_side": COUNT, "split": Items(Number(lo=0.0), length=len(SPLITS)),
+        "out_dir": PATH, "figures_dir": PATH, "metrics_path": PATH, "results_path": PATH,
+    }, (_recorded,)),
     Stage("01_segmentation", "segmentation", {
         "world_dir": PATH, "out_dir": PATH, "segmenter": Text(SEGMENTERS), "judge": Text(JUDGES),
         "judge_evidence": PROBABILITY, "boundary_tolerance": COUNT, "llm_sample": COUNT, "llm_mode": Text(LLM_MODES),
@@ -408,9 +420,7 @@ STAGES: dict[str, Stage] = {s.notebook: s for s in (
         "results_path": PATH,
     }),
     Stage("10_real_graph", "real_graph", {
-        "source": PATH, "source_format": Text(tuple(IMPORTERS)), "labels": Text(), "subgoal_labels": Text(),
-        "ocr": Flag(), "max_side": COUNT,
-        "image_embedder": IMAGE_EMBEDDER, "text_embedder": TEXT_EMBEDDER, "pca_dim": COUNT,
+        "recorded_dir": PATH, "image_embedder": IMAGE_EMBEDDER, "text_embedder": TEXT_EMBEDDER, "pca_dim": COUNT,
         "tau": REAL, "theta": REAL, "tau_sweep": Items(REAL, nonempty=True), "out_dir": PATH, "cache_dir": PATH,
         "figures_dir": PATH, "plots_dir": PATH, "metrics_path": PATH, "results_path": PATH,
     }, (_real_graph,), reporting=("tau_sweep",)),

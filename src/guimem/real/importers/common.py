@@ -187,7 +187,8 @@ def unchanged_screens(episode: Episode, images: Mapping[str, Image.Image], statu
     this only byte-identical screenshots count as one screen. An image embedding does not tell the
     two cases apart: on the bundled sample, the day view of two consecutive dates has an
     EfficientNet cosine of 0.98-0.99, while real "nothing changed" pairs are pixel-identical below the
-    status bar. The indices of the screens given their predecessor's screenshot are kept in
+    status bar. The indices of the screens given their predecessor's screenshot for a difference in
+    the status bar (not merely for equal pixels, which the store keeps once anyway) are kept in
     ``provenance["same_screen_as_before"]``."""
     screens = list(episode.recorded_observations)
     repeated = episode.final is not None and episode.final == episode.steps[-1].observation
@@ -197,8 +198,7 @@ def unchanged_screens(episode: Episode, images: Mapping[str, Image.Image], statu
 
     def pixels(key: str) -> np.ndarray:
         if key not in decoded:
-            im = images[key].convert("RGB")
-            decoded[key] = np.asarray(im, dtype=np.int16)[round(status_bar * im.height):]
+            decoded[key] = np.asarray(images[key].convert("RGB"), dtype=np.int16)
         return decoded[key]
 
     same = []
@@ -207,15 +207,20 @@ def unchanged_screens(episode: Episode, images: Mapping[str, Image.Image], statu
         if now.screenshot == before.screenshot or now.elements != before.elements:
             continue
         a, b = pixels(before.screenshot), pixels(now.screenshot)
-        if a.shape == b.shape and np.mean(np.abs(a - b).max(axis=2) > PIXEL_NOISE) <= SAME_SCREEN_SHARE:
+        if a.shape != b.shape:
+            continue
+        below = round(status_bar * a.shape[0])
+        if np.mean(np.abs(a[below:] - b[below:]).max(axis=2) > PIXEL_NOISE) <= SAME_SCREEN_SHARE:
             screens[i] = dataclasses.replace(now, screenshot=before.screenshot)
-            same.append(i)
-    if not same:
+            if not np.array_equal(a, b):  # equal pixels are one screen in the store anyway
+                same.append(i)
+    if screens == list(episode.recorded_observations)[:len(screens)]:
         return episode
     if repeated:
         screens.append(screens[-1])
     out = map_observations(episode, lambda obs, i: screens[i])
-    return dataclasses.replace(out, provenance={**dict(episode.provenance), "same_screen_as_before": same})
+    return dataclasses.replace(out, provenance={**dict(episode.provenance), "same_screen_as_before": same}) \
+        if same else out
 
 
 def with_subgoal_labels(episodes: Sequence[Episode], labels: Mapping[str, Any]) -> list[Episode]:

@@ -1,0 +1,99 @@
+"""Imported recordings as the pipeline's three episode stores, so that segmentation, graph build
+and retrieval evaluation (01-03) run on them as they run on the built-in world's.
+
+The world writes ``train/`` (what an actor learns from), ``test/`` (what is replayed against a
+memory) and ``memory/`` (past experience the memories are built from). Recordings come as one
+set of runs; :func:`split_counts` shares them out by weight and :func:`write_splits` draws which
+run goes where with a seeded permutation (a run is never in two splits) and saves each split as
+an episode store beside the others, its manifest naming the import it came from.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from guimem.core.data import DataError, Episode
+from guimem.core.io import check_number
+from guimem.core.store import SPLITS, load_episodes, read_manifest, save_episodes
+
+
+def split_counts(n: int, weights: Sequence[float]) -> tuple[int, ...]:
+    """How many of ``n`` runs each split gets: in proportion to ``weights`` (largest remainders
+    round), at least one for every split of positive weight, none for a split of weight 0. Fewer
+    runs than such splits is a DataError naming ``split``."""
+    if len(weights) != len(SPLITS):
+        raise DataError("split", f"expected {len(SPLITS)} weights ({', '.join(SPLITS)}), got {list(weights)!r:.80}")
+    for w in weights:
+        check_number(w, "split", lo=0.0)
+    wanted = [i for i, w in enumerate(weights) if w > 0]
+    if not wanted:
+        raise DataError("split", "every weight is 0: no split gets a run")
+    if n < len(wanted):
+        raise DataError("split", f"{n} runs cannot fill {len(wanted)} splits "
+                                 f"({', '.join(SPLITS[i] for i in wanted)}) with one run each")
+    total = sum(weights)
+    counts = [1 if w > 0 else 0 for w in weights]  # one run each first, the rest by weight
+    rest = n - sum(counts)
+    share = [rest * w / total for w in weights]
+    for i in range(len(counts)):
+        counts[i] += int(share[i])
+    by_remainder = sorted(wanted, key=lambda i: (-(share[i] - int(share[i])), i))
+    for i in by_remainder[:n - sum(counts)]:
+        counts[i] += 1
+    return tuple(counts)
+
+
+class _StoredScreens(Mapping):
+    """A store's screenshots by their store path, read (as PNG bytes) only when asked for."""
+
+    def __init__(self, root: Path, keys: set[str]):
+        self.root, self.keys_ = root, keys
+
+    def __getitem__(self, key: str) -> bytes:
+        if key not in self.keys_:
+            raise KeyError(key)
+        return (self.root / key).read_bytes()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(sorted(self.keys_))
+
+    def __len__(self) -> int:
+        return len(self.keys_)
+
+
+def assign_splits(episodes: Sequence[Episode], weights: Sequence[float], seed: int) -> dict[str, list[Episode]]:
+    """``episodes`` shared out over :data:`~guimem.core.store.SPLITS` by :func:`split_counts`, which
+    run goes where drawn by a permutation seeded with ``seed`` of the runs sorted by id (so the
+    draw does not depend on the order a recording lists them); each split in id order."""
+    counts = split_counts(len(episodes), weights)
+    ordered = sorted(episodes, key=lambda e: e.id)
+    drawn = [ordered[i] for i in np.random.default_rng(seed).permutation(len(ordered))]
+    out, at = {}, 0
+    for name, count in zip(SPLITS, counts):
+        out[name] = sorted(drawn[at:at + count], key=lambda e: e.id)
+        at += count
+    return out
+
+
+def write_splits(store: str | os.PathLike, out_dir: str | os.PathLike, weights: Sequence[float], seed: int,
+                 ) -> dict[str, list[Episode]]:
+    """Save the episodes of the store ``store`` (an import) as ``out_dir/{train,test,memory}``
+    episode stores (:func:`assign_splits`), each manifest's meta naming the import and the split.
+    Everything is checked before the first store is written. Returns each split's episodes as
+    stored."""
+    root = Path(store)
+    episodes = load_episodes(root, verify_images=False)
+    parts = assign_splits(episodes, weights, seed)
+    meta: dict[str, Any] = {"recorded": read_manifest(root).get("meta", {}), "split_weights": list(weights),
+                            "split_seed": seed}
+    out = {}
+    for name, part in parts.items():
+        keys = {o.screenshot for e in part for o in e.recorded_observations}
+        save_episodes(part, _StoredScreens(root, keys), Path(out_dir) / name, meta={**meta, "split": name})
+        out[name] = load_episodes(Path(out_dir) / name, verify_images=False)
+    return out
