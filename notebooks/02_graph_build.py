@@ -49,11 +49,14 @@ max_items = 3  # items the actor is shown, as text and as image
 max_actions = 4  # actions shown per item
 memory_image_width = 180  # memory image width in pixels: the top-1 item's screen at the live screen's size ...
 memory_image_height = 405  # ... (180 x 360) over a strip of 4 crops of the touched elements (45 px each)
+node_index = "auto"  # node search: exact, hnsw (approximate, hnswlib) or auto (exact below exact_below nodes, then hnsw)
+exact_below = 20000  # auto: nodes searched exactly before HNSW takes over (the default run stays far below)
 tau_sweep = [0.8, 0.85, 0.9, 0.93, 0.95, 0.97]  # merge thresholds compared (SMG, theta fixed)
 theta_sweep = [0.7, 0.8, 0.9, 0.95, 1.0]  # dedup thresholds compared (SMG, tau fixed)
 max_memory_episodes = 0  # size knob: use only the first N memory episodes (0: all)
 batch_size = 8  # screens per embedding micro-batch
 embed_workers = 2  # processes embedding new screens (one torch thread each: same vectors whatever the count)
+executor = "local"  # where new screens are embedded: local (embed_workers processes), ray (a local Ray, embed_workers actors) or ray:<address> (a cluster)
 cache_dir = ".cache/guimem/embeddings"  # content-hash embedding cache (not tracked)
 figures_dir = "scratch/figures"  # where the figures go (the pipeline: figures)
 plots_dir = "scratch/plots"  # the data behind the sweeps, CSV (the pipeline: plots, read by dvc.yaml's plots)
@@ -67,11 +70,13 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import torch
 
+from guimem.core.executor import ExecutorSpec, make_executor
 from guimem.core.io import write_metrics, write_stage_results
 from guimem.core.store import load_episodes, load_subgoals
 from guimem.models.embedding import cached_image_embedder, cached_text_embedder, embed_screenshots, fit_projection
 from guimem.pipeline.paths import enter_repo_root
 from guimem.smg.graph import build_graph, draw_graph, node_purity
+from guimem.smg.index import NodeSearch
 from guimem.smg.memories import MEMORIES, RenderStyle, build_memory
 from guimem.viz.plotting import MEMORY_COLORS, MEMORY_LABELS, figure_path, save_figure, write_plot_data
 
@@ -96,7 +101,8 @@ print(f"{len(episodes)} memory episodes, {len(subgoals)} subgoals, {len(screen_o
 # over 1280-d nodes does not (see `benchmarks/results/memory.json`).
 
 # %%
-raw_images = cached_image_embedder(image_embedder, cache_dir, batch_size=batch_size, workers=embed_workers)
+raw_images = cached_image_embedder(image_embedder, cache_dir, batch_size=batch_size,
+                                   executor=make_executor(ExecutorSpec.parse(executor, embed_workers)))
 texts = cached_text_embedder(text_embedder, cache_dir)
 raw = embed_screenshots(raw_images, memory_root, sorted(screen_of), progress=True)
 images = raw_images
@@ -117,12 +123,14 @@ print(f"screen embedder: {images.name} ({images.dim}-d); intent embedder: {texts
 # %%
 style = RenderStyle(max_items=max_items, max_actions=max_actions,
                     image_size=(memory_image_width, memory_image_height))
+search = NodeSearch(kind=node_index, exact_below=exact_below)
 params = {"smg": dict(tau=tau, theta=theta, k=k_nodes, rank_by=rank_by), "flat": dict(k=flat_k),
           "action_graph": dict(tau=tau, theta=theta, k=k_nodes, rank_by=rank_by),
           "task_graph": dict(tau=tau, theta=theta, k=task_k, alpha=task_alpha)}
 memories = {}
 for name in MEMORIES:
-    memories[name] = build_memory(name, episodes, subgoals, memory_root, images, texts, style=style, **params[name])
+    memories[name] = build_memory(name, episodes, subgoals, memory_root, images, texts, style=style, search=search,
+                                  **params[name])
     memories[name].save(Path(out_dir) / name)
 smg = memories["smg"].graph
 counts = {name: (m.graph.stats() if name != "flat" else {"items": len(m.items)}) for name, m in memories.items()}
@@ -149,11 +157,11 @@ print(f"SMG: {smg.n_nodes} nodes from {smg.stats()['screens_merged']} screens, {
 # %%
 tau_rows = []
 for t in tau_sweep:
-    g = build_graph(subgoals, images, texts, memory_root, tau=t, theta=theta)
+    g = build_graph(subgoals, images, texts, memory_root, tau=t, theta=theta, search=search)
     tau_rows.append({"tau": t, "nodes": g.n_nodes, "edges": g.n_edges, "purity": node_purity(g, screen_of)})
 theta_rows = []
 for th in theta_sweep:
-    g = build_graph(subgoals, images, texts, memory_root, tau=tau, theta=th)
+    g = build_graph(subgoals, images, texts, memory_root, tau=tau, theta=th, search=search)
     theta_rows.append({"theta": th, "edges": g.n_edges, "dedup_ratio": g.stats()["dedup_ratio"]})
 fig, (a, b, c) = plt.subplots(1, 3, figsize=(10.5, 3.2), layout="constrained")
 a.plot([r["tau"] for r in tau_rows], [r["purity"] for r in tau_rows], "o-", color=MEMORY_COLORS["smg"])

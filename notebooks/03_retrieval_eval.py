@@ -43,6 +43,7 @@ tau_sweep = [0.85, 0.9, 0.93, 0.95]  # SMG merge thresholds compared (rebuilt fr
 max_test_episodes = 0  # size knob: replay only the first N test episodes (0: all)
 cache_dir = ".cache/guimem/embeddings"  # content-hash embedding cache (not tracked)
 embed_workers = 2  # processes embedding new screens (one torch thread each: same vectors whatever the count)
+executor = "local"  # where new screens are embedded: local (embed_workers processes), ray (a local Ray, embed_workers actors) or ray:<address> (a cluster)
 figures_dir = "scratch/figures"  # where the figures go (the pipeline: figures)
 plots_dir = "scratch/plots"  # the data behind the τ sweep, CSV (the pipeline: plots, read by dvc.yaml's plots)
 metrics_path = "scratch/metrics/retrieval_eval.json"  # headline numbers (the pipeline: metrics/retrieval_eval.json)
@@ -56,6 +57,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
+from guimem.core.executor import ExecutorSpec, make_executor
 from guimem.core.io import write_metrics, write_stage_results
 from guimem.core.store import load_episodes, load_subgoals
 from guimem.pipeline.paths import enter_repo_root
@@ -80,7 +82,8 @@ print(f"{len(test)} test episodes, {len(queries)} steps to query; {len(past)} me
 # demonstrator did next — the step's ground-truth subgoal type — is used only to score.
 
 # %%
-images, texts = memory_embedders(memories_dir, image_embedder, text_embedder, cache_dir, workers=embed_workers)
+images, texts = memory_embedders(memories_dir, image_embedder, text_embedder, cache_dir,
+                                 executor=make_executor(ExecutorSpec.parse(executor, embed_workers)))
 vectors = embed_queries(images, test_root, queries, progress=True)
 memories = {name: load_memory(Path(memories_dir) / name, images, texts, store_root=memory_root) for name in MEMORIES}
 print(f"screen embedder {images.name}; {len(vectors)} distinct test screenshots")

@@ -110,10 +110,11 @@ def test_graph_build_reporting_knobs_change_nothing_later_stages_read(stage_dir,
 
     from guimem.pipeline.params import STAGES
 
-    changed = dict(tau_sweep=[0.95], theta_sweep=[0.9], batch_size=3, embed_workers=1)
+    changed = dict(tau_sweep=[0.95], theta_sweep=[0.9], batch_size=3, embed_workers=2, executor="ray")
     assert set(changed) == set(STAGES["02_graph_build"].reporting)
-    # a fresh embedding cache, so that the rerun embeds every screen again (with the pixels embedder the
-    # batch size and worker count change nothing; tests/test_embedding.py covers them for EfficientNet)
+    # a fresh embedding cache, so that the rerun embeds every screen again, on a local two-worker Ray started
+    # by the stage (with the pixels embedder the batch size and worker count change nothing;
+    # tests/test_embedding.py covers them for EfficientNet): the same vectors, the same memories
     rerun_changes_only_the_report("02_graph_build", stage_dir, tmp_path / "again",
                                   **{**TINY, **changed, "cache_dir": str(tmp_path / "fresh_cache")})
 
@@ -125,7 +126,7 @@ def test_retrieval_eval_reporting_knobs_change_nothing_later_stages_read(stage_d
 
     from guimem.pipeline.params import STAGES
 
-    changed = dict(ks=[2], tau_sweep=[0.95], embed_workers=1)
+    changed = dict(ks=[2], tau_sweep=[0.95], embed_workers=1, executor="ray")
     assert set(changed) == set(STAGES["03_retrieval_eval"].reporting)
     rerun_changes_only_the_report("03_retrieval_eval", stage_dir, tmp_path / "again", cache_dir=str(tmp_path / "fresh"),
                                   image_embedder="pixels", text_embedder="hashing", **changed)

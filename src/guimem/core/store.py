@@ -224,6 +224,53 @@ def save_episodes(episodes: Sequence[Episode], images: Mapping[str, bytes | Imag
     return atomic_write_dir(root, write, kind=FORMAT, legacy=_is_unmarked_store)
 
 
+class _ScreensOf(Mapping):
+    """The screenshots of the store at ``root`` by store path (PNG bytes, read when asked for), then ``extra``'s."""
+
+    def __init__(self, root: Path, keys: set[str], extra: Mapping[str, bytes | Image.Image]):
+        self.root, self.keys_, self.extra = root, keys, extra
+
+    def __getitem__(self, key: str) -> bytes | Image.Image:
+        if key in self.keys_:
+            return _read_bytes(_screen_file(self.root, key))
+        return self.extra[key]
+
+    def __iter__(self):
+        return iter(sorted(self.keys_ | set(self.extra)))
+
+    def __len__(self) -> int:
+        return len(self.keys_ | set(self.extra))
+
+
+def add_episodes(episodes: Sequence[Episode], images: Mapping[str, bytes | Image.Image], root: str | os.PathLike,
+                 ) -> list[Episode]:
+    """Add ``episodes`` (screenshots keyed into ``images``, as :func:`save_episodes` takes them) to
+    the episode store at ``root``, keeping every episode it holds: the store is rewritten whole and
+    atomically, with the same meta. An episode already there with the same content adds nothing;
+    the same id with another app, goal, actions or screens' elements is a DataError, and nothing is
+    written. Returns the episodes of
+    the store after the add, as stored."""
+    folder = Path(root)
+    old = load_episodes(folder, verify_images=False)
+    meta = read_manifest(folder).get("meta", {})
+    by_id = {e.id: e for e in old}
+    new = []
+    for i, ep in enumerate(episodes):
+        if ep.id in by_id:
+            kept = by_id[ep.id]
+            same = (kept.app, kept.goal, [(s.action, s.elements) for s in kept.steps]) == \
+                (ep.app, ep.goal, [(s.action, s.elements) for s in ep.steps])  # screenshot keys may differ
+            if not same:
+                raise DataError(f"episodes[{i}].id", f"the store already holds another episode {ep.id!r}", str(folder))
+            continue
+        new.append(ep)
+    if not new:
+        return old
+    keys = {o.screenshot for e in old for o in e.recorded_observations}
+    save_episodes([*old, *new], _ScreensOf(folder, keys, images), folder, meta=meta)
+    return load_episodes(folder, verify_images=False)
+
+
 def _is_unmarked_store(folder: Path) -> bool:
     """Whether ``folder`` holds exactly an episode store saved before kind markers (its manifest says so)."""
     return saved_before_markers(folder, "manifest.json", lambda m: {"manifest.json", "episodes", "screens"}

@@ -51,11 +51,10 @@ absolute, has a ``..`` part or resolves (through a symbolic link) outside ``stor
 from __future__ import annotations
 
 import hashlib
-import multiprocessing
 import re
 import warnings
-from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
 from io import BytesIO
 from pathlib import Path
 from typing import Callable, Iterable, Protocol, Sequence
@@ -65,6 +64,7 @@ from PIL import Image
 from tqdm.auto import tqdm
 
 from guimem.core.data import DataError
+from guimem.core.executor import Executor, LocalExecutor, RayExecutor
 from guimem.core.io import (
     atomic_write_bytes,
     atomic_write_dir,
@@ -508,7 +508,9 @@ def _cached(name: str, dim: int, keys: Sequence[str], cache: EmbeddingCache | No
     """Vectors for ``keys``: cache hits read, misses computed once per distinct key and stored.
 
     ``compute`` maps chunks of positions (``CHUNK`` each) to their vectors, chunk by chunk in
-    order (in this process or in workers); a progress bar follows with ``progress``.
+    order (in this process or in workers); a progress bar follows with ``progress``. Each chunk's
+    vectors go into the cache as they arrive, so work stopped midway (a killed stage, a lost
+    worker) is not done again: the next call computes only the chunks that never arrived.
     """
     out = np.zeros((len(keys), dim), dtype=np.float32)  # [n, dim]
     first: dict[str, int] = {}  # key -> first position that needs computing
@@ -522,50 +524,59 @@ def _cached(name: str, dim: int, keys: Sequence[str], cache: EmbeddingCache | No
         positions = list(first.values())
         chunks = [[positions[j] for j in chunk] for chunk in _chunks(len(positions), CHUNK)]
         bar = tqdm(total=len(positions), desc=f"embedding ({name})", unit="item", disable=not progress)
-        parts = []
-        for i, part in enumerate(compute(chunks)):  # exhausts the generator (and any worker pool)
-            parts.append(part)
-            bar.update(len(chunks[i]))
+        index: dict[str, np.ndarray] = {}
+        for chunk, part in zip(chunks, compute(chunks)):  # exhausts the generator (and any worker pool)
+            part = np.asarray(part)
+            if part.shape != (len(chunk), dim):
+                raise DataError("embedding", f"the {name} embedder returned {list(part.shape)} for "
+                                             f"{len(chunk)} items of dim {dim}")
+            check_finite(part, "embedding")
+            for pos, row in zip(chunk, part):
+                index[keys[pos]] = row
+                if cache is not None:
+                    cache.put(name, keys[pos], row)
+            bar.update(len(chunk))
         bar.close()
-        fresh = np.concatenate(parts)  # [len(positions), dim]
-        if fresh.shape != (len(positions), dim):
-            raise DataError("embedding", f"the {name} embedder returned {list(fresh.shape)} for "
-                                         f"{len(positions)} items of dim {dim}")
-        check_finite(fresh, "embedding")
-        for row, key in zip(fresh, first):
-            if cache is not None:
-                cache.put(name, key, row)
-        index = {key: row for key, row in zip(first, fresh)}
         for i, key in enumerate(keys):
             if key in index:
                 out[i] = index[key]
     return out
 
 
-_WORKER_EMBEDDERS: dict[tuple[str, int], ImageEmbedder] = {}  # per worker process
+@dataclass(frozen=True)
+class EmbedFiles:
+    """The task a worker runs for :meth:`CachedImageEmbedder.embed_files`: the embedder ``name``
+    made once per worker (one torch thread, on ``device``), then chunk after chunk of image files."""
 
+    name: str
+    batch_size: int
+    device: str = "cpu"
 
-def _embed_files_in_worker(name: str, batch_size: int, paths: list[str]) -> np.ndarray:
-    """Worker-process side of :meth:`CachedImageEmbedder.embed_files`: one torch thread, model loaded once."""
-    import torch
+    def setup(self) -> ImageEmbedder:
+        import torch
 
-    torch.set_num_threads(1)
-    if (name, batch_size) not in _WORKER_EMBEDDERS:
-        _WORKER_EMBEDDERS[name, batch_size] = make_image_embedder(name, batch_size)
-    return _WORKER_EMBEDDERS[name, batch_size].embed([open_image(Path(p), "screenshot") for p in paths])
+        torch.set_num_threads(1)
+        return make_image_embedder(self.name, self.batch_size, self.device)
+
+    def run(self, embedder: ImageEmbedder, paths: list[str]) -> np.ndarray:
+        return embedder.embed([open_image(Path(p), "screenshot") for p in paths])
 
 
 class CachedImageEmbedder:
     """An image embedder behind the content-hash cache; also embeds image files by path.
 
-    With ``workers > 1``, cache misses among image files are embedded by that many worker
-    processes (spawned, one torch thread each) in chunks of ``CHUNK`` files. A vector does not
-    depend on the batch it was computed in, so the result is bit-identical to embedding in
-    this process with one torch thread.
+    Cache misses among image files are embedded in chunks of ``CHUNK`` files by ``executor``
+    (:mod:`guimem.core.executor`): by default in this process, or with ``workers > 1`` by that many
+    spawned processes (one torch thread each); a :class:`~guimem.core.executor.RayExecutor` sends
+    them to Ray actors, each loading the model once. A vector does not depend on the batch it was
+    computed in, so the result is bit-identical to embedding in this process with one torch thread
+    (on CPU workers; a GPU rounds differently).
     """
 
-    def __init__(self, inner: ImageEmbedder, cache: EmbeddingCache | None, workers: int = 1):
+    def __init__(self, inner: ImageEmbedder, cache: EmbeddingCache | None, workers: int = 1,
+                 executor: Executor | None = None):
         self.inner, self.cache, self.workers = inner, cache, workers
+        self.executor = executor if executor is not None else LocalExecutor(workers)
         self.name, self.dim = inner.name, inner.dim
         self._memo: dict[str, np.ndarray] = {}  # path -> vector, for this process
 
@@ -575,23 +586,26 @@ class CachedImageEmbedder:
         return _cached(cache_namespace(self.inner), self.dim, keys, self.cache,
                        lambda chunks: (self.inner.embed([images[i] for i in c]) for c in chunks))
 
-    def _parallel(self, n_chunks: int) -> bool:
-        """Whether worker processes pay off and can rebuild the inner embedder from its name."""
-        return self.workers > 1 and n_chunks > 1 and isinstance(self.inner, EfficientNetLite0Embedder)
+    def _offloaded(self, n_chunks: int) -> bool:
+        """Whether the executor's workers take the chunks (and can rebuild the inner embedder from its name)."""
+        rebuildable = isinstance(self.inner, (EfficientNetLite0Embedder, PixelEmbedder))
+        if isinstance(self.executor, RayExecutor):
+            return rebuildable
+        return rebuildable and self.executor.workers > 1 and n_chunks > 1
 
     def _compute_files(self, files: list[str], chunks: list[list[int]]) -> Iterable[np.ndarray]:
-        """Vectors of ``files[chunk]`` for each chunk, in order (in workers when it pays off)."""
-        if not self._parallel(len(chunks)):
+        """Vectors of ``files[chunk]`` for each chunk, in order (in the executor's workers when it pays off)."""
+        if not self._offloaded(len(chunks)):
             yield from (self.inner.embed([open_image(Path(files[i]), "screenshot") for i in c]) for c in chunks)
             return
-        batch, done = self.inner.batch_size, 0
+        spec = getattr(self.executor, "spec", None)
+        device = "cuda" if spec is not None and spec.gpus_per_worker > 0 else "cpu"
+        task = EmbedFiles(self.name, getattr(self.inner, "batch_size", 8), device)
+        done = 0
         try:
-            with ProcessPoolExecutor(min(self.workers, len(chunks)),
-                                     mp_context=multiprocessing.get_context("spawn")) as pool:
-                for part in pool.map(_embed_files_in_worker, [self.name] * len(chunks), [batch] * len(chunks),
-                                     [[files[i] for i in c] for c in chunks]):
-                    yield part
-                    done += 1
+            for part in self.executor.map(task, [[files[i] for i in c] for c in chunks]):
+                yield part
+                done += 1
         except BrokenProcessPool as err:  # e.g. a __main__ that spawned workers cannot re-import (stdin)
             warnings.warn(f"embedding workers failed ({err}); embedding the rest in this process", RuntimeWarning)
             yield from (self.inner.embed([open_image(Path(files[i]), "screenshot") for i in c]) for c in chunks[done:])
@@ -659,10 +673,12 @@ def embed_screenshots(embedder: ImageEmbedder, store_root: str | Path, rel_paths
 
 
 def cached_image_embedder(name: str, cache_dir: str | Path | None = DEFAULT_CACHE_DIR,
-                          batch_size: int = 8, device: str = "cpu", workers: int = 1) -> CachedImageEmbedder:
-    """``make_image_embedder(name)`` behind a cache in ``cache_dir`` (None: no cache), ``workers`` processes."""
+                          batch_size: int = 8, device: str = "cpu", workers: int = 1,
+                          executor: Executor | None = None) -> CachedImageEmbedder:
+    """``make_image_embedder(name)`` behind a cache in ``cache_dir`` (None: no cache); new screens
+    embedded by ``executor`` (default: ``workers`` local processes)."""
     cache = EmbeddingCache(cache_dir) if cache_dir is not None else None
-    return CachedImageEmbedder(make_image_embedder(name, batch_size, device), cache, workers)
+    return CachedImageEmbedder(make_image_embedder(name, batch_size, device), cache, workers, executor)
 
 
 def cached_text_embedder(name: str, cache_dir: str | Path | None = DEFAULT_CACHE_DIR,

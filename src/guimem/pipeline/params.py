@@ -46,6 +46,7 @@ from guimem.phone.config import WorldConfig
 from guimem.phone.demonstrator import unseen_types_covered
 from guimem.real.importers import IMPORTERS
 from guimem.smg.graph import GraphConfig
+from guimem.smg.index import NODE_INDEXES
 from guimem.smg.judge import JUDGES
 from guimem.smg.llm_segmenter import LLM_MODES
 from guimem.smg.memories import MEMORIES, RenderStyle, make_memory
@@ -189,6 +190,7 @@ PATH = Text()
 SEED = COUNT  # numpy's default_rng refuses negative seeds
 IMAGE_EMBEDDER = Text(choices=tuple(n for n in IMAGE_EMBEDDERS if "<" not in n),
                       pattern=r"pixels-[1-9]\d*x[1-9]\d*|hf:.+", shown=IMAGE_EMBEDDERS)  # models.embedding's names
+EXECUTOR = Text(choices=("local", "ray"), pattern=r"ray:.+", shown=("local", "ray", "ray:<address>"))  # core.executor
 TEXT_EMBEDDER = Text(choices=TEXT_EMBEDDERS, pattern=r"hashing-[1-9]\d*", shown=(*TEXT_EMBEDDERS, "hashing-<dim>"))
 
 
@@ -348,16 +350,18 @@ STAGES: dict[str, Stage] = {s.notebook: s for s in (
         "text_embedder": TEXT_EMBEDDER, "pca_dim": COUNT, "tau": REAL, "theta": REAL, "k_nodes": INTEGER,
         "flat_k": INTEGER, "task_k": INTEGER, "task_alpha": REAL, "rank_by": Text(), "max_items": INTEGER,
         "max_actions": INTEGER, "memory_image_width": POSITIVE, "memory_image_height": POSITIVE,
+        "node_index": Text(NODE_INDEXES), "exact_below": COUNT,
         "tau_sweep": Items(REAL), "theta_sweep": Items(REAL), "max_memory_episodes": COUNT, "batch_size": POSITIVE,
-        "embed_workers": POSITIVE, "cache_dir": PATH, "figures_dir": PATH, "plots_dir": PATH,
+        "embed_workers": POSITIVE, "executor": EXECUTOR, "cache_dir": PATH, "figures_dir": PATH, "plots_dir": PATH,
         "metrics_path": PATH, "results_path": PATH,
-    }, (_memories, _graph_sweeps), reporting=("tau_sweep", "theta_sweep", "batch_size", "embed_workers")),
+    }, (_memories, _graph_sweeps), reporting=("tau_sweep", "theta_sweep", "batch_size", "embed_workers", "executor")),
     Stage("03_retrieval_eval", "retrieval_eval", {
         "world_dir": PATH, "subgoals_dir": PATH, "memories_dir": PATH, "out_dir": PATH,
         "image_embedder": IMAGE_EMBEDDER, "text_embedder": TEXT_EMBEDDER, "ks": Items(POSITIVE, nonempty=True),
         "k_nodes": COUNT, "tau_sweep": Items(REAL), "max_test_episodes": COUNT, "cache_dir": PATH,
-        "embed_workers": POSITIVE, "figures_dir": PATH, "plots_dir": PATH, "metrics_path": PATH, "results_path": PATH,
-    }, (_tau_sweep,), reporting=("ks", "tau_sweep", "embed_workers")),
+        "embed_workers": POSITIVE, "executor": EXECUTOR, "figures_dir": PATH, "plots_dir": PATH,
+        "metrics_path": PATH, "results_path": PATH,
+    }, (_tau_sweep,), reporting=("ks", "tau_sweep", "embed_workers", "executor")),
     Stage("04_actor", "actor", {
         "world_dir": PATH, "subgoals_dir": PATH, "memories_dir": PATH, "retrieval_dir": PATH, "out_dir": PATH,
         "image_embedder": IMAGE_EMBEDDER, "text_embedder": TEXT_EMBEDDER, "seed": SEED, "k_folds": INTEGER,

@@ -33,9 +33,9 @@ hash) adds nothing; the same id with different content is refused. An episode is
 completely (:meth:`MemoryGraph.check_episode`) before the graph changes, so a refused add
 leaves the graph as it was.
 
-Similarity search is exact and vectorised (:class:`NodeIndex`): a float32 scan picks
-candidates, which are then scored in float64 on the stored vectors, so the answer never
-depends on how the scan was blocked.
+Similarity search is :mod:`guimem.smg.index`'s: exact and vectorised by default (a float32 scan
+picks candidates, scored in float64 on the stored vectors, so the answer never depends on how
+the scan was blocked), HNSW for graphs of many nodes (:class:`~guimem.smg.index.NodeSearch`).
 
 On disk (a folder, plain files, no pickle, written by :func:`guimem.core.io.atomic_write_dir`
 with the kind ``guimem.memory_graph``): ``manifest.json`` (format version, embedders and their
@@ -75,6 +75,16 @@ from guimem.core.io import (
 )
 from guimem.core.store import open_image
 from guimem.models.embedding import ImageEmbedder, TextEmbedder, embed_screenshots
+from guimem.smg.index import (  # noqa: F401  (COSINE_ATOL, RANK_DECIMALS, NodeIndex: named here before index.py)
+    COSINE_ATOL,
+    RANK_DECIMALS,
+    NodeIndex,
+    NodeSearch,
+    check_k,
+    exact_scores,
+    rank_order,
+    reaches,
+)
 from guimem.viz.plotting import SUCCESS_COLORS
 
 FORMAT = "guimem.memory_graph"
@@ -83,100 +93,7 @@ MANIFEST, NODES, EDGES, EPISODES = "manifest.json", "nodes.json", "edges.jsonl",
 NODE_SUMS, EDGE_INTENTS = "node_sums.npy", "edge_intents.npy"
 GRAPH_FILES = frozenset({MANIFEST, NODES, EDGES, EPISODES, NODE_SUMS, EDGE_INTENTS})
 
-COSINE_ATOL = 1e-6
-"""Tolerance of every threshold decision: a cosine counts as >= ``tau`` (``theta``) when it is >=
-``tau - COSINE_ATOL``."""
-RANK_DECIMALS = 6
-"""Rankings compare scores rounded to this many decimals (ties: lower id)."""
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
-
-
-# ============================================================================ exact search
-def exact_scores(rows: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """Row-wise dot products in float64, each a function of its row and ``q`` only."""
-    return np.einsum("ij,j->i", rows.astype(np.float64), q.astype(np.float64), optimize=False)  # [n]
-
-
-def reaches(cosines: np.ndarray | float, threshold: float) -> np.ndarray | bool:
-    """Whether each cosine is >= ``threshold``, within :data:`COSINE_ATOL`."""
-    return np.asarray(cosines) >= threshold - COSINE_ATOL
-
-
-def rank_order(scores: np.ndarray, ids: np.ndarray | None = None) -> np.ndarray:
-    """Positions of ``scores`` best first: by score rounded to :data:`RANK_DECIMALS` decimals, ties by
-    ``ids`` (default: position), so scores that differ in their last bits tie wherever they were computed."""
-    ids = np.arange(len(scores)) if ids is None else ids
-    return np.lexsort((ids, -np.round(np.asarray(scores, dtype=np.float64), RANK_DECIMALS)))
-
-
-def _top(ids: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """The ``k`` best ``(id, score)`` pairs (see :func:`rank_order`)."""
-    order = rank_order(scores, ids)[:k]
-    return ids[order], scores[order]
-
-
-def check_k(k: Any, field: str = "k") -> int:
-    """``k`` if it is an integer >= 1 (how many nodes, items or anchors to retrieve); else a DataError."""
-    return int(check_number(k, field, lo=1, integer=True))
-
-
-class NodeIndex:
-    """Exact top-k cosine search over unit vectors that are appended and updated in place.
-
-    The answer is defined as the ``k`` rows with the highest float64 dot product with the
-    query, compared as :func:`rank_order` does (rounded, ties: lower row id). One float32
-    matrix-vector product over all rows (the vectorised scan) keeps every row within
-    ``2 * dim * 2**-24`` of the k-th best (twice the worst-case float32 rounding error of a dot
-    product of unit vectors), widened by the rounding of the ranking; only those few are
-    rescored in float64, row by row, so the answer never depends on BLAS blocking.
-    """
-
-    def __init__(self, dim: int):
-        self.dim = dim
-        self._x = np.zeros((64, dim), dtype=np.float32)  # [capacity, dim] unit rows
-        self.n = 0
-        self.margin = 2.0 * dim * 2.0 ** -24 + 10.0 ** -RANK_DECIMALS
-
-    @property
-    def vectors(self) -> np.ndarray:
-        """``[n, dim]`` float32 view of the stored unit vectors."""
-        return self._x[: self.n]
-
-    def _reserve(self, n: int) -> None:
-        if n > len(self._x):
-            grown = np.zeros((max(n, 2 * len(self._x)), self.dim), dtype=np.float32)
-            grown[: self.n] = self._x[: self.n]
-            self._x = grown
-
-    def append(self, v: np.ndarray) -> int:
-        """Store a unit vector; returns its row id."""
-        self._reserve(self.n + 1)
-        self._x[self.n] = v
-        self.n += 1
-        return self.n - 1
-
-    def update(self, i: int, v: np.ndarray) -> None:
-        """Replace row ``i`` (a node's mean moved)."""
-        self._x[i] = v
-
-    def extend(self, vectors: np.ndarray) -> None:
-        """Append many rows at once (loading a saved graph)."""
-        self._reserve(self.n + len(vectors))
-        self._x[self.n: self.n + len(vectors)] = vectors
-        self.n += len(vectors)
-
-    def topk(self, q: np.ndarray, k: int = 1) -> tuple[np.ndarray, np.ndarray]:
-        """Row ids ``[k']`` and float64 cosines ``[k']`` of the ``k' = min(k, n)`` best rows."""
-        k = check_k(k)
-        n = self.n
-        if n == 0:
-            return np.zeros(0, dtype=np.int64), np.zeros(0)
-        k = min(k, n)
-        q = np.asarray(q, dtype=np.float32)
-        s = self._x[:n] @ q  # [n] float32
-        kth = s.max() if k == 1 else np.partition(s, n - k)[n - k]
-        candidates = np.flatnonzero(s >= kth - self.margin)
-        return _top(candidates, exact_scores(self._x[candidates], q), k)
 
 
 def normalize_rows(x: np.ndarray) -> np.ndarray:
@@ -307,10 +224,11 @@ def check_subgoals(subgoals: Any, path: str | None = None) -> list[Subgoal]:
 class MemoryGraph:
     """The SMG on a networkx ``MultiDiGraph``; build with :meth:`add_episode`, query with :meth:`retrieve`."""
 
-    def __init__(self, config: GraphConfig):
+    def __init__(self, config: GraphConfig, search: NodeSearch | None = None):
         self.config = config
+        self.search = search if search is not None else NodeSearch()
         self.graph = nx.MultiDiGraph()
-        self.index = NodeIndex(config.image_dim)
+        self.index = self.search.make(config.image_dim)
         self._sums = np.zeros((64, config.image_dim), dtype=np.float64)  # [capacity, image_dim]
         self._intents = np.zeros((64, config.text_dim), dtype=np.float32)  # [capacity, text_dim]
         self.edges: list[Edge] = []
@@ -513,9 +431,11 @@ class MemoryGraph:
         np.save(folder / EDGE_INTENTS, self.edge_intents, allow_pickle=False)
 
     @classmethod
-    def load(cls, path: str | Path, expect: GraphConfig | None = None) -> "MemoryGraph":
+    def load(cls, path: str | Path, expect: GraphConfig | None = None, search: NodeSearch | None = None,
+             ) -> "MemoryGraph":
         """Read a saved graph, every file checked against the manifest; with ``expect``, refuse one
-        made with other embedders or dimensions.
+        made with other embedders or dimensions; ``search``: how the loaded graph searches its nodes
+        (the default :class:`~guimem.smg.index.NodeSearch` when None).
 
         ``tau``/``theta`` come from the manifest (a graph's structure depends on them); a
         caller who wants other thresholds rebuilds.
@@ -533,7 +453,7 @@ class MemoryGraph:
                                     "rebuild the graph with this embedder", mpath)
         count = {key: check_number(manifest.get(key), key, lo=0, integer=True, path=mpath)
                  for key in ("nodes", "edges", "episodes", "subgoals_seen", "duplicates_dropped")}
-        g = cls(config)
+        g = cls(config, search)
         sums = read_npy(folder / NODE_SUMS, "node_sums", np.float64, (count["nodes"], config.image_dim))
         intents = read_npy(folder / EDGE_INTENTS, "edge_intents", np.float32, (count["edges"], config.text_dim))
         for i, (count_i, shots) in enumerate(_read_nodes(folder / NODES, count["nodes"])):
@@ -767,10 +687,11 @@ def add_subgoals(graph: MemoryGraph, subgoals: Sequence[Subgoal], image_embedder
 
 
 def build_graph(subgoals: Sequence[Subgoal], image_embedder: ImageEmbedder, text_embedder: TextEmbedder,
-                store_root: str | Path, tau: float = 0.9, theta: float = 0.9, progress: bool = False) -> MemoryGraph:
-    """A new graph from ``subgoals`` (see :func:`add_subgoals`)."""
+                store_root: str | Path, tau: float = 0.9, theta: float = 0.9, progress: bool = False,
+                search: NodeSearch | None = None) -> MemoryGraph:
+    """A new graph from ``subgoals`` (see :func:`add_subgoals`), its nodes searched by ``search``."""
     config = GraphConfig(image_embedder.name, image_embedder.dim, text_embedder.name, text_embedder.dim, tau, theta)
-    graph = MemoryGraph(config)
+    graph = MemoryGraph(config, search)
     add_subgoals(graph, subgoals, image_embedder, text_embedder, store_root, progress)
     return graph
 

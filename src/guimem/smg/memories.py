@@ -30,7 +30,7 @@ Success labels come from the segmentation's judge (a step inherits its subgoal's
 trajectory its last subgoal's), never from the world's ground truth. Building reads
 embeddings through the content-hash cache, so memories over any subset of episodes (the
 actor's k-fold memories) are cheap. Everything is deterministic; rankings compare scores
-rounded as :func:`guimem.smg.graph.rank_order` does, so they agree across machines.
+rounded as :func:`guimem.smg.index.rank_order` does, so they agree across machines.
 
 Adding is all or nothing: every episode, unit, path and embedding is checked before a memory
 changes. A memory is saved as a folder of kind ``guimem.memory`` (through
@@ -60,6 +60,7 @@ from guimem.core.data import (
     group_by_episode,
 )
 from guimem.core.describe import describe_actions, target_element
+from guimem.core.executor import Executor
 from guimem.core.io import (
     atomic_write_dir,
     check_number,
@@ -89,15 +90,12 @@ from guimem.smg.graph import (
     GRAPH_FILES,
     GraphConfig,
     MemoryGraph,
-    NodeIndex,
     boundary_screens,
-    check_k,
     check_subgoals,
     checked_vectors,
     episode_hash,
-    exact_scores,
-    rank_order,
 )
+from guimem.smg.index import NodeSearch, check_k, exact_scores, rank_order
 from guimem.smg.screens import screen_contexts
 
 MEMORIES: tuple[str, ...] = ("smg", "flat", "action_graph", "task_graph")
@@ -364,11 +362,14 @@ class _Base:
     name = "base"
 
     def __init__(self, image_embedder: ImageEmbedder, text_embedder: TextEmbedder,
-                 style: RenderStyle | None = None, k: int = 1):
+                 style: RenderStyle | None = None, k: int = 1, search: NodeSearch | None = None):
         self.image_embedder, self.text_embedder = image_embedder, text_embedder
         if style is not None and not isinstance(style, RenderStyle):
             raise DataError("style", f"expected a RenderStyle, got {type(style).__name__}")
+        if search is not None and not isinstance(search, NodeSearch):
+            raise DataError("search", f"expected a NodeSearch, got {type(search).__name__}")
         self.style = style or RenderStyle()
+        self.search = search or NodeSearch()  # how its nodes (Flat: its subgoals' first screens) are searched
         self.k = check_k(k)
         self.store_root: Path | None = None
         self.items: dict[str, MemoryItem] = {}  # unit id -> item template (score 0)
@@ -413,7 +414,8 @@ class _Base:
                 "image_embedder": self.image_embedder.name, "image_dim": self.image_embedder.dim,
                 "text_embedder": self.text_embedder.name, "text_dim": self.text_embedder.dim,
                 "store_root": str(self.store_root) if self.store_root is not None else None,
-                "style": {**self.style.__dict__, "image_size": list(self.style.image_size)}}
+                "style": {**self.style.__dict__, "image_size": list(self.style.image_size)},
+                "node_search": self.search.to_dict()}
 
     def _write_items(self, folder: Path) -> None:
         write_jsonl(folder / ITEMS_FILE, ({"unit": key, **item.to_dict()} for key, item in self.items.items()))
@@ -442,20 +444,20 @@ class GraphMemory(_Base):
 
     def __init__(self, name: str, image_embedder: ImageEmbedder, text_embedder: TextEmbedder,
                  tau: float = 0.9, theta: float = 0.9, k: int = 1, rank_by: str = "goal",
-                 style: RenderStyle | None = None):
+                 style: RenderStyle | None = None, search: NodeSearch | None = None):
         if name not in ("smg", "action_graph", "task_graph"):
             raise DataError("memory", f"{name!r} is not a graph memory")
         if rank_by not in ("goal", "id"):
             raise DataError("rank_by", f"expected 'goal' or 'id', got {rank_by!r:.60}")
-        super().__init__(image_embedder, text_embedder, style, k)
+        super().__init__(image_embedder, text_embedder, style, k, search)
         self.name, self.rank_by = name, rank_by
         self.graph = MemoryGraph(GraphConfig(image_embedder.name, image_embedder.dim,
-                                             text_embedder.name, text_embedder.dim, tau, theta))
+                                             text_embedder.name, text_embedder.dim, tau, theta), self.search)
 
     def settings(self) -> dict[str, Any]:
         """The :func:`make_memory` arguments that build an empty memory like this one."""
         return {"tau": self.graph.config.tau, "theta": self.graph.config.theta, "k": self.k,
-                "rank_by": self.rank_by, "style": self.style}
+                "rank_by": self.rank_by, "style": self.style, "search": self.search}
 
     def add(self, episodes: Sequence[Episode], subgoals: Sequence[Subgoal], store_root: str | Path) -> None:
         """Ingest episodes in order (units in step order); episodes already in the graph add nothing.
@@ -515,15 +517,17 @@ class TaskGraphMemory(GraphMemory):
     """
 
     def __init__(self, image_embedder: ImageEmbedder, text_embedder: TextEmbedder, tau: float = 0.9,
-                 theta: float = 0.9, k: int = 1, alpha: float = 0.5, style: RenderStyle | None = None):
+                 theta: float = 0.9, k: int = 1, alpha: float = 0.5, style: RenderStyle | None = None,
+                 search: NodeSearch | None = None):
         check_number(alpha, "alpha", lo=0.0, hi=1.0)
-        super().__init__("task_graph", image_embedder, text_embedder, tau, theta, k, "goal", style)
+        super().__init__("task_graph", image_embedder, text_embedder, tau, theta, k, "goal", style, search)
         self.alpha = alpha
 
     def settings(self) -> dict[str, Any]:
         """The :func:`make_memory` arguments that build an empty memory like this one."""
         c = self.graph.config
-        return {"tau": c.tau, "theta": c.theta, "k": self.k, "alpha": self.alpha, "style": self.style}
+        return {"tau": c.tau, "theta": c.theta, "k": self.k, "alpha": self.alpha, "style": self.style,
+                "search": self.search}
 
     def retrieve(self, screenshot: Image.Image | np.ndarray, goal: str, k: int | None = None) -> Retrieved:
         """The ``k`` trajectories with the best combined first-screen and goal similarity."""
@@ -553,15 +557,15 @@ class FlatMemory(_Base):
     name = "flat"
 
     def __init__(self, image_embedder: ImageEmbedder, text_embedder: TextEmbedder, k: int = 3,
-                 style: RenderStyle | None = None):
-        super().__init__(image_embedder, text_embedder, style, k)
-        self.index = NodeIndex(image_embedder.dim)
+                 style: RenderStyle | None = None, search: NodeSearch | None = None):
+        super().__init__(image_embedder, text_embedder, style, k, search)
+        self.index = self.search.make(image_embedder.dim)
         self.units: list[str] = []  # row -> unit id
         self.episodes: set[str] = set()
 
     def settings(self) -> dict[str, Any]:
         """The :func:`make_memory` arguments that build an empty memory like this one."""
-        return {"k": self.k, "style": self.style}
+        return {"k": self.k, "style": self.style, "search": self.search}
 
     def add(self, episodes: Sequence[Episode], subgoals: Sequence[Subgoal], store_root: str | Path) -> None:
         """Append every subgoal of episodes not yet in the memory, in episode then index order.
@@ -598,18 +602,21 @@ class FlatMemory(_Base):
 # ============================================================================ factory, files
 def make_memory(name: str, image_embedder: ImageEmbedder, text_embedder: TextEmbedder,
                 tau: float = 0.9, theta: float = 0.9, k: int | None = None, rank_by: str = "goal",
-                alpha: float = 0.5, style: RenderStyle | None = None) -> GraphMemory | FlatMemory:
+                alpha: float = 0.5, style: RenderStyle | None = None,
+                search: NodeSearch | None = None) -> GraphMemory | FlatMemory:
     """A memory by name (:data:`MEMORIES`).
 
     ``k`` defaults to 1 node (SMG, Action-Graph), 3 subgoals (Flat) or 1 trajectory
-    (Task-Graph); ``rank_by`` applies to SMG and Action-Graph, ``alpha`` to Task-Graph.
+    (Task-Graph); ``rank_by`` applies to SMG and Action-Graph, ``alpha`` to Task-Graph; ``search``
+    (exact, HNSW or exact below a size: :class:`~guimem.smg.index.NodeSearch`) to every memory.
     """
     if name == "flat":
-        return FlatMemory(image_embedder, text_embedder, 3 if k is None else k, style)
+        return FlatMemory(image_embedder, text_embedder, 3 if k is None else k, style, search)
     if name == "task_graph":
-        return TaskGraphMemory(image_embedder, text_embedder, tau, theta, 1 if k is None else k, alpha, style)
+        return TaskGraphMemory(image_embedder, text_embedder, tau, theta, 1 if k is None else k, alpha, style, search)
     if name in MEMORIES:
-        return GraphMemory(name, image_embedder, text_embedder, tau, theta, 1 if k is None else k, rank_by, style)
+        return GraphMemory(name, image_embedder, text_embedder, tau, theta, 1 if k is None else k, rank_by, style,
+                           search)
     raise DataError("memory", f"unknown memory {name!r}; expected one of {MEMORIES}")
 
 
@@ -627,6 +634,35 @@ def rebuild_like(memory: GraphMemory | FlatMemory, episodes: Sequence[Episode], 
     (e.g. the training folds a held-out fold may read)."""
     return build_memory(memory.name, episodes, subgoals, store_root, memory.image_embedder, memory.text_embedder,
                         **memory.settings())
+
+
+def memory_size(memory: GraphMemory | FlatMemory) -> dict[str, int]:
+    """What a memory holds: its episodes, items and (graph memories) nodes and edges."""
+    if isinstance(memory, FlatMemory):
+        return {"episodes": len(memory.episodes), "items": len(memory.items)}
+    g = memory.graph
+    return {"episodes": len(g.episodes), "items": len(memory.items), "nodes": g.n_nodes, "edges": g.n_edges}
+
+
+def extend_memory(path: str | Path, episodes: Sequence[Episode], subgoals: Sequence[Subgoal],
+                  image_embedder: ImageEmbedder, text_embedder: TextEmbedder) -> dict[str, dict[str, int]]:
+    """Add trajectories to the memory saved at ``path`` without rebuilding it, and save it there.
+
+    The memory is loaded, the ``episodes`` it does not hold are ingested in the order given (each
+    memory is defined incrementally: the result is the memory built from its old episodes and then
+    these at once, file for file), and the folder is replaced atomically: a reader sees the old
+    memory or the new one, and a refused episode (a DataError) leaves the folder untouched. The
+    episodes' screenshots must be in the episode store the memory reads
+    (:func:`guimem.core.store.add_episodes` puts them there). Returns the memory's size before and
+    after (:func:`memory_size`)."""
+    memory = load_memory(path, image_embedder, text_embedder)
+    if memory.store_root is None:
+        raise DataError("store_root", "the saved memory names no episode store to read new screenshots from",
+                        str(Path(path) / MEMORY_FILE))
+    before = memory_size(memory)
+    memory.add(episodes, subgoals, memory.store_root)
+    memory.save(path)
+    return {"before": before, "after": memory_size(memory)}
 
 
 def load_memory(path: str | Path, image_embedder: ImageEmbedder, text_embedder: TextEmbedder,
@@ -660,7 +696,7 @@ def load_memory(path: str | Path, image_embedder: ImageEmbedder, text_embedder: 
     if isinstance(memory, FlatMemory):
         units = _read_flat(folder, meta, memory)
     else:
-        graph = MemoryGraph.load(folder, expect=memory.graph.config)
+        graph = MemoryGraph.load(folder, expect=memory.graph.config, search=memory.search)
         for key in ("tau", "theta"):
             if getattr(graph.config, key) != getattr(memory.graph.config, key):
                 raise DataError(key, f"{MEMORY_FILE} says {getattr(memory.graph.config, key)!r}, the graph's "
@@ -683,13 +719,18 @@ def _empty_memory(name: str, meta: Mapping[str, Any], image_embedder: ImageEmbed
         style = RenderStyle(**style)
     except DataError as err:
         raise err.at(None, "style") from None
+    raw = meta.get("node_search")
+    try:
+        search = NodeSearch.from_dict(raw) if raw is not None else NodeSearch()  # older memories: the default
+    except (DataError, TypeError) as err:
+        raise DataError("node_search", str(err)) from None
     if name == "flat":
-        return FlatMemory(image_embedder, text_embedder, meta.get("k"), style)
+        return FlatMemory(image_embedder, text_embedder, meta.get("k"), style, search)
     if name == "task_graph":
         return TaskGraphMemory(image_embedder, text_embedder, meta.get("tau"), meta.get("theta"), meta.get("k"),
-                               meta.get("alpha"), style)
+                               meta.get("alpha"), style, search)
     return GraphMemory(name, image_embedder, text_embedder, meta.get("tau"), meta.get("theta"), meta.get("k"),
-                       meta.get("rank_by"), style)
+                       meta.get("rank_by"), style, search)
 
 
 def _read_flat(folder: Path, meta: Mapping[str, Any], memory: FlatMemory) -> list[str]:
@@ -717,10 +758,11 @@ def is_legacy_memory(folder: Path) -> bool:
 
 def memory_embedders(memories_dir: str | Path, image_embedder: str = "efficientnet_lite0",
                      text_embedder: str = "minilm", cache_dir: str | Path | None = DEFAULT_CACHE_DIR,
-                     workers: int = 1) -> tuple[ImageEmbedder, TextEmbedder]:
+                     workers: int = 1, executor: Executor | None = None) -> tuple[ImageEmbedder, TextEmbedder]:
     """The cached embedders saved memories were built with (the screen projection in
-    ``<memories_dir>/projection`` applied when graph_build fitted one)."""
-    images: ImageEmbedder = cached_image_embedder(image_embedder, cache_dir, workers=workers)
+    ``<memories_dir>/projection`` applied when graph_build fitted one); new screens are embedded
+    by ``executor`` (default: ``workers`` local processes)."""
+    images: ImageEmbedder = cached_image_embedder(image_embedder, cache_dir, workers=workers, executor=executor)
     projection = Path(memories_dir) / "projection"
     if projection.is_dir() or projection.with_name(".projection.old").is_dir():  # the backup a crashed save left
         images = ProjectedImageEmbedder.load(projection, images)

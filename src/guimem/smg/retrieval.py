@@ -35,7 +35,7 @@ from guimem.core.data import DataError, Episode
 from guimem.core.io import atomic_write_dir, check_number, file_inside, read_jsonl, readable_dir, write_jsonl
 from guimem.core.store import png_bytes
 from guimem.models.embedding import ImageEmbedder, embed_screenshots
-from guimem.smg.graph import check_k
+from guimem.smg.index import check_k
 from guimem.smg.memories import MEMORIES, MemoryItem, Retrieved, count_tokens
 
 RETRIEVAL_KIND = "guimem.retrieval"

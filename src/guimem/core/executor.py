@@ -1,0 +1,167 @@
+"""Where a stage's heavy per-step work runs: in this process, in worker processes, or on Ray.
+
+The work is a :class:`Task`: ``setup()`` runs once per worker (it loads a model) and ``run(state,
+chunk)`` maps one chunk of inputs to its result. An executor maps a task over chunks and yields
+the results **in the order of the chunks**, whatever order workers finish in, so a stage's output
+does not depend on where it ran:
+
+* :class:`LocalExecutor` (the default): with one worker, in this process; with more, spawned
+  processes (one model each).
+* :class:`RayExecutor`: Ray actors, each holding its own ``setup()`` state (the model is loaded
+  once per actor, on a GPU where ``gpus_per_worker`` asks for one). With no ``address`` a local
+  Ray is started on demand with ``workers`` CPUs; ``address`` (``auto``, ``ray://host:10001``)
+  joins a running cluster. A worker that dies is restarted and its chunk retried
+  (``max_retries`` times); a chunk whose task raises is not retried (the error is the task's).
+
+Resuming is the task's cache's business: the embedding cache, for one, stores each chunk's
+vectors as they arrive, so a stage stopped midway recomputes only what it had not finished.
+
+:class:`ExecutorSpec` is what ``params.yaml`` says (``executor: local``, ``ray`` or
+``ray:<address>``, with a stage's worker count); :func:`make_executor` builds it.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from guimem.core.data import DataError
+from guimem.core.io import check_number
+
+EXECUTORS = ("local", "ray")
+
+
+class Task(Protocol):
+    """Work done chunk by chunk. Picklable: it travels to worker processes and Ray actors."""
+
+    def setup(self) -> Any:
+        """The worker's state, made once per worker (a loaded model)."""
+        ...
+
+    def run(self, state: Any, chunk: Any) -> Any:
+        """The result of one chunk."""
+        ...
+
+
+@dataclass(frozen=True)
+class ExecutorSpec:
+    """Which executor, and how many workers."""
+
+    kind: str = "local"  # one of EXECUTORS
+    workers: int = 1
+    address: str = ""  # ray: "" starts a local Ray; else ray.init(address=...) joins a cluster
+    gpus_per_worker: float = 0.0  # ray: GPUs each actor reserves (its model then loads there)
+    max_retries: int = 2  # ray: restarts of a dead worker, and retries of the chunk it held
+
+    def __post_init__(self) -> None:
+        if self.kind not in EXECUTORS:
+            raise DataError("executor", f"expected one of {list(EXECUTORS)}, got {self.kind!r:.60}")
+        check_number(self.workers, "workers", lo=1, integer=True)
+        check_number(self.gpus_per_worker, "gpus_per_worker", lo=0.0)
+        check_number(self.max_retries, "max_retries", lo=0, integer=True)
+        if not isinstance(self.address, str):
+            raise DataError("address", f"expected a string, got {type(self.address).__name__}")
+
+    @classmethod
+    def parse(cls, text: str, workers: int = 1) -> "ExecutorSpec":
+        """``local``, ``ray`` (a local Ray) or ``ray:<address>`` (a cluster), with ``workers``."""
+        if not isinstance(text, str):
+            raise DataError("executor", f"expected a string, got {type(text).__name__}")
+        kind, _, address = text.partition(":")
+        if kind == "local" and address:
+            raise DataError("executor", f"local takes no address, got {text!r:.60}")
+        return cls(kind=kind, workers=workers, address=address)
+
+
+# ----------------------------------------------------------------------------- local
+_STATE: dict[str, Any] = {}  # a worker process's task and state
+
+
+def _start_worker(task: Task) -> None:
+    _STATE["task"], _STATE["state"] = task, task.setup()
+
+
+def _run_in_worker(chunk: Any) -> Any:
+    return _STATE["task"].run(_STATE["state"], chunk)
+
+
+class LocalExecutor:
+    """Chunks run in this process (one worker) or in ``workers`` spawned processes, results in order."""
+
+    def __init__(self, workers: int = 1):
+        self.workers = check_number(workers, "workers", lo=1, integer=True)
+
+    def map(self, task: Task, chunks: Sequence[Any]) -> Iterator[Any]:
+        if self.workers == 1 or len(chunks) < 2:
+            state = task.setup()
+            for chunk in chunks:
+                yield task.run(state, chunk)
+            return
+        context = multiprocessing.get_context("spawn")  # a fresh interpreter: no forked torch threads
+        with ProcessPoolExecutor(min(self.workers, len(chunks)), mp_context=context, initializer=_start_worker,
+                                 initargs=(task,)) as pool:
+            yield from pool.map(_run_in_worker, chunks)
+
+
+# ----------------------------------------------------------------------------- Ray
+class RayExecutor:
+    """Chunks run on Ray actors (one ``task.setup()`` each), results in order (see the module docstring)."""
+
+    def __init__(self, spec: ExecutorSpec):
+        if spec.kind != "ray":
+            raise DataError("executor", f"a RayExecutor needs kind 'ray', got {spec.kind!r}")
+        self.spec = spec
+
+    def _connect(self) -> Any:
+        import ray  # started only where a stage asks for Ray
+
+        if not ray.is_initialized():
+            if self.spec.address:
+                ray.init(address=self.spec.address, log_to_driver=False, configure_logging=False)
+            else:
+                ray.init(num_cpus=self.spec.workers, include_dashboard=False, log_to_driver=False,
+                         configure_logging=False)
+        return ray
+
+    def map(self, task: Task, chunks: Sequence[Any]) -> Iterator[Any]:
+        if not chunks:
+            return
+        ray = self._connect()
+        from ray.util import ActorPool
+
+        worker = ray.remote(_RayWorker).options(num_cpus=1, num_gpus=self.spec.gpus_per_worker,
+                                                max_restarts=self.spec.max_retries,
+                                                max_task_retries=self.spec.max_retries)
+        actors = [worker.remote(task) for _ in range(min(self.spec.workers, len(chunks)))]
+        try:
+            yield from ActorPool(actors).map(lambda actor, chunk: actor.run.remote(chunk), list(chunks))
+        finally:
+            for actor in actors:
+                ray.kill(actor)
+
+
+class _RayWorker:
+    """A Ray actor's body: the task's state made once, then chunk after chunk."""
+
+    def __init__(self, task: Task):
+        self.task, self.state = task, task.setup()
+
+    def run(self, chunk: Any) -> Any:
+        return self.task.run(self.state, chunk)
+
+
+Executor = LocalExecutor | RayExecutor
+
+
+def make_executor(spec: ExecutorSpec | None = None) -> Executor:
+    """The executor ``spec`` names (default: this process)."""
+    spec = spec or ExecutorSpec()
+    return RayExecutor(spec) if spec.kind == "ray" else LocalExecutor(spec.workers)
+
+
+def run_all(executor: Executor, task: Task, chunks: Iterable[Any]) -> list[Any]:
+    """Every chunk's result, in order."""
+    return list(executor.map(task, list(chunks)))
