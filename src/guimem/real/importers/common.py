@@ -143,24 +143,31 @@ def with_ocr(episodes: Sequence[Episode], images: ScreenshotFiles, reader: Any) 
     return [map_observations(ep, see) for ep in episodes]
 
 
+def _labelled(episodes: Sequence[Episode], labels: Mapping[str, Any], file: str,
+              ) -> Iterator[tuple[Episode, Any, str]]:
+    """Each episode with its entry in the label file ``file`` (None when it has none) and that
+    entry's field name; a name that no episode has (its ``provenance["source_name"]``) is a DataError."""
+    names = {ep.provenance.get("source_name") for ep in episodes}
+    unknown = sorted(set(labels) - names)
+    if unknown:
+        raise DataError(f"{file}[{unknown[0]!r:.60}]", f"no imported episode has this source name "
+                                                        f"({len(unknown)} such names)")
+    for ep in episodes:
+        name = ep.provenance.get("source_name")
+        yield ep, labels.get(name), f"{file}[{name!r:.60}]"
+
+
 def with_labels(episodes: Sequence[Episode], labels: Mapping[str, Any]) -> list[Episode]:
     """``episodes`` with each screen's type from ``labels``: for an episode's source name (its
     ``provenance["source_name"]``), the type of every step's screen in order, and optionally one
     more for the final screen when one was recorded (a repeated final screen takes its last
     step's type). Kept in :attr:`Observation.screen`, which only analyses read (node purity). A
     name without episode, or a list of the wrong length, is a DataError naming the label file's key."""
-    by_name = {ep.provenance.get("source_name"): ep for ep in episodes}
-    unknown = sorted(set(labels) - set(by_name))
-    if unknown:
-        raise DataError(f"labels[{unknown[0]!r:.60}]", f"no imported episode has this source name "
-                                                       f"({len(unknown)} such names)")
     out = []
-    for ep in episodes:
-        types = labels.get(ep.provenance.get("source_name"))
+    for ep, types, where in _labelled(episodes, labels, "labels"):
         if types is None:
             out.append(ep)
             continue
-        where = f"labels[{ep.provenance['source_name']!r:.60}]"
         n = len(ep.steps)
         own_final = ep.final is not None and ep.provenance.get("final_screen") != "repeated"
         lengths = (n, n + 1) if own_final else (n,)
@@ -230,18 +237,11 @@ def with_subgoal_labels(episodes: Sequence[Episode], labels: Mapping[str, Any]) 
     :attr:`Step.subgoal`, which only scoring reads (segment boundaries, retrieval hits). The type
     groups subgoals of one kind across episodes (``open_app``); without one, a subgoal's type is its
     intent. A bad entry is a DataError naming the label file's key and the entry."""
-    by_name = {ep.provenance.get("source_name"): ep for ep in episodes}
-    unknown = sorted(set(labels) - set(by_name))
-    if unknown:
-        raise DataError(f"subgoal_labels[{unknown[0]!r:.60}]", f"no imported episode has this source name "
-                                                                f"({len(unknown)} such names)")
     out = []
-    for ep in episodes:
-        spans = labels.get(ep.provenance.get("source_name"))
+    for ep, spans, where in _labelled(episodes, labels, "subgoal_labels"):
         if spans is None:
             out.append(ep)
             continue
-        where = f"subgoal_labels[{ep.provenance['source_name']!r:.60}]"
         if not isinstance(spans, list) or not spans:
             raise DataError(where, f"expected a non-empty list of subgoals, got {spans!r:.80}")
         of_step: list[SubgoalLabel] = []
