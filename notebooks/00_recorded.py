@@ -36,6 +36,8 @@ subgoal_labels = "samples/android_world_simple_calendar/subgoal_labels.json"  # 
 ocr = True  # give screens recorded without a UI tree the text elements OCR reads on them
 max_side = 0  # downscale screenshots to this many pixels on their longer side at import (0: keep)
 split = [1.0, 1.0, 1.0]  # weights of train, test and memory: runs shared out in proportion, at least one each
+executor = "local"  # where OCR runs: local (ocr_workers processes; 1: this one), ray (a local Ray) or ray:<address>
+ocr_workers = 1  # workers reading screens (each loads PP-OCR once)
 out_dir = "scratch/recorded"  # the import (imported/) and the three stores (the pipeline: data/recorded)
 figures_dir = "scratch/figures"  # where the figure goes (the pipeline: figures)
 metrics_path = "scratch/metrics/recorded.json"  # headline numbers (the pipeline: metrics/recorded.json)
@@ -47,6 +49,7 @@ from pathlib import Path
 
 from PIL import Image
 
+from guimem.core.executor import ExecutorSpec, make_executor
 from guimem.core.io import read_json, write_metrics, write_stage_results
 from guimem.core.store import SPLITS, load_screenshot
 from guimem.phone import render
@@ -68,7 +71,8 @@ from guimem.viz.plotting import figure_path, save_figure
 # %%
 enter_repo_root()
 importer, takes = IMPORTERS[source_format]
-options = {"ocr": ocr, **({"max_side": max_side} if max_side else {}),
+options = {"ocr": ocr, "executor": make_executor(ExecutorSpec.parse(executor, ocr_workers)),
+           **({"max_side": max_side} if max_side else {}),
            **({"labels": read_json(labels)} if labels else {}),
            **({"subgoal_labels": read_json(subgoal_labels)} if subgoal_labels else {})}
 assert set(options) <= set(takes), f"{source_format} takes {takes}"

@@ -87,3 +87,17 @@ def test_an_import_with_ocr_gives_real_screens_elements_and_titles(tmp_path, mon
     assert all(n != "an untitled screen" for n in names), names  # named from the top bar's text
     plain = import_agent_runs(tmp_path / "runs", tmp_path / "store2")[0]
     assert all(not s.elements for s in plain.steps)
+
+
+@pytest.mark.slow
+def test_ocr_in_two_worker_processes_reads_what_this_process_reads():
+    from guimem.core.data import Action, Episode, Observation, Step
+    from guimem.core.executor import LocalExecutor
+    from guimem.real.importers.common import OCR_CHUNK, ScreenshotFiles, with_ocr
+
+    shots = sorted(RUN.parent.glob("*/screenshot_*.png"))[: OCR_CHUNK + 2]  # two chunks, one per worker
+    episode = Episode("e", "calendar", "g", tuple(Step(Observation(str(p)), Action("back")) for p in shots), None)
+    images = ScreenshotFiles({str(p): p for p in shots})
+    here = with_ocr([episode], images, OcrReader(cache_dir=None))
+    there = with_ocr([episode], images, OcrReader(cache_dir=None), LocalExecutor(2))
+    assert there == here and sum(len(o.elements) for o in here[0].recorded_observations) > 20

@@ -337,7 +337,7 @@ STAGES: dict[str, Stage] = {s.notebook: s for s in (
     Stage("00_recorded", "recorded", {
         "seed": SEED, "source": PATH, "source_format": Text(tuple(IMPORTERS)), "labels": Text(),
         "subgoal_labels": Text(), "ocr": Flag(), "max_side": COUNT, "split": Items(Number(lo=0.0), length=len(SPLITS)),
-        "out_dir": PATH, "figures_dir": PATH, "metrics_path": PATH, "results_path": PATH,
+        "executor": EXECUTOR, "ocr_workers": POSITIVE, "out_dir": PATH, "figures_dir": PATH, "metrics_path": PATH, "results_path": PATH,
     }, (_recorded,)),
     Stage("01_segmentation", "segmentation", {
         "world_dir": PATH, "out_dir": PATH, "segmenter": Text(SEGMENTERS), "judge": Text(JUDGES),

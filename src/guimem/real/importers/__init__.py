@@ -25,10 +25,10 @@ from guimem.real.importers.learngui import import_learngui
 from guimem.real.importers.store import import_store
 
 IMPORTERS = {
-    "agent_run": (import_agent_runs, ("goals", "app", "max_side", "ocr", "labels", "subgoal_labels")),
-    "aitw": (import_aitw, ("images", "app", "max_side", "ocr", "labels", "subgoal_labels")),
-    "learngui": (import_learngui, ("images", "app", "max_side", "ocr", "labels", "subgoal_labels")),
-    "jsonl": (import_jsonl, ("max_side", "ocr", "labels", "subgoal_labels")),
-    "store": (import_store, ("max_side", "ocr", "labels", "subgoal_labels")),
+    "agent_run": (import_agent_runs, ("goals", "app", "max_side", "ocr", "labels", "subgoal_labels", "executor")),
+    "aitw": (import_aitw, ("images", "app", "max_side", "ocr", "labels", "subgoal_labels", "executor")),
+    "learngui": (import_learngui, ("images", "app", "max_side", "ocr", "labels", "subgoal_labels", "executor")),
+    "jsonl": (import_jsonl, ("max_side", "ocr", "labels", "subgoal_labels", "executor")),
+    "store": (import_store, ("max_side", "ocr", "labels", "subgoal_labels", "executor")),
 }
 """format name -> (importer ``(src, store, **options) -> episodes``, the options it takes)."""

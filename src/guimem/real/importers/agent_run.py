@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from guimem.core.data import Action, DataError, Episode, Observation, Step, as_object, get_field
+from guimem.core.executor import Executor
 from guimem.core.io import check_number, read_jsonl
 from guimem.core.store import load_episodes
 from guimem.real.importers.common import (
@@ -169,14 +170,16 @@ def read_run(folder: Path, episode_id: str, goal: str | None = None,
 def import_agent_runs(src: str | os.PathLike, store: str | os.PathLike, goals: Mapping[str, str] | None = None,
                       app: str | None = None, max_side: int | None = None, ocr: bool = False,
                       labels: Mapping[str, Any] | None = None,
-                      subgoal_labels: Mapping[str, Any] | None = None) -> list[Episode]:
+                      subgoal_labels: Mapping[str, Any] | None = None,
+                      executor: Executor | None = None) -> list[Episode]:
     """Import every run folder under ``src`` into the episode store ``store`` (replacing an episode
     store there, never anything else); ``goals`` maps a run folder's name to its goal text, ``app``
     names the app of every run, ``max_side`` downscales screenshots (longer side, in pixels; None
     keeps them); with ``ocr``, screens recorded without a UI tree get the text elements OCR reads on
     them (:mod:`guimem.real.ocr`); ``labels`` maps an episode's source name to its screens' types
     (:func:`~guimem.real.importers.common.with_labels`); ``subgoal_labels`` maps it to its
-    subgoals (:func:`~guimem.real.importers.common.with_subgoal_labels`). Everything is parsed
+    subgoals (:func:`~guimem.real.importers.common.with_subgoal_labels`); ``executor`` runs the
+    OCR (:func:`~guimem.real.importers.common.with_ocr`). Everything is parsed
     and checked before anything is written. Returns the episodes as stored."""
     goals = dict(goals or {})
     for name, goal in goals.items():
@@ -194,5 +197,5 @@ def import_agent_runs(src: str | os.PathLike, store: str | os.PathLike, goals: M
         raise DataError("goals", f"names no run folder under src: {unknown[:3]}", str(src))
     write_import(episodes, ScreenshotFiles(files, max_side), store,
                  {"format": FORMAT, "path": str(src), "app": app, "goals": bool(goals)}, ocr=ocr, labels=labels,
-                 subgoal_labels=subgoal_labels)
+                 subgoal_labels=subgoal_labels, executor=executor)
     return load_episodes(store, verify_images=False)

@@ -15,6 +15,7 @@ import hashlib
 import os
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
@@ -22,6 +23,7 @@ import numpy as np
 from PIL import Image
 
 from guimem.core.data import ENDING_TYPES, DataError, Episode, Observation, Step, SubgoalLabel
+from guimem.core.executor import Executor, LocalExecutor, RayExecutor
 from guimem.core.io import check_number
 from guimem.core.store import MAX_PIXELS, save_episodes
 from guimem.real.ocr import STATUS_BAR, OcrReader
@@ -128,17 +130,46 @@ def map_observations(episode: Episode, fn: Callable[[Observation, int], Observat
     return dataclasses.replace(episode, steps=steps, final=final)
 
 
-def with_ocr(episodes: Sequence[Episode], images: ScreenshotFiles, reader: Any) -> list[Episode]:
-    """``episodes`` with every screen that has no elements given the lines ``reader``
-    (:class:`guimem.real.ocr.OcrReader`) reads on it, as it will be stored (downscaled)."""
-    read: dict[str, tuple] = {}
+OCR_CHUNK = 8  # screens per unit of OCR work sent to a worker
+
+
+@dataclass(frozen=True)
+class ReadScreens:
+    """The task a worker runs for :func:`with_ocr`: an :class:`~guimem.real.ocr.OcrReader` made once
+    per worker (with the settings and cache of the caller's), then chunk after chunk of screenshot
+    files, each read as the store will hold it (downscaled to ``max_side``)."""
+
+    min_score: float
+    status_bar: float
+    cache_dir: str | None
+    max_side: int | None
+
+    def setup(self) -> OcrReader:
+        return OcrReader(self.min_score, self.status_bar, self.cache_dir)
+
+    def run(self, reader: OcrReader, files: list[str]) -> list[tuple]:
+        return [reader.elements(ScreenshotFiles({f: Path(f)}, self.max_side)[f]) for f in files]
+
+
+def with_ocr(episodes: Sequence[Episode], images: ScreenshotFiles, reader: OcrReader,
+             executor: Executor | None = None) -> list[Episode]:
+    """``episodes`` with every screen that has no elements given the lines ``reader`` reads on it,
+    as it will be stored (downscaled). With an ``executor`` of several workers (or on Ray), the
+    screens are read there in chunks of :data:`OCR_CHUNK`, each worker with a reader of its own
+    (same settings, same cache); results come back in order."""
+    todo = list(dict.fromkeys(o.screenshot for ep in episodes for o in ep.recorded_observations if not o.elements))
+    offload = isinstance(executor, RayExecutor) or (isinstance(executor, LocalExecutor) and executor.workers > 1)
+    if offload and todo:
+        task = ReadScreens(reader.min_score, reader.status_bar,
+                           str(reader.cache_dir) if reader.cache_dir is not None else None, images.max_side)
+        chunks = [todo[i: i + OCR_CHUNK] for i in range(0, len(todo), OCR_CHUNK)]
+        parts = executor.map(task, [[str(images.files[k]) for k in chunk] for chunk in chunks])
+        read = {k: e for chunk, part in zip(chunks, parts) for k, e in zip(chunk, part)}
+    else:
+        read = {k: reader.elements(images[k]) for k in todo}
 
     def see(obs: Observation, _: int) -> Observation:
-        if obs.elements:
-            return obs
-        if obs.screenshot not in read:
-            read[obs.screenshot] = reader.elements(images[obs.screenshot])
-        return dataclasses.replace(obs, elements=read[obs.screenshot])
+        return obs if obs.elements else dataclasses.replace(obs, elements=read[obs.screenshot])
 
     return [map_observations(ep, see) for ep in episodes]
 
@@ -265,13 +296,13 @@ def with_subgoal_labels(episodes: Sequence[Episode], labels: Mapping[str, Any]) 
 
 def write_import(episodes: Sequence[Episode], images: ScreenshotFiles, store: str | os.PathLike,
                  source: Mapping[str, Any], ocr: bool = False, labels: Mapping[str, Any] | None = None,
-                 subgoal_labels: Mapping[str, Any] | None = None) -> Path:
+                 subgoal_labels: Mapping[str, Any] | None = None, executor: Executor | None = None) -> Path:
     """Save the parsed ``episodes`` as the episode store ``store`` (see :func:`save_episodes`), the
     manifest's meta naming the ``source`` (format, path, options). Screens that only the status bar
     tells from the one before them are stored as that one (:func:`unchanged_screens`); with ``ocr``, screens recorded
     without a UI tree first get the text elements OCR reads on them; with ``labels``, screens get
     their types (:func:`with_labels`); with ``subgoal_labels``, steps get their subgoals
-    (:func:`with_subgoal_labels`)."""
+    (:func:`with_subgoal_labels`); ``executor`` is where OCR runs (:func:`with_ocr`)."""
     if not episodes:
         raise DataError("episodes", "nothing to import", str(source.get("path", "")))
     episodes = [unchanged_screens(ep, images) for ep in episodes]
@@ -281,7 +312,7 @@ def write_import(episodes: Sequence[Episode], images: ScreenshotFiles, store: st
         episodes = with_subgoal_labels(episodes, subgoal_labels)
     if ocr:
         reader = OcrReader()
-        episodes = with_ocr(episodes, images, reader)
+        episodes = with_ocr(episodes, images, reader, executor)
         ocr_meta: Any = {"engine": "rapidocr-onnxruntime", "min_score": reader.min_score,
                          "status_bar": reader.status_bar}
     else:

@@ -38,6 +38,7 @@ from guimem.core.data import (
     get_field,
     nested_field,
 )
+from guimem.core.executor import Executor
 from guimem.core.io import file_inside, read_jsonl, read_text
 from guimem.core.store import load_episodes
 from guimem.real.device import parse_hierarchy
@@ -74,12 +75,14 @@ def _observation(src: Path, line: Mapping[str, Any], shot_key: str, xml_key: str
 
 def import_jsonl(src: str | os.PathLike, store: str | os.PathLike, max_side: int | None = None,
                  ocr: bool = False, labels: Mapping[str, Any] | None = None,
-                 subgoal_labels: Mapping[str, Any] | None = None) -> list[Episode]:
+                 subgoal_labels: Mapping[str, Any] | None = None,
+                 executor: Executor | None = None) -> list[Episode]:
     """Import the JSON-lines recording ``src`` into the episode store ``store``; ``max_side``
     downscales screenshots; with ``ocr``, screens recorded without a UI tree get the text elements
     OCR reads on them (:mod:`guimem.real.ocr`); ``labels`` maps an episode's source name to its
     screens' types (:func:`~guimem.real.importers.common.with_labels`); ``subgoal_labels`` maps
-    it to its subgoals (:func:`~guimem.real.importers.common.with_subgoal_labels`). Everything
+    it to its subgoals (:func:`~guimem.real.importers.common.with_subgoal_labels`); ``executor``
+    runs the OCR (:func:`~guimem.real.importers.common.with_ocr`). Everything
     is parsed and checked before anything is written. Returns the episodes as stored."""
     path = Path(src)
     if not path.is_file():
@@ -129,5 +132,5 @@ def import_jsonl(src: str | os.PathLike, store: str | os.PathLike, max_side: int
                                 success=head.get("success"), provenance=provenance))
     write_import(episodes, ScreenshotFiles(files, max_side), store, {"format": FORMAT, "path": str(path)},
                  ocr=ocr, labels=labels,
-                 subgoal_labels=subgoal_labels)
+                 subgoal_labels=subgoal_labels, executor=executor)
     return load_episodes(store, verify_images=False)

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from guimem.core.data import Action, DataError, Episode, Observation, Step, as_object, get_field
+from guimem.core.executor import Executor
 from guimem.core.io import file_inside, read_json
 from guimem.core.store import load_episodes
 from guimem.real.importers.common import (
@@ -108,14 +109,16 @@ def read_episode(name: str, raw: Any, screenshots: Path, episode_id: str,
 def import_learngui(src: str | os.PathLike, store: str | os.PathLike, images: str | os.PathLike | None = None,
                     app: str | None = None, max_side: int | None = None, ocr: bool = False,
                     labels: Mapping[str, Any] | None = None,
-                    subgoal_labels: Mapping[str, Any] | None = None) -> list[Episode]:
+                    subgoal_labels: Mapping[str, Any] | None = None,
+                    executor: Executor | None = None) -> list[Episode]:
     """Import LearnGUI's episode file ``src`` (screenshots under ``images``, by default the
     ``screenshot`` folder beside it) into the episode store ``store``; ``app`` names the app of
     episodes that do not name their own, ``max_side`` downscales screenshots; with ``ocr``, screens
     recorded without a UI tree get the text elements OCR reads on them (:mod:`guimem.real.ocr`);
     ``labels`` maps an episode's source name to its screens' types
     (:func:`~guimem.real.importers.common.with_labels`); ``subgoal_labels`` maps it to its
-    subgoals (:func:`~guimem.real.importers.common.with_subgoal_labels`). Everything is parsed
+    subgoals (:func:`~guimem.real.importers.common.with_subgoal_labels`); ``executor`` runs the
+    OCR (:func:`~guimem.real.importers.common.with_ocr`). Everything is parsed
     and checked before anything is written. Returns the episodes as stored."""
     path = Path(src)
     if not path.is_file():
@@ -138,5 +141,5 @@ def import_learngui(src: str | os.PathLike, store: str | os.PathLike, images: st
         files.update(shots)
     write_import(episodes, ScreenshotFiles(files, max_side), store,
                  {"format": FORMAT, "path": str(path), "images": str(screenshots), "app": app}, ocr=ocr, labels=labels,
-                 subgoal_labels=subgoal_labels)
+                 subgoal_labels=subgoal_labels, executor=executor)
     return load_episodes(store, verify_images=False)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from guimem.core.data import Episode
+from guimem.core.executor import Executor
 from guimem.core.store import load_episodes
 from guimem.real.importers.common import ScreenshotFiles, check_max_side, write_import
 
@@ -20,14 +21,15 @@ FORMAT = "store"
 
 def import_store(src: str | os.PathLike, store: str | os.PathLike, max_side: int | None = None, ocr: bool = False,
                  labels: Mapping[str, Any] | None = None,
-                 subgoal_labels: Mapping[str, Any] | None = None) -> list[Episode]:
+                 subgoal_labels: Mapping[str, Any] | None = None,
+                 executor: Executor | None = None) -> list[Episode]:
     """Copy the episode store ``src`` (every screenshot verified) into the episode store ``store``;
     ``max_side`` downscales screenshots; with ``ocr``, screens recorded without a UI tree get the
     text elements OCR reads on them (:mod:`guimem.real.ocr`); ``labels`` maps an episode's id to
     its screens' types (:func:`~guimem.real.importers.common.with_labels`); ``subgoal_labels``
-    maps it to its subgoals (:func:`~guimem.real.importers.common.with_subgoal_labels`).
-    Everything is checked before anything is
-    written. Returns the episodes as stored."""
+    maps it to its subgoals (:func:`~guimem.real.importers.common.with_subgoal_labels`);
+    ``executor`` runs the OCR (:func:`~guimem.real.importers.common.with_ocr`). Everything is
+    checked before anything is written. Returns the episodes as stored."""
     root = Path(src)
     check_max_side(max_side)
     episodes = [dataclasses.replace(e, provenance={**dict(e.provenance), "source_name": e.id})
@@ -35,5 +37,5 @@ def import_store(src: str | os.PathLike, store: str | os.PathLike, max_side: int
     files = {o.screenshot: root / o.screenshot for e in episodes for o in e.observations}
     write_import(episodes, ScreenshotFiles(files, max_side), store, {"format": FORMAT, "path": str(root)},
                  ocr=ocr, labels=labels,
-                 subgoal_labels=subgoal_labels)
+                 subgoal_labels=subgoal_labels, executor=executor)
     return load_episodes(store, verify_images=False)
