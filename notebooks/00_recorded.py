@@ -11,8 +11,9 @@
 #
 # **Why.** Segmentation, graph build and retrieval evaluation read episode stores and nothing
 # else of the world. With `base.episodes: recorded` in `params.yaml` they read these stores in
-# place of the world's, unchanged: `dvc exp run -S base.episodes=recorded retrieval_eval` runs
-# `00_recorded` → `01_segmentation` → `02_graph_build` → `03_retrieval_eval` on the recordings.
+# place of the world's, unchanged: `dvc exp run -S base.episodes=recorded -S graph_build.pca_dim=0
+# retrieval_eval` runs `00_recorded` → `01_segmentation` → `02_graph_build` → `03_retrieval_eval` on
+# the recordings (a 64-dimensional screen projection needs at least 64 memory screens).
 # The stages after them need the world itself (the miniature actor is trained on it and plays
 # it), so they stay on the default.
 #
@@ -80,7 +81,7 @@ imported = Path(out_dir) / "imported"
 episodes = importer(source, imported, **options)
 for e in episodes:
     print(f"{e.id}: {len(e.steps)} steps, goal {e.goal!r} ({e.provenance.get('goal_source', 'recorded')}), "
-          f"success {e.success}, final screen {e.provenance['final_screen']}, "
+          f"success {e.success}, final screen {e.provenance.get('final_screen', 'recorded')}, "
           f"same screen as before: {e.provenance.get('same_screen_as_before', [])}")
 labelled_steps = sum(s.subgoal is not None for e in episodes for s in e.steps)
 print(f"{len(episodes)} runs, {sum(len(e.steps) for e in episodes)} steps, {labelled_steps} with a subgoal label")
@@ -125,8 +126,8 @@ save_figure(fig, figure_path(figures_dir, "recorded", "runs"))
 # ## Metrics
 
 # %%
-screens = {o.screenshot for e in episodes for o in e.recorded_observations}
-elements = [len(o.elements) for e in episodes for o in e.recorded_observations]
+distinct = {o.screenshot: o for e in episodes for o in e.recorded_observations}  # each stored screen once
+screens, elements = set(distinct), [len(o.elements) for o in distinct.values()]
 write_stage_results(results_path, {
     "runs": [{"id": e.id, "steps": len(e.steps), "split": next(n for n in SPLITS if e.id in {x.id for x in stores[n]}),
               **dict(e.provenance)} for e in episodes],
@@ -134,7 +135,7 @@ write_stage_results(results_path, {
 metrics = {
     "runs": len(episodes), "steps": sum(len(e.steps) for e in episodes), "screens": len(screens),
     **{f"{n}_runs": len(stores[n]) for n in SPLITS},
-    "final_screens_not_recorded": sum(e.provenance["final_screen"] == "not recorded" for e in episodes),
+    "final_screens_not_recorded": sum(not e.final_recorded for e in episodes),
     "same_screen_as_before": sum(len(e.provenance.get("same_screen_as_before", [])) for e in episodes),
     "elements_per_screen": round(sum(elements) / max(1, len(elements)), 2),
     "steps_with_subgoal_labels": labelled_steps,

@@ -74,7 +74,7 @@ print(f"{len(episodes)} episodes, {sum(len(e.steps) for e in episodes)} steps, {
       + (f", {len(set(screen_of.values()))} screen types" if labels else ", not all of them typed (no purity)"))
 for e in episodes:
     print(f"  {e.id}: {len(e.steps)} steps, goal {e.goal!r} ({e.provenance.get('goal_source', 'recorded')}), success {e.success}, "
-          f"final screen {e.provenance['final_screen']}")
+          f"final screen {e.provenance.get('final_screen', 'recorded')}")
 
 # %% [markdown]
 # ## Screens without a UI tree
@@ -92,7 +92,7 @@ first = episodes[0].steps[min(2, len(episodes[0].steps) - 1)].observation
 fig, axes = plt.subplots(1, 2, figsize=(6, 6))
 draw_lines(load_screenshot(store, first.screenshot), first.elements, axes[0])
 axes[0].set_title(f"{len(first.elements)} OCR lines", fontsize=8)
-screen_names = Counter(c.name for e in episodes for c in screen_contexts(e.observations))
+screen_names = Counter(c.name for e in episodes for c in screen_contexts(e.recorded_observations))
 top = screen_names.most_common(10)
 axes[1].barh([n[:28] for n, _ in top][::-1], [c for _, c in top][::-1])
 axes[1].set_title("screen names read from the top bar", fontsize=8)

@@ -225,7 +225,7 @@ def test_worker_processes_give_the_same_vectors(tmp_path):
         paths.append(tmp_path / f"{i}.png")
     parallel = cached_image_embedder("efficientnet_lite0", tmp_path / "a", batch_size=4, workers=2)
     serial = cached_image_embedder("efficientnet_lite0", tmp_path / "b", batch_size=4, workers=1)
-    assert parallel._parallel(2) and not serial._parallel(2)
+    assert parallel._offloaded(2) and not serial._offloaded(2)
     np.testing.assert_array_equal(parallel.embed_files(paths), serial.embed_files(paths))
 
 

@@ -10,7 +10,8 @@ does not depend on where it ran:
 * :class:`RayExecutor`: Ray actors, each holding its own ``setup()`` state (the model is loaded
   once per actor, on a GPU where ``gpus_per_worker`` asks for one). With no ``address`` a local
   Ray is started on demand with ``workers`` CPUs; ``address`` (``auto``, ``ray://host:10001``)
-  joins a running cluster. A worker that dies is restarted and its chunk retried
+  joins a running cluster, whose workers must see the inputs at the same absolute paths (a
+  shared file system: chunks name files, not their bytes). A worker that dies is restarted and its chunk retried
   (``max_retries`` times); a chunk whose task raises is not retried (the error is the task's).
 
 Resuming is the task's cache's business: the embedding cache, for one, stores each chunk's
@@ -67,9 +68,12 @@ class ExecutorSpec:
 
     @classmethod
     def parse(cls, text: str, workers: int = 1) -> "ExecutorSpec":
-        """``local``, ``ray`` (a local Ray) or ``ray:<address>`` (a cluster), with ``workers``."""
+        """``local``, ``ray`` (a local Ray), ``ray:<address>`` (a cluster: ``ray:auto``) or a Ray
+        client address ``ray://host:port``, with ``workers``."""
         if not isinstance(text, str):
             raise DataError("executor", f"expected a string, got {type(text).__name__}")
+        if text.startswith("ray://"):  # a Ray client address, given whole
+            return cls(kind="ray", workers=workers, address=text)
         kind, _, address = text.partition(":")
         if kind == "local" and address:
             raise DataError("executor", f"local takes no address, got {text!r:.60}")

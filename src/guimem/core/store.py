@@ -247,10 +247,10 @@ def add_episodes(episodes: Sequence[Episode], images: Mapping[str, bytes | Image
     """Add ``episodes`` (screenshots keyed into ``images``, as :func:`save_episodes` takes them) to
     the episode store at ``root``, keeping every episode it holds: the store is rewritten whole and
     atomically, with the same meta. An episode already there with the same content adds nothing;
-    the same id with another app, goal, actions or screens' elements is a DataError, and nothing is
-    written. Returns the episodes of
+    the same id with another app, goal, outcome, provenance, actions or screens' elements (the
+    final one's included) is a DataError, and nothing is written. Returns the episodes of
     the store after the add, as stored."""
-    folder = Path(root)
+    folder = readable_dir(root, "episode store")  # or the backup a crashed save left
     old = load_episodes(folder, verify_images=False)
     meta = read_manifest(folder).get("meta", {})
     by_id = {e.id: e for e in old}
@@ -258,8 +258,7 @@ def add_episodes(episodes: Sequence[Episode], images: Mapping[str, bytes | Image
     for i, ep in enumerate(episodes):
         if ep.id in by_id:
             kept = by_id[ep.id]
-            same = (kept.app, kept.goal, [(s.action, s.elements) for s in kept.steps]) == \
-                (ep.app, ep.goal, [(s.action, s.elements) for s in ep.steps])  # screenshot keys may differ
+            same = _content(kept) == _content(ep)  # screenshot keys may differ between stores
             if not same:
                 raise DataError(f"episodes[{i}].id", f"the store already holds another episode {ep.id!r}", str(folder))
             continue
@@ -267,8 +266,15 @@ def add_episodes(episodes: Sequence[Episode], images: Mapping[str, bytes | Image
     if not new:
         return old
     keys = {o.screenshot for e in old for o in e.recorded_observations}
-    save_episodes([*old, *new], _ScreensOf(folder, keys, images), folder, meta=meta)
-    return load_episodes(folder, verify_images=False)
+    save_episodes([*old, *new], _ScreensOf(folder, keys, images), root, meta=meta)
+    return load_episodes(root, verify_images=False)
+
+
+def _content(ep: Episode) -> tuple:
+    """What makes two stored episodes of one id the same, whatever their screenshots' keys."""
+    final = ep.final.elements if ep.final is not None else None
+    return (ep.app, ep.goal, ep.success, dict(ep.provenance), [(s.action, s.elements, s.subgoal) for s in ep.steps],
+            final)
 
 
 def _is_unmarked_store(folder: Path) -> bool:

@@ -525,22 +525,36 @@ def _cached(name: str, dim: int, keys: Sequence[str], cache: EmbeddingCache | No
         chunks = [[positions[j] for j in chunk] for chunk in _chunks(len(positions), CHUNK)]
         bar = tqdm(total=len(positions), desc=f"embedding ({name})", unit="item", disable=not progress)
         index: dict[str, np.ndarray] = {}
-        for chunk, part in zip(chunks, compute(chunks)):  # exhausts the generator (and any worker pool)
-            part = np.asarray(part)
-            if part.shape != (len(chunk), dim):
-                raise DataError("embedding", f"the {name} embedder returned {list(part.shape)} for "
-                                             f"{len(chunk)} items of dim {dim}")
-            check_finite(part, "embedding")
-            for pos, row in zip(chunk, part):
-                index[keys[pos]] = row
-                if cache is not None:
-                    cache.put(name, keys[pos], row)
-            bar.update(len(chunk))
+        parts = iter(compute(chunks))
+        try:
+            for i, chunk in enumerate(chunks):
+                part = next(parts, None)
+                if part is None:  # a chunk without its vectors is an error, never a row of zeros
+                    raise DataError("embedding", f"the {name} embedder gave vectors for {i} of {len(chunks)} chunks")
+                _store_part(name, dim, keys, chunk, part, cache, index)
+                bar.update(len(chunk))
+        finally:
+            if hasattr(parts, "close"):
+                parts.close()  # shuts down a worker pool or Ray actors now, not at garbage collection
         bar.close()
         for i, key in enumerate(keys):
             if key in index:
                 out[i] = index[key]
     return out
+
+
+def _store_part(name: str, dim: int, keys: Sequence[str], chunk: Sequence[int], part: np.ndarray,
+                cache: EmbeddingCache | None, index: dict[str, np.ndarray]) -> None:
+    """One computed chunk checked, kept in ``index`` and put into the cache at once."""
+    part = np.asarray(part)
+    if part.shape != (len(chunk), dim):
+        raise DataError("embedding", f"the {name} embedder returned {list(part.shape)} for "
+                                     f"{len(chunk)} items of dim {dim}")
+    check_finite(part, "embedding")
+    for pos, row in zip(chunk, part):
+        index[keys[pos]] = row
+        if cache is not None:
+            cache.put(name, keys[pos], row)
 
 
 @dataclass(frozen=True)
@@ -598,24 +612,31 @@ class CachedImageEmbedder:
         if not self._offloaded(len(chunks)):
             yield from (self.inner.embed([open_image(Path(files[i]), "screenshot") for i in c]) for c in chunks)
             return
-        spec = getattr(self.executor, "spec", None)
-        device = "cuda" if spec is not None and spec.gpus_per_worker > 0 else "cpu"
-        task = EmbedFiles(self.name, getattr(self.inner, "batch_size", 8), device)
+        task = EmbedFiles(self.name, getattr(self.inner, "batch_size", 8), self._worker_device())
         done = 0
-        try:
-            for part in self.executor.map(task, [[files[i] for i in c] for c in chunks]):
+        try:  # absolute paths: a cluster's workers run elsewhere (they need the files on a shared file system)
+            for part in self.executor.map(task, [[str(Path(files[i]).resolve()) for i in c] for c in chunks]):
                 yield part
                 done += 1
         except BrokenProcessPool as err:  # e.g. a __main__ that spawned workers cannot re-import (stdin)
             warnings.warn(f"embedding workers failed ({err}); embedding the rest in this process", RuntimeWarning)
             yield from (self.inner.embed([open_image(Path(files[i]), "screenshot") for i in c]) for c in chunks[done:])
 
+    def _worker_device(self) -> str:
+        """Where offloaded chunks are embedded: on a GPU when the executor's workers reserve one."""
+        spec = getattr(self.executor, "spec", None)
+        return "cuda" if spec is not None and spec.gpus_per_worker > 0 else "cpu"
+
     def embed_files(self, paths: Sequence[str | Path], progress: bool = False) -> np.ndarray:
-        """``[n, dim]`` for image files, keyed by their bytes; decoded only on a cache miss."""
+        """``[n, dim]`` for image files, keyed by their bytes; decoded only on a cache miss. Vectors a
+        GPU computed are cached apart from the CPU's (a GPU rounds differently)."""
         todo = sorted({str(p) for p in paths if str(p) not in self._memo})
         if todo:
             keys = [_file_key_checked(Path(p)) for p in todo]
-            vectors = _cached(cache_namespace(self.inner), self.dim, keys, self.cache,
+            namespace = cache_namespace(self.inner)
+            if self._worker_device() != "cpu" and self._offloaded(2):
+                namespace += f"@{self._worker_device()}"
+            vectors = _cached(namespace, self.dim, keys, self.cache,
                               lambda chunks: self._compute_files(todo, chunks), progress)
             self._memo.update(zip(todo, vectors))
         if not paths:

@@ -18,14 +18,15 @@ from typing import Any
 import numpy as np
 
 from guimem.core.data import DataError, Episode
-from guimem.core.io import check_number
+from guimem.core.io import check_number, readable_dir
 from guimem.core.store import SPLITS, load_episodes, read_manifest, save_episodes
 
 
 def split_counts(n: int, weights: Sequence[float]) -> tuple[int, ...]:
-    """How many of ``n`` runs each split gets: in proportion to ``weights`` (largest remainders
-    round), at least one for every split of positive weight, none for a split of weight 0. Fewer
-    runs than such splits is a DataError naming ``split``."""
+    """How many of ``n`` runs each split gets: in proportion to ``weights`` (rounded by largest
+    remainders, ties to the earlier split), then at least one for every split of positive weight
+    (taken from the largest split), none for a split of weight 0. Fewer runs than such splits is a
+    DataError naming ``split``."""
     if len(weights) != len(SPLITS):
         raise DataError("split", f"expected {len(SPLITS)} weights ({', '.join(SPLITS)}), got {list(weights)!r:.80}")
     for w in weights:
@@ -37,14 +38,14 @@ def split_counts(n: int, weights: Sequence[float]) -> tuple[int, ...]:
         raise DataError("split", f"{n} runs cannot fill {len(wanted)} splits "
                                  f"({', '.join(SPLITS[i] for i in wanted)}) with one run each")
     total = sum(weights)
-    counts = [1 if w > 0 else 0 for w in weights]  # one run each first, the rest by weight
-    rest = n - sum(counts)
-    share = [rest * w / total for w in weights]
-    for i in range(len(counts)):
-        counts[i] += int(share[i])
-    by_remainder = sorted(wanted, key=lambda i: (-(share[i] - int(share[i])), i))
-    for i in by_remainder[:n - sum(counts)]:
+    share = [n * w / total for w in weights]
+    counts = [int(s) for s in share]
+    for i in sorted(wanted, key=lambda i: (-(share[i] - int(share[i])), i))[:n - sum(counts)]:
         counts[i] += 1
+    for i in wanted:  # a split asked for gets a run, from the largest
+        if counts[i] == 0:
+            counts[max(range(len(counts)), key=lambda j: (counts[j], -j))] -= 1
+            counts[i] = 1
     return tuple(counts)
 
 
@@ -84,16 +85,19 @@ def write_splits(store: str | os.PathLike, out_dir: str | os.PathLike, weights: 
                  ) -> dict[str, list[Episode]]:
     """Save the episodes of the store ``store`` (an import) as ``out_dir/{train,test,memory}``
     episode stores (:func:`assign_splits`), each manifest's meta naming the import and the split.
-    Everything is checked before the first store is written. Returns each split's episodes as
-    stored."""
-    root = Path(store)
+    The split and every screenshot file are checked before the first store is written; each store
+    is then replaced atomically, one after the other. Returns each split's episodes as stored."""
+    root = readable_dir(store, "episode store")  # or the backup a crashed save left
     episodes = load_episodes(root, verify_images=False)
     parts = assign_splits(episodes, weights, seed)
     meta: dict[str, Any] = {"recorded": read_manifest(root).get("meta", {}), "split_weights": list(weights),
                             "split_seed": seed}
+    keys = {name: {o.screenshot for e in part for o in e.recorded_observations} for name, part in parts.items()}
+    for key in sorted(set().union(*keys.values())):
+        if not (root / key).is_file():
+            raise DataError("screenshot", "missing, or not a file", str(root / key))
     out = {}
     for name, part in parts.items():
-        keys = {o.screenshot for e in part for o in e.recorded_observations}
-        save_episodes(part, _StoredScreens(root, keys), Path(out_dir) / name, meta={**meta, "split": name})
+        save_episodes(part, _StoredScreens(root, keys[name]), Path(out_dir) / name, meta={**meta, "split": name})
         out[name] = load_episodes(Path(out_dir) / name, verify_images=False)
     return out

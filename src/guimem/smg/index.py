@@ -236,8 +236,10 @@ class HnswNodeIndex(NodeIndex):
         k = min(check_k(k), self.n)
         q = np.asarray(q, dtype=np.float32)
         wanted = min(self.n, max(k, self.search.candidates))
-        if self.search.ef_search < wanted:
-            self.ann.set_ef(wanted)
-        labels, _ = self.ann.knn_query(q[None], k=wanted, num_threads=1)
+        self.ann.set_ef(max(self.search.ef_search, wanted))  # per query: no answer depends on an earlier one
+        try:
+            labels, _ = self.ann.knn_query(q[None], k=wanted, num_threads=1)
+        except RuntimeError:  # HNSW reached fewer than `wanted` rows (a sparse graph): ask the exact scan
+            return super().topk(q, k)
         candidates = labels[0].astype(np.int64)
         return _top(candidates, exact_scores(self._x[candidates], q), k)

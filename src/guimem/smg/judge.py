@@ -193,9 +193,10 @@ class RuleJudge:
             return "no", mismatch
         switch = switch_goal(ep.goal)
         if switch is not None:
-            state = switch_state(ep.final.elements, switch[0])
+            state = switch_state(ep.observations[-1].elements, switch[0])  # the final screen, or the last recorded
             if state is not None:
-                return ("yes" if state == switch[1] else "no"), f"'{switch[0]}' is {state} on the final screen"
+                where = "the final screen" if ep.final_recorded else "the last screen recorded"
+                return ("yes" if state == switch[1] else "no"), f"'{switch[0]}' is {state} on {where}"
         keys = goal_keywords(ep.goal)
         if not keys:
             return "uncertain", "the goal has no key words to look for"

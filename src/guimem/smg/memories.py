@@ -608,7 +608,9 @@ def make_memory(name: str, image_embedder: ImageEmbedder, text_embedder: TextEmb
 
     ``k`` defaults to 1 node (SMG, Action-Graph), 3 subgoals (Flat) or 1 trajectory
     (Task-Graph); ``rank_by`` applies to SMG and Action-Graph, ``alpha`` to Task-Graph; ``search``
-    (exact, HNSW or exact below a size: :class:`~guimem.smg.index.NodeSearch`) to every memory.
+    (exact, HNSW or exact below a size: :class:`~guimem.smg.index.NodeSearch`) to the node search
+    of SMG, Action-Graph and Flat, and to Task-Graph's graph build (its retrieval scores every
+    trajectory exactly).
     """
     if name == "flat":
         return FlatMemory(image_embedder, text_embedder, 3 if k is None else k, style, search)
@@ -648,10 +650,14 @@ def extend_memory(path: str | Path, episodes: Sequence[Episode], subgoals: Seque
                   image_embedder: ImageEmbedder, text_embedder: TextEmbedder) -> dict[str, dict[str, int]]:
     """Add trajectories to the memory saved at ``path`` without rebuilding it, and save it there.
 
-    The memory is loaded, the ``episodes`` it does not hold are ingested in the order given (each
-    memory is defined incrementally: the result is the memory built from its old episodes and then
-    these at once, file for file), and the folder is replaced atomically: a reader sees the old
-    memory or the new one, and a refused episode (a DataError) leaves the folder untouched. The
+    The memory is loaded, the ``episodes`` it does not hold are ingested in the order given, and
+    the folder is replaced atomically: a reader sees the old memory or the new one, and a refused
+    episode (a DataError) leaves the folder untouched. Each memory is defined incrementally, so with
+    exact node search the result is, file for file, the memory built from its old episodes and then
+    these in one go. Two things are not rebuilt: a screen projection stays the one fitted on the
+    screens the memory was built from (``image_embedder`` carries it), and an HNSW index is made
+    afresh from the saved node means, so its approximate answers may differ from those of the
+    index the build grew. The
     episodes' screenshots must be in the episode store the memory reads
     (:func:`guimem.core.store.add_episodes` puts them there). Returns the memory's size before and
     after (:func:`memory_size`)."""

@@ -206,5 +206,6 @@ def trajectory_text(episode: Episode) -> str:
     lines = [f"Goal: {ep.goal}", "Steps:"]
     for k, (ctx, phrase) in enumerate(zip(contexts, phrases), start=1):
         lines.append(f"{k}. [{ctx.words()}] {phrase}")
-    lines.append(f"End: [{contexts[-1].words()}]")
+    lines.append(f"End: [{contexts[-1].words()}]" if ep.final_recorded
+                 else f"End: not recorded (the last screen seen: [{contexts[-1].words()}])")
     return "\n".join(lines)

@@ -143,7 +143,7 @@ def read_run(folder: Path, episode_id: str, goal: str | None = None,
     for i in range(len(actions) + 1):
         if i not in shots:
             if i == len(actions):
-                break  # no after-screen: the last step's screen is repeated
+                break  # no after-screen: final_screen() decides
             raise DataError(f"screenshot_{i}.png", f"missing: step {i} of {len(actions)} has no screen", str(folder))
         check_image_file(shots[i], f"screenshot_{i}.png")
         files[str(shots[i])] = shots[i]

@@ -213,45 +213,39 @@ def with_labels(episodes: Sequence[Episode], labels: Mapping[str, Any]) -> list[
 
 
 PIXEL_NOISE = 8  # levels (of 255) a pixel's channel may move without counting as changed (JPEG, scaling)
-SAME_SCREEN_SHARE = 0.002  # share of pixels below the status bar that may change within one screen (a cursor)
 
 
 def unchanged_screens(episode: Episode, images: Mapping[str, Image.Image], status_bar: float = STATUS_BAR) -> Episode:
-    """``episode`` with every screen that looks like the one before it below the status bar (at most
-    :data:`SAME_SCREEN_SHARE` of those pixels moved by more than :data:`PIXEL_NOISE` in a channel, and
-    the same elements) given that screen's screenshot, so that "nothing changed" is seen as it is.
+    """``episode`` with every screen that is the one before it but for the status bar (no pixel
+    below the status bar moved by more than :data:`PIXEL_NOISE` in a channel, and the same
+    elements) given that screen's screenshot, so that "nothing changed" is seen as it is.
 
     A phone's clock, battery and notification icons change between any two screenshots, so without
     this only byte-identical screenshots count as one screen. An image embedding does not tell the
     two cases apart: on the bundled sample, the day view of two consecutive dates has an
     EfficientNet cosine of 0.98-0.99, while real "nothing changed" pairs are pixel-identical below the
-    status bar. The indices of the screens given their predecessor's screenshot for a difference in
-    the status bar (not merely for equal pixels, which the store keeps once anyway) are kept in
-    ``provenance["same_screen_as_before"]``."""
+    status bar. No other change is tolerated, however small: a ticked box or a digit is what a tap
+    did (a blinking cursor, likewise, keeps two screens apart). The indices of the screens given
+    their predecessor's screenshot for a difference in the status bar (not merely for equal pixels,
+    which the store keeps once anyway) are kept in ``provenance["same_screen_as_before"]``. Two
+    decoded screens are held at a time."""
     screens = list(episode.recorded_observations)
     repeated = episode.final is not None and episode.final == episode.steps[-1].observation
     if repeated:
         screens.pop()  # the last step's screen standing in for the final one follows it below
-    decoded: dict[str, np.ndarray] = {}
-
-    def pixels(key: str) -> np.ndarray:
-        if key not in decoded:
-            decoded[key] = np.asarray(images[key].convert("RGB"), dtype=np.int16)
-        return decoded[key]
-
-    same = []
-    for i in range(1, len(screens)):
-        before, now = screens[i - 1], screens[i]
-        if now.screenshot == before.screenshot or now.elements != before.elements:
+    same, before = [], None  # before: (screenshot, pixels) of the screen before, as it will be stored
+    for i, now in enumerate(screens):
+        if before is not None and now.screenshot == before[0]:
             continue
-        a, b = pixels(before.screenshot), pixels(now.screenshot)
-        if a.shape != b.shape:
-            continue
-        below = round(status_bar * a.shape[0])
-        if np.mean(np.abs(a[below:] - b[below:]).max(axis=2) > PIXEL_NOISE) <= SAME_SCREEN_SHARE:
-            screens[i] = dataclasses.replace(now, screenshot=before.screenshot)
-            if not np.array_equal(a, b):  # equal pixels are one screen in the store anyway
-                same.append(i)
+        pixels = np.asarray(images[now.screenshot].convert("RGB"), dtype=np.int16)
+        if before is not None and now.elements == screens[i - 1].elements and pixels.shape == before[1].shape:
+            below = round(status_bar * pixels.shape[0])
+            if not (np.abs(pixels[below:] - before[1][below:]) > PIXEL_NOISE).any():
+                screens[i] = dataclasses.replace(now, screenshot=before[0])
+                if not np.array_equal(pixels, before[1]):  # equal pixels are one screen in the store anyway
+                    same.append(i)
+                continue
+        before = (now.screenshot, pixels)
     if screens == list(episode.recorded_observations)[:len(screens)]:
         return episode
     if repeated:
@@ -299,8 +293,9 @@ def write_import(episodes: Sequence[Episode], images: ScreenshotFiles, store: st
                  subgoal_labels: Mapping[str, Any] | None = None, executor: Executor | None = None) -> Path:
     """Save the parsed ``episodes`` as the episode store ``store`` (see :func:`save_episodes`), the
     manifest's meta naming the ``source`` (format, path, options). Screens that only the status bar
-    tells from the one before them are stored as that one (:func:`unchanged_screens`); with ``ocr``, screens recorded
-    without a UI tree first get the text elements OCR reads on them; with ``labels``, screens get
+    tells from the one before them are stored as that one (:func:`unchanged_screens`); with
+    ``ocr``, screens recorded without a UI tree then get the text elements OCR reads on them; with
+    ``labels``, screens get
     their types (:func:`with_labels`); with ``subgoal_labels``, steps get their subgoals
     (:func:`with_subgoal_labels`); ``executor`` is where OCR runs (:func:`with_ocr`)."""
     if not episodes:

@@ -32,8 +32,10 @@ def import_store(src: str | os.PathLike, store: str | os.PathLike, max_side: int
     checked before anything is written. Returns the episodes as stored."""
     root = Path(src)
     check_max_side(max_side)
-    episodes = [dataclasses.replace(e, provenance={**dict(e.provenance), "source_name": e.id})
-                if "source_name" not in e.provenance else e for e in load_episodes(root, verify_images=True)]
+    episodes = [dataclasses.replace(e, provenance={"source_name": e.id,
+                                                   "final_screen": "recorded" if e.final_recorded else "not recorded",
+                                                   **dict(e.provenance)})
+                for e in load_episodes(root, verify_images=True)]
     files = {o.screenshot: root / o.screenshot for e in episodes for o in e.observations}
     write_import(episodes, ScreenshotFiles(files, max_side), store, {"format": FORMAT, "path": str(root)},
                  ocr=ocr, labels=labels,
