@@ -9,7 +9,7 @@ does not depend on where it ran:
   processes (one model each).
 * :class:`RayExecutor`: Ray actors, each holding its own ``setup()`` state (the model is loaded
   once per actor, on a GPU where ``gpus_per_worker`` asks for one). With no ``address`` a local
-  Ray is started on demand with ``workers`` CPUs; ``address`` (``auto``, ``ray://host:10001``)
+  Ray is started on demand with ``workers`` CPUs (the last task's actors are kept for its next call); ``address`` (``auto``, ``ray://host:10001``)
   joins a running cluster, whose workers must see the inputs at the same absolute paths (a
   shared file system: chunks name files, not their bytes). A worker that dies is restarted and its chunk retried
   (``max_retries`` times); a chunk whose task raises is not retried (the error is the task's).
@@ -112,12 +112,18 @@ class LocalExecutor:
 
 # ----------------------------------------------------------------------------- Ray
 class RayExecutor:
-    """Chunks run on Ray actors (one ``task.setup()`` each), results in order (see the module docstring)."""
+    """Chunks run on Ray actors (one ``task.setup()`` each), results in order (see the module docstring).
+
+    The actors of the last task stay up for the next call of :meth:`map` with an equal task, so a
+    stage that embeds in several calls loads its model once per actor; a call with another task,
+    :meth:`close` or the end of the process stops them.
+    """
 
     def __init__(self, spec: ExecutorSpec):
         if spec.kind != "ray":
             raise DataError("executor", f"a RayExecutor needs kind 'ray', got {spec.kind!r}")
         self.spec = spec
+        self._actors: dict[Any, list[Any]] = {}  # task -> its actors
 
     def _connect(self) -> Any:
         import ray  # started only where a stage asks for Ray
@@ -130,20 +136,36 @@ class RayExecutor:
                          configure_logging=False)
         return ray
 
+    def _actors_for(self, ray: Any, task: Task) -> list[Any]:
+        if task not in self._actors:
+            self.close()  # the actors of another task hold the CPUs (GPUs) these need
+            worker = ray.remote(_RayWorker).options(num_cpus=1, num_gpus=self.spec.gpus_per_worker,
+                                                    max_restarts=self.spec.max_retries,
+                                                    max_task_retries=self.spec.max_retries)
+            self._actors[task] = [worker.remote(task) for _ in range(self.spec.workers)]
+        return self._actors[task]
+
     def map(self, task: Task, chunks: Sequence[Any]) -> Iterator[Any]:
         if not chunks:
             return
         ray = self._connect()
         from ray.util import ActorPool
 
-        worker = ray.remote(_RayWorker).options(num_cpus=1, num_gpus=self.spec.gpus_per_worker,
-                                                max_restarts=self.spec.max_retries,
-                                                max_task_retries=self.spec.max_retries)
-        actors = [worker.remote(task) for _ in range(min(self.spec.workers, len(chunks)))]
         try:
-            yield from ActorPool(actors).map(lambda actor, chunk: actor.run.remote(chunk), list(chunks))
-        finally:
-            for actor in actors:
+            yield from ActorPool(self._actors_for(ray, task)).map(lambda actor, chunk: actor.run.remote(chunk),
+                                                                  list(chunks))
+        except BaseException:  # a failed or abandoned call: its actors may hold half a chunk; start afresh
+            self.close(task)
+            raise
+
+    def close(self, task: Task | None = None) -> None:
+        """Stop the actors of ``task`` (of every task when None)."""
+        if not self._actors:
+            return
+        import ray
+
+        for key in [task] if task is not None else list(self._actors):
+            for actor in self._actors.pop(key, []):
                 ray.kill(actor)
 
 

@@ -138,7 +138,7 @@ class NodeSearch:
     exact_below: int = 20_000  # auto: rows searched exactly before HNSW takes over
     m: int = 16  # HNSW: links per element (hnswlib's M)
     ef_construction: int = 100  # HNSW: candidate list while inserting
-    ef_search: int = 100  # HNSW: candidate list while querying (at least ``candidates``)
+    ef_search: int = 200  # HNSW: candidate list while querying (at least ``candidates``; benchmarks/bench_index.py)
     candidates: int = 16  # HNSW neighbours rescored exactly per query
     drift: float = 0.01  # HNSW re-indexes a row once its cosine to the vector it indexed falls below 1 - drift
     seed: int = 0  # HNSW's level draws
