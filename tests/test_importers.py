@@ -74,8 +74,11 @@ def test_a_recorded_after_screen_is_the_final_one_and_status_failure_is_no_succe
 
 
 def test_a_run_cut_off_after_a_tap_has_no_final_screen_and_nothing_claims_what_the_tap_did(tmp_path):
+    import dataclasses
+
     from guimem.smg.annotate import NOT_RECORDED
-    from guimem.smg.screens import read_episode
+    from guimem.smg.judge import RuleJudge
+    from guimem.smg.screens import read_episode, trajectory_text
     from guimem.smg.segment import make_segmenter, segment_episodes
 
     write_run(tmp_path / "runs" / "cut", [line(action="click", coordinate=[1, 2]), line(action="click", coordinate=[5, 5])])
@@ -88,6 +91,11 @@ def test_a_run_cut_off_after_a_tap_has_no_final_screen_and_nothing_claims_what_t
     assert read_episode(ep).kinds[-1] == "effective"  # not "noise": the same screen is no evidence here
     subgoals = segment_episodes([ep], make_segmenter("rule"), progress=False)
     assert subgoals[-1].effect.endswith(NOT_RECORDED)
+    assert "End: not recorded" in trajectory_text(ep)  # what the LLM segmenter and judge read
+    ended = import_agent_runs(tmp_path / "runs", tmp_path / "s2")[0]  # a judge reads the last screen recorded
+    done = dataclasses.replace(ended, goal="turn on Wi-Fi", steps=(*ended.steps[:-1], dataclasses.replace(
+        ended.steps[-1], action=Action("done"))))
+    assert RuleJudge().episode_verdict(done)[0] in ("yes", "no", "uncertain")
     with pytest.raises(DataError, match=r"labels\['cut'\].*a list of 2 screen types"):  # no type for a screen not recorded
         import_agent_runs(tmp_path / "runs", tmp_path / "store3", labels={"cut": ["a", "b", "c"]})
     assert not (tmp_path / "store3").exists()
