@@ -45,6 +45,9 @@ max_steps = 20  # step budget per episode: no successful demonstration is longer
 batch_size = 0  # episodes played in lock-step (0: all of a memory's at once; fewer: less memory, more ticks)
 actor_batch_size = 64  # actor inputs per forward pass
 torch_threads = 1  # CPU threads for the actor and the screen embedder (results are reproducible for a fixed count)
+executor = "local"  # where the episodes are played: local (workers processes; 1: this one), ray (a local Ray) or ray:<address> (a cluster)
+workers = 1  # workers playing memories (or lock-step batches) side by side, each loading the actor once (traces do not depend on it)
+gpus_per_worker = 0.0  # ray: GPUs each worker reserves (a Hugging Face actor then loads there)
 action_score_modalities = ["none", "text", "image", "both"]  # memory conditions of the step-level action score
 action_score_memory = "smg"  # whose memory the step-level score shows
 world_dir = "data/world"  # episode stores from 00_world (test/ is replayed; memory/ holds the memories' screens)
@@ -58,6 +61,7 @@ hf_max_new_tokens = 64  # a Hugging Face actor's answer budget in tokens (a JSON
 image_embedder = "efficientnet_lite0"  # must be the embedder the memories were built with
 text_embedder = "minilm"  # must be the intent embedder the memories were built with
 cache_dir = ".cache/guimem/embeddings"  # content-hash embedding cache (not tracked)
+chunks_dir = ".cache/guimem/chunks"  # finished chunks of actor work, by content key: a stopped run resumes from them ("": keep none; not tracked)
 out_dir = "scratch/closed_loop"  # traces and the markdown table (the pipeline: data/closed_loop)
 figures_dir = "scratch/figures"  # where the figures go (the pipeline: figures)
 metrics_path = "scratch/metrics/closed_loop.json"  # headline numbers (the pipeline: metrics/closed_loop.json)
@@ -65,24 +69,22 @@ results_path = "scratch/results/closed_loop.json"  # every count behind them (th
 
 # %%
 import json
-from collections import OrderedDict
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 import torch
 
-from guimem.actors.loading import describe_actor, load_actor
+from guimem.actors.loading import ActorSpec, describe_actor
+from guimem.core.executor import ExecutorSpec, make_executor
+from guimem.core.resume import ChunkCache
 from guimem.core.io import atomic_write_text, write_metrics, write_stage_results
 from guimem.core.store import load_episodes
 from guimem.eval.closed_loop import (
     NO_MEMORY,
-    LoopStats,
-    QueryVectors,
     paired_success,
     pick_tasks,
     replay_tasks,
     replay_world_config,
-    run_closed_loop,
     save_traces,
     stalled_share,
     success_table,
@@ -91,9 +93,8 @@ from guimem.eval.examples import examples_from_retrieval
 from guimem.eval.metrics import MatchConfig
 from guimem.eval.scoring import step_scores
 from guimem.eval.tables import PAPER_SR, comparison_lines, ended_counts, in_short, markdown_table, mean_steps
-from guimem.phone.world import World
 from guimem.pipeline.paths import enter_repo_root
-from guimem.smg.memories import load_memories
+from guimem.routing.jobs import PlayEpisodes, condition_plays, play_all
 from guimem.viz.plotting import MEMORY_LABELS, figure_path, save_figure, table_figure
 
 enter_repo_root()
@@ -120,15 +121,16 @@ test_root = Path(world_dir) / "test"
 all_test = load_episodes(test_root)
 test_episodes = pick_tasks(all_test, max_tasks, seed)
 replays = replay_tasks(test_episodes, n_seeds)
-actor = load_actor(actor_model, actor_dir, actor_batch_size, coords=hf_coords, answer_format=hf_answer_format,
-                   max_new_tokens=hf_max_new_tokens)
-stored = load_memories(memories_dir, image_embedder, text_embedder, cache_dir=cache_dir,
-                       store_root=Path(world_dir) / "memory",
-                       names=[m for m in memories if m != "none"])
+actor_spec = ActorSpec(actor_model, actor_dir, actor_batch_size, hf_coords, hf_answer_format, hf_max_new_tokens,
+                       torch_threads)
+actor = actor_spec.load()  # loaded once in this process; worker processes load their own
 world_config = replay_world_config(test_root, max_steps)
+task = PlayEpisodes(actor_spec, world_config, memories_dir, tuple(m for m in memories if m != NO_MEMORY),
+                    str(Path(world_dir) / "memory"), image_embedder, text_embedder, cache_dir, k=k or None,
+                    history_len=history_len)
 print(f"{len(test_episodes)} of {len(all_test)} held-out tasks x {n_seeds} seeds = {len(replays)} episodes per memory, "
       f"at most {max_steps} steps each")
-print("actor:", describe_actor(actor, actor_model), "| memories:", sorted(stored))
+print("actor:", describe_actor(actor, actor_model), "| memories:", list(task.memories))
 
 # %% [markdown]
 # ## Playing the tasks
@@ -144,18 +146,24 @@ print("actor:", describe_actor(actor, actor_model), "| memories:", sorted(stored
 # screens of a tick in one batch, through the content-hash cache), a retrieval is done once
 # per goal and screen, and only the modality shown is rendered. The counts below say how much
 # work that leaves.
+#
+# **Where it runs.** Each memory's episodes are one chunk of work (with `batch_size`, each lock-step
+# batch is one), played by the executor `executor` names: here in this process, or on `workers`
+# processes or Ray workers, each loading the actor and the memories once. A chunk is the same
+# call wherever it runs, so the traces are the same; only the work counts say what was shared.
 
 # %%
-traces, vectors = [], QueryVectors(next(iter(stored.values())).image_embedder) if stored else None
-screens = OrderedDict()  # rendered screens, shared by every world (a render key fixes the pixels)
+plays = [p for name in memories
+         for p in condition_plays(name, None if name == NO_MEMORY else name, "none" if name == NO_MEMORY else modality,
+                                  replays, batch_size)]
+resumed = ChunkCache(chunks_dir) if chunks_dir else None
+traces, work = play_all(task, plays, make_executor(ExecutorSpec.parse(executor, workers, gpus_per_worker)), resumed)
+if resumed is not None and resumed.hits:
+    print(f"{resumed.hits} of {len(plays)} plays read back from {chunks_dir} (an earlier run finished them)")
 for name in memories:
-    memory = None if name == "none" else stored[name]
-    work = LoopStats()
-    traces += run_closed_loop(lambda: World(world_config, image_cache=screens), replays, actor, memory, name,
-                              modality="none" if name == "none" else modality, k=k or None,
-                              history_len=history_len, batch_size=batch_size, vectors=vectors, stats=work)
-    print(f"{name}: {work.steps} steps, {work.actor_inputs} distinct actor inputs, {work.retrievals} retrievals, "
-          f"{work.renders} renderings, {work.embedded} screens embedded")
+    w = work[name]
+    print(f"{name}: {w.steps} steps, {w.actor_inputs} distinct actor inputs, {w.retrievals} retrievals, "
+          f"{w.renders} renderings, {w.embedded} screens embedded")
 save_traces(Path(out_dir) / "traces.jsonl", traces)
 table = success_table(traces)
 ended = ended_counts(traces, memories)

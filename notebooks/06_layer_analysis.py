@@ -61,7 +61,11 @@ max_pool_episodes = 0  # size knob: the first N memory episodes only (0: all)
 max_eval_steps = 0  # size knob: a fixed random sample of held-out steps (0: all)
 batch_size = 64  # prompts per forward pass (fixed: batch composition moves float noise)
 torch_threads = 1  # CPU threads (results are reproducible for a fixed count)
+executor = "local"  # where the actor runs: local (workers processes; 1: this one), ray (a local Ray) or ray:<address> (a cluster)
+workers = 1  # workers running chunks of steps side by side, each loading the actor once (records do not depend on it)
+gpus_per_worker = 0.0  # ray: GPUs each worker reserves (a Hugging Face actor then loads there)
 cache_dir = ".cache/guimem/embeddings"  # content-hash embedding cache (not tracked)
+chunks_dir = ".cache/guimem/chunks"  # finished chunks of actor work, by content key: a stopped run resumes from them ("": keep none; not tracked)
 figures_dir = "scratch/figures"  # where the figures go (the pipeline: figures)
 plots_dir = "scratch/plots"  # the data behind the layer curve (the pipeline: plots)
 metrics_path = "scratch/metrics/layer_analysis.json"  # headline numbers (the pipeline: metrics/layer_analysis.json)
@@ -73,7 +77,9 @@ from pathlib import Path
 
 import torch
 
-from guimem.actors.loading import describe_actor, load_actor
+from guimem.actors.loading import ActorSpec, describe_actor
+from guimem.core.executor import ExecutorSpec, make_executor
+from guimem.core.resume import ChunkCache
 from guimem.core.data import group_by_episode
 from guimem.core.io import write_metrics, write_stage_results
 from guimem.core.store import load_episodes, load_subgoals
@@ -83,15 +89,16 @@ from guimem.models.embedding import embed_screenshots
 from guimem.pipeline.paths import enter_repo_root
 from guimem.routing.evaluate import preference_shares
 from guimem.routing.figures import layer_curve_figure, modality_wins_figure
+from guimem.routing.jobs import record_steps
 from guimem.routing.probe import layer_curve, transfer_curve
-from guimem.routing.records import collect_records
 from guimem.smg.memories import MEMORIES, load_memories, memory_embedders, rebuild_like
 from guimem.viz.plotting import MEMORY_LABELS, figure_path, save_figure, write_plot_data
 
 enter_repo_root()
 torch.set_num_threads(torch_threads)
-actor = load_actor(actor_model, actor_dir, batch_size, coords=hf_coords, answer_format=hf_answer_format,
-                   max_new_tokens=hf_max_new_tokens)
+actor_spec = ActorSpec(actor_model, actor_dir, batch_size, hf_coords, hf_answer_format, hf_max_new_tokens,
+                       torch_threads)
+actor = actor_spec.load()  # loaded once in this process; worker processes load their own
 test_root, memory_root = Path(world_dir) / "test", Path(world_dir) / "memory"
 test = load_episodes(test_root, verify_images=False)  # validated by 00_world
 pool_episodes = load_episodes(memory_root, verify_images=False)
@@ -145,12 +152,22 @@ print(f"{len(held_examples)} held-out examples ({len(held_kinds)} memories each)
 # the text and the image rendering draw with the *same* seed (common random numbers): where the two
 # prompts leave the actor's distribution unchanged, their samples are identical and the step is
 # tied, so a preference is what the rendering changed, not the luck of two independent draws.
+#
+# **Where it runs.** The steps go to the executor `executor` names in chunks of a few forward
+# batches: here, in this process; on `workers` processes or Ray workers (GPU ones on a cluster),
+# each loading the actor once. A chunk starts on a batch boundary, so every forward pass holds the
+# same prompts wherever it runs, and the records are the same array for array.
 
 # %%
 size = held_examples[0].input.screenshot.size
 rules = {"aitw": MatchConfig("aitw"), "learngui": MatchConfig("learngui", screen_size_px=size)}
-held = collect_records(actor, held_examples, rules, n_samples, temperature, seed, batch_size)
-pool = collect_records(actor, pool_examples, rules, n_samples, temperature, seed + 1, batch_size)
+run_on = make_executor(ExecutorSpec.parse(executor, workers, gpus_per_worker))
+resumed = ChunkCache(chunks_dir) if chunks_dir else None
+held = record_steps(actor_spec, held_examples, rules, n_samples, temperature, seed, batch_size, run_on, cache=resumed)
+pool = record_steps(actor_spec, pool_examples, rules, n_samples, temperature, seed + 1, batch_size, run_on,
+                    cache=resumed)
+if resumed is not None and resumed.hits:
+    print(f"{resumed.hits} chunks of steps read back from {chunks_dir} (an earlier run finished them)")
 held.save(Path(out_dir) / "held_out")
 pool.save(Path(out_dir) / "pool")
 for name, rec in (("held-out", held), ("pool", pool)):

@@ -53,9 +53,13 @@ k = 0  # anchors retrieved per query (0: the memory's own default; as 05_closed_
 batch_size = 0  # episodes played in lock-step (0: all at once)
 actor_batch_size = 64  # actor inputs per forward pass
 torch_threads = 1  # CPU threads (results are reproducible for a fixed count)
+executor = "local"  # where the episodes are played: local (workers processes; 1: this one), ray or ray:<address> (as 05_closed_loop's)
+workers = 1  # workers playing the three conditions side by side, each loading the actor once (traces do not depend on it)
+gpus_per_worker = 0.0  # ray: GPUs each worker reserves
 image_embedder = "efficientnet_lite0"  # must be the embedder the memories were built with
 text_embedder = "minilm"  # must be the intent embedder the memories were built with
 cache_dir = ".cache/guimem/embeddings"  # content-hash embedding cache (not tracked)
+chunks_dir = ".cache/guimem/chunks"  # finished chunks of actor work, by content key: a stopped run resumes from them ("": keep none; not tracked)
 figures_dir = "scratch/figures"  # where the figures go (the pipeline: figures)
 metrics_path = "scratch/metrics/routing_stats.json"  # headline numbers (the pipeline: metrics/routing_stats.json)
 results_path = "scratch/results/routing_stats.json"  # every number behind them
@@ -63,34 +67,31 @@ results_path = "scratch/results/routing_stats.json"  # every number behind them
 # %%
 import dataclasses
 import json
-from collections import OrderedDict
 from pathlib import Path
 
 import torch
 
-from guimem.actors.loading import describe_actor, load_actor
+from guimem.actors.loading import ActorSpec, describe_actor
+from guimem.core.executor import ExecutorSpec, make_executor
+from guimem.core.resume import ChunkCache
 from guimem.core.data import DataError
 from guimem.core.io import write_metrics, write_stage_results
 from guimem.core.store import load_episodes
 from guimem.eval.closed_loop import (
-    QueryVectors,
     load_traces,
     paired_success,
     pick_tasks,
     replay_tasks,
     replay_world_config,
-    run_closed_loop,
     save_traces,
     success_table,
 )
-from guimem.phone.world import World
 from guimem.pipeline.paths import enter_repo_root
 from guimem.routing.evaluate import route_records, routing_statistics
 from guimem.routing.figures import closed_loop_figure, labelled_table_figure
-from guimem.routing.policy import SwitchMemPolicy
+from guimem.routing.jobs import PlayEpisodes, condition_plays, play_all
 from guimem.routing.records import StepRecords
 from guimem.routing.router import Router
-from guimem.smg.memories import load_memories
 from guimem.viz.plotting import MEMORY_LABELS, figure_path, save_figure
 
 enter_repo_root()
@@ -126,18 +127,20 @@ for kind in offline_memories:
 #
 # The same held-out tasks and world seeds as `05_closed_loop`, the same actor, memory and budget.
 # SwitchMem's reader retrieves once and renders both ways; the router picks one per step and the
-# actor is run on that prompt only. Each step of its traces records the modality shown.
+# actor is run on that prompt only. Each step of its traces records the modality shown. The three
+# conditions are played by the executor `executor` names, as in `05_closed_loop` (the same traces
+# wherever they run).
 
 # %%
 test_root = Path(world_dir) / "test"
 tasks = pick_tasks(load_episodes(test_root, verify_images=False), max_tasks, seed)
 replays = replay_tasks(tasks, n_seeds)
 world_config = replay_world_config(test_root, max_steps)
-actor = load_actor(actor_model, actor_dir, actor_batch_size, coords=hf_coords, answer_format=hf_answer_format,
-                   max_new_tokens=hf_max_new_tokens)
-print("actor:", describe_actor(actor, actor_model))
-stored = load_memories(memories_dir, image_embedder, text_embedder, cache_dir=cache_dir,
-                       store_root=Path(world_dir) / "memory", names=[memory])
+actor_spec = ActorSpec(actor_model, actor_dir, actor_batch_size, hf_coords, hf_answer_format, hf_max_new_tokens,
+                       torch_threads)
+print("actor:", describe_actor(actor_spec.load(), actor_model))
+task = PlayEpisodes(actor_spec, world_config, memories_dir, (memory,), str(Path(world_dir) / "memory"), image_embedder,
+                    text_embedder, cache_dir, routers_dir, k=k or None, history_len=history_len)
 planned = sorted((r.episode, r.seed) for r in replays)
 earlier = load_traces(Path(closed_loop_dir) / "traces.jsonl")
 reused = {}
@@ -148,12 +151,15 @@ for name, source, modality in (("none", "none", "none"), ("text", memory, "text"
                                         "and seeds: give both stages the same seed, max_tasks and n_seeds",
                         str(Path(closed_loop_dir) / "traces.jsonl"))
     reused[name] = got
-vectors, screens = QueryVectors(stored[memory].image_embedder), OrderedDict()
-play = lambda policy, name, modality, shown: run_closed_loop(
-    lambda: World(world_config, image_cache=screens), replays, policy, stored[memory], name, modality=modality,
-    k=k or None, history_len=history_len, batch_size=batch_size, vectors=vectors, trace_shown=shown)
-played = {"image": play(actor, "image", "image", False), "both": play(actor, "both", "both", False),
-          "switchmem": play(SwitchMemPolicy(actor, routers[memory]), "switchmem", "both", True)}
+plays = [p for name, modality, routed in (("image", "image", False), ("both", "both", False),
+                                          ("switchmem", "both", True))
+         for p in condition_plays(name, memory, modality, replays, batch_size, routed)]
+resumed = ChunkCache(chunks_dir) if chunks_dir else None
+traces_played, _ = play_all(task, plays, make_executor(ExecutorSpec.parse(executor, workers, gpus_per_worker)),
+                            resumed)
+if resumed is not None and resumed.hits:
+    print(f"{resumed.hits} of {len(plays)} plays read back from {chunks_dir} (an earlier run finished them)")
+played = {name: [t for t in traces_played if t.memory == name] for name in ("image", "both", "switchmem")}
 save_traces(Path(out_dir) / "traces.jsonl", played["switchmem"])
 traces = ([dataclasses.replace(t, memory=name) for name in ("none", "text") for t in reused[name]]
           + [t for name in ("image", "both", "switchmem") for t in played[name]])  # named by condition

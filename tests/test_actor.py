@@ -514,8 +514,7 @@ def closed_loop_stage(actor_stage):
 
     tmp, _ = actor_stage
     stage = yaml.safe_load((Path(__file__).parents[1] / "params.yaml").read_text())["closed_loop"]
-    tiny = dict(**CLOSED_LOOP_TINY, image_embedder="pixels", text_embedder="hashing", cache_dir=str(tmp / "cache"))
-    return tmp, stage, run_notebook("05_closed_loop", tmp, **{**stage, **tiny})
+    return tmp, stage, run_notebook("05_closed_loop", tmp, **{**stage, **CLOSED_LOOP_TINY, **_embedders(tmp)})
 
 
 @pytest.mark.notebook
@@ -549,11 +548,8 @@ def run_switchmem_notebooks(tmp: Path, actor: dict[str, Any] | None = None,
     from guimem.routing.records import StepRecords
 
     params = yaml.safe_load((Path(__file__).parents[1] / "params.yaml").read_text())
-    embedders = dict(image_embedder="pixels", text_embedder="hashing", cache_dir=str(tmp / "cache"))
     rule = params["layer_analysis"]["rule"]
-    out = {"06": run_notebook("06_layer_analysis", tmp, **{**params["layer_analysis"], **embedders, **actor,
-                                                            "seed": SMOKE_SEED, "history_len": 4, "k_folds": 2,
-                                                            "n_boot": 20, "cv_folds": 2, **layer_analysis})}
+    out = {"06": run_notebook("06_layer_analysis", tmp, **_layer_analysis_params(tmp, actor, layer_analysis))}
     # The tiny actor's two renderings tie on nearly every step (their samples share random numbers), which
     # 06 reports and 07 refuses to fit a probe on; so the pool's preferences are planted here — alternate
     # episodes prefer image and text — and 07-09 are run for their code paths, not their numbers.
@@ -566,10 +562,26 @@ def run_switchmem_notebooks(tmp: Path, actor: dict[str, Any] | None = None,
     out["07"] = run_notebook("07_probe_router", tmp, **{**params["probe_router"], "seed": SMOKE_SEED, "rule": rule,
                                                          "router_epochs": 20})
     out["08"] = run_notebook("08_oracle_headroom", tmp, **{**params["oracle_headroom"], "rule": rule})
-    out["09"] = run_notebook("09_routing_stats", tmp, **{**params["routing_stats"], **CLOSED_LOOP_TINY, **embedders,
-                                                          **actor, "history_len": 4, "k": 0, "batch_size": 0,
-                                                          "actor_batch_size": 64, "torch_threads": 1})
+    out["09"] = run_notebook("09_routing_stats", tmp, **_routing_stats_params(tmp, actor))
     return out
+
+
+def _embedders(tmp: Path) -> dict[str, str]:
+    return dict(image_embedder="pixels", text_embedder="hashing", cache_dir=str(tmp / "cache"))
+
+
+def _layer_analysis_params(tmp: Path, actor: dict[str, Any], layer_analysis: dict[str, Any]) -> dict[str, Any]:
+    """06_layer_analysis's parameters as dvc passes them, on the tiny world."""
+    section = yaml.safe_load((Path(__file__).parents[1] / "params.yaml").read_text())["layer_analysis"]
+    return {**section, **_embedders(tmp), **actor, "seed": SMOKE_SEED, "history_len": 4, "k_folds": 2, "n_boot": 20,
+            "cv_folds": 2, **layer_analysis}
+
+
+def _routing_stats_params(tmp: Path, actor: dict[str, Any]) -> dict[str, Any]:
+    """09_routing_stats's parameters as dvc passes them (closed_loop's where it takes those), on the tiny world."""
+    section = yaml.safe_load((Path(__file__).parents[1] / "params.yaml").read_text())["routing_stats"]
+    return {**section, **CLOSED_LOOP_TINY, **_embedders(tmp), **actor, "history_len": 4, "k": 0, "batch_size": 0,
+            "actor_batch_size": 64, "torch_threads": 1}
 
 
 @pytest.fixture(scope="module")
@@ -663,6 +675,34 @@ def test_routing_stats_notebook(switchmem_stages, closed_loop_stage):
     assert m["offline"]["smg"]["trajectories"] == len(load_episodes(tmp / "data" / "world" / "test"))
     for what in ("table", "closed_loop"):
         assert (tmp / "figures" / f"routing_stats_{what}.png").stat().st_size > 5_000
+
+
+@pytest.mark.notebook
+@pytest.mark.slow
+def test_closed_loop_layer_analysis_and_routing_stats_on_ray_write_what_they_write_in_process(switchmem_stages,
+                                                                                              tmp_path):
+    """05, 06 and 09 again, their episodes and steps played by a local two-worker Ray: what a later
+    stage reads, and 09's traces, byte for byte as in process (their executor knobs are report-only)."""
+    from nbsmoke import digest, rerun_changes_only_the_report, run_notebook
+
+    from guimem.pipeline.params import STAGES
+
+    tmp, _ = switchmem_stages
+    on_ray = dict(executor="ray", workers=2, gpus_per_worker=0.0)
+    for stage in ("05_closed_loop", "06_layer_analysis", "09_routing_stats"):
+        assert set(on_ray) <= set(STAGES[stage].reporting)
+    on_ray["chunks_dir"] = ""  # every chunk played and recorded again, none read back
+    closed_loop = yaml.safe_load((Path(__file__).parents[1] / "params.yaml").read_text())["closed_loop"]
+    again = tmp_path / "again"
+    rerun_changes_only_the_report("05_closed_loop", tmp, again, **{**closed_loop, **CLOSED_LOOP_TINY,
+                                                                   **_embedders(again), **on_ray})
+    run_notebook("06_layer_analysis", again, **{**_layer_analysis_params(again, {}, {}), **on_ray})
+    held, pool = "data/layer_analysis/held_out", "data/layer_analysis/pool"  # (the pool's preferences were planted)
+    assert digest(again, [held]) == digest(tmp, [held])
+    arrays = [f"{pool}/{p.name}" for p in sorted((tmp / pool).glob("*.npy"))]
+    assert arrays and digest(again, arrays) == digest(tmp, arrays)
+    run_notebook("09_routing_stats", again, **{**_routing_stats_params(again, {}), **on_ray})
+    assert digest(again, ["data/routing_stats"]) == digest(tmp, ["data/routing_stats"])
 
 
 def test_crops_of_one_image_are_cached_per_box_list():

@@ -72,6 +72,10 @@ class FakeMemory:
 
 @pytest.fixture(scope="module")
 def demos():
+    return make_demos()
+
+
+def make_demos():
     """Six demonstrations of distinct goals (noisy ones included), with their task and seed."""
     config = WorldConfig(dialog_prob=0.5, p_wrong_tap=0.2, p_give_up=0.3, p_wrong_state=0.2)
     world, rng, out, goals = World(config), random.Random(3), [], set()

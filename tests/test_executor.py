@@ -1,9 +1,11 @@
 """Executors: in this process, in worker processes and on a local two-worker Ray, the same job gives
-the same vectors in the same order; a worker that dies is replaced and its chunk retried; embedding
-stopped midway resumes from the chunks already in the cache."""
+the same vectors, step records and closed-loop traces in the same order; a worker that dies is
+replaced and its chunk retried; embedding, step records and closed-loop plays stopped midway
+resume from the chunks already finished."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from pathlib import Path
@@ -12,9 +14,14 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from guimem.actors.loading import ActorSpec
 from guimem.core.data import DataError
 from guimem.core.executor import ExecutorSpec, LocalExecutor, RayExecutor, make_executor, run_all
+from guimem.core.resume import ChunkCache
+from guimem.eval.closed_loop import replay_tasks
 from guimem.models.embedding import CHUNK, CachedImageEmbedder, EmbeddingCache, PixelEmbedder
+from guimem.routing.jobs import Play, PlayEpisodes, condition_plays, play_all, record_steps
+from guimem.routing.records import collect_records
 
 
 def screenshots(folder: Path, n: int) -> list[Path]:
@@ -127,3 +134,89 @@ def test_a_worker_that_dies_is_replaced_and_its_chunk_retried(tmp_path, ray_two_
     marker = tmp_path / "died"
     assert run_all(ray_two_workers, DiesOnce(str(marker), at=3), list(range(8))) == [10 * i for i in range(8)]
     assert marker.read_text() == "died"  # the first attempt at chunk 3 did kill its worker
+
+
+# ----------------------------------------------------------------------------- the actor's per-step work
+@pytest.fixture(scope="module")
+def saved_actor(tmp_path_factory):
+    """A tiny random miniature actor on disk (workers load it from there), and steps to run it on."""
+    import torch
+
+    from test_routing import RULES, examples, tiny_actor
+
+    torch.set_num_threads(1)
+    folder = tmp_path_factory.mktemp("actor") / "model"
+    tiny_actor().save(folder)
+    return ActorSpec("mini", str(folder), batch_size=2, torch_threads=1), examples(9), RULES
+
+
+def _same_records(a, b) -> None:
+    assert a.rows == b.rows and a.meta == b.meta
+    for c in a.hidden:
+        np.testing.assert_array_equal(a.hidden[c], b.hidden[c])
+    for c in a.candidates:
+        np.testing.assert_array_equal(a.candidates[c], b.candidates[c])
+    for r in a.hits:
+        for c in a.hits[r]:
+            np.testing.assert_array_equal(a.hits[r][c], b.hits[r][c])
+        for c in a.sampled[r]:
+            np.testing.assert_array_equal(a.sampled[r][c], b.sampled[r][c])
+
+
+def _closed_loop_task(spec, tmp_path):
+    """Two seeds of a few demonstrations' tasks, without memory: played whole, then in lock-step batches."""
+    from test_closed_loop import make_demos
+
+    config, runs = make_demos()
+    replays = replay_tasks([ep for _, _, ep in runs], 2)
+    task = PlayEpisodes(spec, dataclasses.replace(config, max_steps=5), str(tmp_path / "memories"), (),
+                        str(tmp_path / "store"))
+    plays = condition_plays("none", None, "none", replays) + condition_plays("batched", None, "none", replays, 5)
+    return task, plays
+
+
+def test_step_records_are_the_same_in_process_and_on_worker_processes(saved_actor, tmp_path):
+    spec, steps, rules = saved_actor
+    whole = collect_records(spec.load(), steps, rules, n_samples=3, seed=5, batch_size=2, progress=False)
+    for executor in (LocalExecutor(1), LocalExecutor(2)):  # 9 steps: chunks of 2 batches (4 steps) over 2 workers
+        _same_records(record_steps(spec, steps, rules, 3, 1.0, 5, 2, executor, chunk_batches=2, progress=False),
+                      whole)
+    kept = ChunkCache(tmp_path / "chunks")
+    _same_records(record_steps(spec, steps, rules, 3, 1.0, 5, 2, chunk_batches=2, cache=kept, progress=False), whole)
+    again = ChunkCache(tmp_path / "chunks")  # a rerun reads every chunk back
+    _same_records(record_steps(spec, steps, rules, 3, 1.0, 5, 2, chunk_batches=2, cache=again, progress=False), whole)
+    assert kept.stored == again.hits == 3
+    other = ChunkCache(tmp_path / "chunks")  # another seed is another result
+    record_steps(spec, steps, rules, 3, 1.0, 6, 2, chunk_batches=2, cache=other, progress=False)
+    assert other.hits == 0 and other.stored == 3
+
+
+def test_closed_loop_plays_are_the_same_in_process_and_on_worker_processes(saved_actor, tmp_path):
+    spec, _, _ = saved_actor
+    task, plays = _closed_loop_task(spec, tmp_path)
+    n = len(plays[0].replays)
+    assert n > 5 and [len(p.replays) for p in plays[1:]] == [min(5, n - lo) for lo in range(0, n, 5)]  # batches of 5
+    here, work = play_all(task, plays, progress=False)
+    assert [t.memory for t in here] == ["none"] * n + ["batched"] * n and work["none"].steps == work["batched"].steps
+    there, _ = play_all(task, plays, LocalExecutor(2), progress=False)
+    assert [t.to_dict() for t in there] == [t.to_dict() for t in here]
+    kept = ChunkCache(tmp_path / "chunks")
+    play_all(task, plays[:2], cache=kept, progress=False)  # a run stopped after two plays
+    resumed, _ = play_all(task, plays, cache=kept, progress=False)
+    assert [t.to_dict() for t in resumed] == [t.to_dict() for t in here] and kept.hits == 2
+    with pytest.raises(DataError, match="modality"):
+        Play("x", "smg", "text", (), routed=True)  # SwitchMem needs both renderings
+    with pytest.raises(DataError, match="replays"):
+        condition_plays("none", None, "none", [])
+
+
+@pytest.mark.slow
+def test_ray_gives_the_in_process_records_and_traces(saved_actor, tmp_path, ray_two_workers):
+    spec, steps, rules = saved_actor
+    whole = collect_records(spec.load(), steps, rules, n_samples=3, seed=5, batch_size=2, progress=False)
+    _same_records(record_steps(spec, steps, rules, 3, 1.0, 5, 2, ray_two_workers, chunk_batches=1, progress=False),
+                  whole)
+    task, plays = _closed_loop_task(spec, tmp_path)
+    here, _ = play_all(task, plays, progress=False)
+    there, _ = play_all(task, plays, ray_two_workers, progress=False)
+    assert [t.to_dict() for t in there] == [t.to_dict() for t in here]

@@ -137,6 +137,8 @@ def test_the_committed_params_yaml_passes_every_stage_as_dvc_runs_it(stage, tmp_
     (Flag(), 1, "expected true or false, got int 1"),
     (Text(), "", "expected a non-empty string, got str ''"),
     (Text(), 3, "expected a non-empty string, got int 3"),
+    (Text(empty=True), "", None),  # "": none (an optional path)
+    (Text(empty=True), None, "expected a non-empty string, got NoneType None"),
     (Text(("a", "b")), "c", "expected one of ['a', 'b'], got 'c'"),
     (Text(("a",), pattern=r"x-\d+"), "x-12", None),
     (Text(("a",), pattern=r"x-\d+", shown=("a", "x-<n>")), "x-", "expected one of ['a', 'x-<n>'], got 'x-'"),

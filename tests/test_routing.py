@@ -55,12 +55,17 @@ def an_input(i: int = 0, goal: str = 'Rename "Yoga" to Errands') -> PolicyInput:
                        f"1. succeeded | did: tap \"Display\" {i}", screen((10 * i, 100, 30)))
 
 
-@pytest.fixture(scope="module")
-def actor() -> MiniActor:
+def tiny_actor() -> MiniActor:
+    """A tiny random miniature actor (seeded)."""
     vocab = build_vocabulary([ActorExample(an_input(), Action("back"))], min_count=1, n_hash_buckets=8)
     torch.manual_seed(0)
     model = GuiActor(ActorConfig(vocab_size=len(vocab), app_names=["Notes", "Shop"], **TINY)).eval()
     return MiniActor(model, vocab, batch_size=4)
+
+
+@pytest.fixture(scope="module")
+def actor() -> MiniActor:
+    return tiny_actor()
 
 
 def examples(n: int = 6) -> list[ActorExample]:

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
+
+import torch
 
 from guimem.actors.hf.policy import HFVLMActor
 from guimem.actors.mini.policy import MiniActor
 from guimem.core.data import DataError
 from guimem.core.policy import Policy
+from guimem.core.resume import tree_digest
 
 MINI_ACTOR = "mini"
 """``actor_model`` value naming the miniature actor trained by the ``actor`` stage."""
@@ -28,6 +32,52 @@ def load_actor(actor_model: str, actor_dir: str | os.PathLike, batch_size: int =
         return MiniActor.load(actor_dir, batch_size=batch_size)
     return HFVLMActor(actor_model, coords=coords, answer_format=answer_format, max_new_tokens=max_new_tokens,
                       batch_size=batch_size)
+
+
+@dataclass(frozen=True)
+class ActorSpec:
+    """:func:`load_actor`'s arguments as a value: it travels to worker processes and Ray actors
+    (executor tasks carry it), and each process loads its actor once (:meth:`load`).
+
+    Paths are made absolute, so a worker started elsewhere than this process's working directory
+    finds them (on a cluster, at the same path on a shared file system).
+    """
+
+    actor_model: str = MINI_ACTOR
+    actor_dir: str = ""  # the miniature actor's folder (actor_model "mini")
+    batch_size: int = 64
+    coords: str = "relative_1000"
+    answer_format: str = "json"
+    max_new_tokens: int = 64
+    torch_threads: int = 0  # CPU threads of a process that loads it (0: leave torch's setting)
+
+    def __post_init__(self) -> None:
+        if self.actor_dir:
+            object.__setattr__(self, "actor_dir", os.path.abspath(self.actor_dir))
+        if isinstance(self.actor_model, str) and os.path.isdir(self.actor_model):  # a local folder, not a hub id
+            object.__setattr__(self, "actor_model", os.path.abspath(self.actor_model))
+
+    def fingerprint(self) -> str | None:
+        """A digest of the actor's files (:mod:`guimem.core.resume`): the miniature's folder read
+        whole, a local Hugging Face folder by file sizes and times; None for a hub id (its files
+        are not this project's to check)."""
+        if self.actor_model == MINI_ACTOR:
+            return tree_digest(self.actor_dir)
+        if os.path.isdir(self.actor_model):
+            return tree_digest(self.actor_model, contents=False)
+        return None
+
+    def load(self) -> Policy:
+        """The actor, loaded on the first call in this process; later calls return the same one."""
+        if self not in _LOADED:
+            if self.torch_threads:
+                torch.set_num_threads(self.torch_threads)
+            _LOADED[self] = load_actor(self.actor_model, self.actor_dir, self.batch_size, self.coords,
+                                       self.answer_format, self.max_new_tokens)
+        return _LOADED[self]
+
+
+_LOADED: dict[ActorSpec, Policy] = {}  # this process's loaded actors
 
 
 def describe_actor(actor: Policy, actor_model: str) -> str:

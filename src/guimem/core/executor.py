@@ -67,17 +67,19 @@ class ExecutorSpec:
             raise DataError("address", f"expected a string, got {type(self.address).__name__}")
 
     @classmethod
-    def parse(cls, text: str, workers: int = 1) -> "ExecutorSpec":
+    def parse(cls, text: str, workers: int = 1, gpus_per_worker: float = 0.0) -> "ExecutorSpec":
         """``local``, ``ray`` (a local Ray), ``ray:<address>`` (a cluster: ``ray:auto``) or a Ray
-        client address ``ray://host:port``, with ``workers``."""
+        client address ``ray://host:port``, with ``workers`` (and, on Ray, ``gpus_per_worker``)."""
         if not isinstance(text, str):
             raise DataError("executor", f"expected a string, got {type(text).__name__}")
         if text.startswith("ray://"):  # a Ray client address, given whole
-            return cls(kind="ray", workers=workers, address=text)
+            return cls(kind="ray", workers=workers, address=text, gpus_per_worker=gpus_per_worker)
         kind, _, address = text.partition(":")
         if kind == "local" and address:
             raise DataError("executor", f"local takes no address, got {text!r:.60}")
-        return cls(kind=kind, workers=workers, address=address)
+        if kind == "local" and gpus_per_worker:
+            raise DataError("gpus_per_worker", "only Ray workers reserve GPUs (local processes use what they see)")
+        return cls(kind=kind, workers=workers, address=address, gpus_per_worker=gpus_per_worker)
 
 
 # ----------------------------------------------------------------------------- local
@@ -123,7 +125,8 @@ class RayExecutor:
         if spec.kind != "ray":
             raise DataError("executor", f"a RayExecutor needs kind 'ray', got {spec.kind!r}")
         self.spec = spec
-        self._actors: dict[Any, list[Any]] = {}  # task -> its actors
+        self._task: Task | None = None  # the task whose actors are up
+        self._actors: list[Any] = []
 
     def _connect(self) -> Any:
         import ray  # started only where a stage asks for Ray
@@ -137,13 +140,13 @@ class RayExecutor:
         return ray
 
     def _actors_for(self, ray: Any, task: Task) -> list[Any]:
-        if task not in self._actors:
+        if not self._actors or self._task != task:  # tasks are compared by value (dataclasses)
             self.close()  # the actors of another task hold the CPUs (GPUs) these need
             worker = ray.remote(_RayWorker).options(num_cpus=1, num_gpus=self.spec.gpus_per_worker,
                                                     max_restarts=self.spec.max_retries,
                                                     max_task_retries=self.spec.max_retries)
-            self._actors[task] = [worker.remote(task) for _ in range(self.spec.workers)]
-        return self._actors[task]
+            self._task, self._actors = task, [worker.remote(task) for _ in range(self.spec.workers)]
+        return self._actors
 
     def map(self, task: Task, chunks: Sequence[Any]) -> Iterator[Any]:
         if not chunks:
@@ -155,18 +158,18 @@ class RayExecutor:
             yield from ActorPool(self._actors_for(ray, task)).map(lambda actor, chunk: actor.run.remote(chunk),
                                                                   list(chunks))
         except BaseException:  # a failed or abandoned call: its actors may hold half a chunk; start afresh
-            self.close(task)
+            self.close()
             raise
 
-    def close(self, task: Task | None = None) -> None:
-        """Stop the actors of ``task`` (of every task when None)."""
+    def close(self) -> None:
+        """Stop the actors (the next :meth:`map` starts new ones)."""
         if not self._actors:
             return
         import ray
 
-        for key in [task] if task is not None else list(self._actors):
-            for actor in self._actors.pop(key, []):
-                ray.kill(actor)
+        for actor in self._actors:
+            ray.kill(actor)
+        self._task, self._actors = None, []
 
 
 class _RayWorker:

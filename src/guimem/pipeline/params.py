@@ -142,13 +142,16 @@ class Flag:
 
 @dataclass(frozen=True)
 class Text:
-    """A non-empty string; one of ``choices`` or matching ``pattern`` when either is given."""
+    """A non-empty string (or ``""`` where ``empty``); one of ``choices`` or matching ``pattern`` when either is given."""
 
     choices: tuple[str, ...] = ()
     pattern: str = ""  # a full-match regular expression for names with a variable part (``hf:<folder>``)
     shown: tuple[str, ...] = ()  # the names the message lists (default: ``choices``)
+    empty: bool = False  # "" is allowed (it means "none", as the notebook says)
 
     def problem(self, value: Any) -> str | None:
+        if isinstance(value, str) and not value and self.empty:
+            return None
         if not isinstance(value, str) or not value:
             return f"expected a non-empty string, got {type(value).__name__} {value!r:.60}"
         if (self.choices or self.pattern) and value not in self.choices and not (
@@ -187,6 +190,7 @@ INTEGER = Number(integer=True)  # its range is checked by the code's config it g
 REAL = Number()  # likewise
 PROBABILITY = Number(lo=0.0, hi=1.0)
 PATH = Text()
+OPTIONAL_PATH = Text(empty=True)  # "": none
 SEED = COUNT  # numpy's default_rng refuses negative seeds
 IMAGE_EMBEDDER = Text(choices=tuple(n for n in IMAGE_EMBEDDERS if "<" not in n),
                       pattern=r"pixels-[1-9]\d*x[1-9]\d*|hf:.+", shown=IMAGE_EMBEDDERS)  # models.embedding's names
@@ -335,8 +339,8 @@ STAGES: dict[str, Stage] = {s.notebook: s for s in (
         "metrics_path": PATH, "results_path": PATH,
     }, (_world,), reporting=("n_perturbed",)),
     Stage("00_recorded", "recorded", {
-        "seed": SEED, "source": PATH, "source_format": Text(tuple(IMPORTERS)), "labels": Text(),
-        "subgoal_labels": Text(), "ocr": Flag(), "max_side": COUNT, "split": Items(Number(lo=0.0), length=len(SPLITS)),
+        "seed": SEED, "source": PATH, "source_format": Text(tuple(IMPORTERS)), "labels": OPTIONAL_PATH,
+        "subgoal_labels": OPTIONAL_PATH, "ocr": Flag(), "max_side": COUNT, "split": Items(Number(lo=0.0), length=len(SPLITS)),
         "executor": EXECUTOR, "ocr_workers": POSITIVE, "out_dir": PATH, "figures_dir": PATH, "metrics_path": PATH, "results_path": PATH,
     }, (_recorded,)),
     Stage("01_segmentation", "segmentation", {
@@ -382,13 +386,14 @@ STAGES: dict[str, Stage] = {s.notebook: s for s in (
         "memories": Items(Text((NO_MEMORY, *MEMORIES)), nonempty=True, unique=True),
         "modality": Text(tuple(m for m in MODALITIES if m != "none")), "k": COUNT, "history_len": COUNT,
         "max_steps": POSITIVE, "batch_size": COUNT, "actor_batch_size": POSITIVE, "torch_threads": POSITIVE,
+        "executor": EXECUTOR, "workers": POSITIVE, "gpus_per_worker": Number(lo=0.0), "chunks_dir": OPTIONAL_PATH,
         "action_score_modalities": Items(Text(MODALITIES), nonempty=True, unique=True),
         "action_score_memory": Text(MEMORIES), "world_dir": PATH, "memories_dir": PATH, "retrieval_dir": PATH,
         "actor_model": Text(), "actor_dir": PATH, "hf_coords": Text(COORD_CONVENTIONS),
         "hf_answer_format": Text(ANSWER_FORMATS), "hf_max_new_tokens": POSITIVE, "image_embedder": IMAGE_EMBEDDER,
         "text_embedder": TEXT_EMBEDDER, "cache_dir": PATH, "out_dir": PATH, "figures_dir": PATH, "metrics_path": PATH,
         "results_path": PATH,
-    }),
+    }, reporting=("executor", "workers", "gpus_per_worker")),
     Stage("06_layer_analysis", "layer_analysis", {
         "world_dir": PATH, "subgoals_dir": PATH, "memories_dir": PATH, "retrieval_dir": PATH, "actor_model": Text(),
         "actor_dir": PATH, "hf_coords": Text(COORD_CONVENTIONS), "hf_answer_format": Text(ANSWER_FORMATS),
@@ -397,9 +402,10 @@ STAGES: dict[str, Stage] = {s.notebook: s for s in (
         "memories": Items(Text(MEMORIES), nonempty=True, unique=True), "k_folds": INTEGER, "n_samples": POSITIVE,
         "temperature": Number(above=0.0), "rule": Text(VARIANTS), "pca_dim": POSITIVE, "probe_c": Number(above=0.0),
         "cv_folds": Number(integer=True, lo=2), "n_boot": POSITIVE, "max_pool_episodes": COUNT,
-        "max_eval_steps": COUNT, "batch_size": POSITIVE, "torch_threads": POSITIVE, "cache_dir": PATH,
+        "max_eval_steps": COUNT, "batch_size": POSITIVE, "torch_threads": POSITIVE, "executor": EXECUTOR,
+        "workers": POSITIVE, "gpus_per_worker": Number(lo=0.0), "chunks_dir": OPTIONAL_PATH, "cache_dir": PATH,
         "figures_dir": PATH, "plots_dir": PATH, "metrics_path": PATH, "results_path": PATH,
-    }, (_folds,), reporting=("cv_folds", "n_boot")),
+    }, (_folds,), reporting=("cv_folds", "n_boot", "executor", "workers", "gpus_per_worker")),
     Stage("07_probe_router", "probe_router", {
         "records_dir": PATH, "out_dir": PATH, "seed": SEED,
         "memories": Items(Text(MEMORIES), nonempty=True, unique=True), "rule": Text(VARIANTS),
@@ -419,10 +425,11 @@ STAGES: dict[str, Stage] = {s.notebook: s for s in (
         "routers_dir": PATH, "out_dir": PATH, "memory": Text(MEMORIES),
         "offline_memories": Items(Text(MEMORIES), nonempty=True, unique=True), "seed": SEED, "n_seeds": POSITIVE,
         "max_tasks": COUNT, "max_steps": POSITIVE, "history_len": COUNT, "k": COUNT, "batch_size": COUNT,
-        "actor_batch_size": POSITIVE, "torch_threads": POSITIVE, "image_embedder": IMAGE_EMBEDDER,
+        "actor_batch_size": POSITIVE, "torch_threads": POSITIVE, "executor": EXECUTOR, "workers": POSITIVE,
+        "gpus_per_worker": Number(lo=0.0), "chunks_dir": OPTIONAL_PATH, "image_embedder": IMAGE_EMBEDDER,
         "text_embedder": TEXT_EMBEDDER, "cache_dir": PATH, "figures_dir": PATH, "metrics_path": PATH,
         "results_path": PATH,
-    }),
+    }, reporting=("executor", "workers", "gpus_per_worker")),
     Stage("10_real_graph", "real_graph", {
         "recorded_dir": PATH, "image_embedder": IMAGE_EMBEDDER, "text_embedder": TEXT_EMBEDDER, "pca_dim": COUNT,
         "tau": REAL, "theta": REAL, "tau_sweep": Items(REAL, nonempty=True), "out_dir": PATH, "cache_dir": PATH,
