@@ -224,11 +224,12 @@ def save_episodes(episodes: Sequence[Episode], images: Mapping[str, bytes | Imag
     return atomic_write_dir(root, write, kind=FORMAT, legacy=_is_unmarked_store)
 
 
-class _ScreensOf(Mapping):
-    """The screenshots of the store at ``root`` by store path (PNG bytes, read when asked for), then ``extra``'s."""
+class StoredScreens(Mapping):
+    """The screenshots ``keys`` of the store at ``root`` by store path (PNG bytes, read when asked
+    for), then ``extra``'s: what :func:`save_episodes` takes to write stored episodes again."""
 
-    def __init__(self, root: Path, keys: set[str], extra: Mapping[str, bytes | Image.Image]):
-        self.root, self.keys_, self.extra = root, keys, extra
+    def __init__(self, root: str | os.PathLike, keys: set[str], extra: Mapping[str, bytes | Image.Image] | None = None):
+        self.root, self.keys_, self.extra = Path(root), set(keys), extra or {}
 
     def __getitem__(self, key: str) -> bytes | Image.Image:
         if key in self.keys_:
@@ -266,7 +267,7 @@ def add_episodes(episodes: Sequence[Episode], images: Mapping[str, bytes | Image
     if not new:
         return old
     keys = {o.screenshot for e in old for o in e.recorded_observations}
-    save_episodes([*old, *new], _ScreensOf(folder, keys, images), root, meta=meta)
+    save_episodes([*old, *new], StoredScreens(folder, keys, images), root, meta=meta)
     return load_episodes(root, verify_images=False)
 
 

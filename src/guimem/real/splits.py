@@ -11,7 +11,7 @@ an episode store beside the others, its manifest naming the import it came from.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,7 @@ import numpy as np
 
 from guimem.core.data import DataError, Episode
 from guimem.core.io import check_number, readable_dir
-from guimem.core.store import SPLITS, load_episodes, read_manifest, save_episodes
+from guimem.core.store import SPLITS, StoredScreens, load_episodes, read_manifest, save_episodes
 
 
 def split_counts(n: int, weights: Sequence[float]) -> tuple[int, ...]:
@@ -47,24 +47,6 @@ def split_counts(n: int, weights: Sequence[float]) -> tuple[int, ...]:
             counts[max(range(len(counts)), key=lambda j: (counts[j], -j))] -= 1
             counts[i] = 1
     return tuple(counts)
-
-
-class _StoredScreens(Mapping):
-    """A store's screenshots by their store path, read (as PNG bytes) only when asked for."""
-
-    def __init__(self, root: Path, keys: set[str]):
-        self.root, self.keys_ = root, keys
-
-    def __getitem__(self, key: str) -> bytes:
-        if key not in self.keys_:
-            raise KeyError(key)
-        return (self.root / key).read_bytes()
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(sorted(self.keys_))
-
-    def __len__(self) -> int:
-        return len(self.keys_)
 
 
 def assign_splits(episodes: Sequence[Episode], weights: Sequence[float], seed: int) -> dict[str, list[Episode]]:
@@ -98,6 +80,6 @@ def write_splits(store: str | os.PathLike, out_dir: str | os.PathLike, weights: 
             raise DataError("screenshot", "missing, or not a file", str(root / key))
     out = {}
     for name, part in parts.items():
-        save_episodes(part, _StoredScreens(root, keys[name]), Path(out_dir) / name, meta={**meta, "split": name})
+        save_episodes(part, StoredScreens(root, keys[name]), Path(out_dir) / name, meta={**meta, "split": name})
         out[name] = load_episodes(Path(out_dir) / name, verify_images=False)
     return out

@@ -304,4 +304,3 @@ def collect_records(policy: Any, examples: Sequence[Any], rules: Mapping[str, Ma
             "actor": type(policy).__name__}
     return StepRecords(rows, hits, sampled, d,
                        {c: np.concatenate(v).astype(np.float32) for c, v in cands.items()}, meta)
-

@@ -80,7 +80,6 @@ from guimem.smg.index import (  # noqa: F401  (COSINE_ATOL, RANK_DECIMALS, NodeI
     RANK_DECIMALS,
     NodeIndex,
     NodeSearch,
-    check_k,
     exact_scores,
     rank_order,
     reaches,
