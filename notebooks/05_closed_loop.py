@@ -139,13 +139,13 @@ print("actor:", describe_actor(actor, actor_model), "| memories:", list(task.mem
 # episode of the batch at once, then each world takes its action. A trace keeps, per step,
 # the action and the ids of the memory items the actor was shown.
 #
-# Nothing is asked twice. The actor is frozen and decodes by argmax, so an input it has
-# answered (same goal, screen, UI tree and visible history, hence the same memory) gets the
-# same action again; a stuck episode, tapping the same spot until the budget, costs world steps
-# only. A screen is embedded for retrieval once, whichever memory and episode meets it (new
-# screens of a tick in one batch, through the content-hash cache), a retrieval is done once
-# per goal and screen, and only the modality shown is rendered. The counts below say how much
-# work that leaves.
+# Nothing is asked twice within a chunk of work (below: a memory's episodes). The actor is
+# frozen and decodes by argmax, so an input it has answered (same goal, screen, UI tree and
+# visible history, hence the same memory) gets the same action again; a stuck episode, tapping
+# the same spot until the budget, costs world steps only. A screen is embedded for retrieval once per worker, whichever memory and
+# episode meets it (new screens of a tick in one batch, through the content-hash cache), a
+# retrieval is done once per goal and screen, and only the modality shown is rendered. The counts
+# below say how much work that leaves.
 #
 # **Where it runs.** Each memory's episodes are one chunk of work (with `batch_size`, each lock-step
 # batch is one), played by the executor `executor` names: here in this process, or on `workers`

@@ -98,13 +98,14 @@ enter_repo_root()
 torch.set_num_threads(torch_threads)
 actor_spec = ActorSpec(actor_model, actor_dir, batch_size, hf_coords, hf_answer_format, hf_max_new_tokens,
                        torch_threads)
-actor = actor_spec.load()  # loaded once in this process; worker processes load their own
 test_root, memory_root = Path(world_dir) / "test", Path(world_dir) / "memory"
 test = load_episodes(test_root, verify_images=False)  # validated by 00_world
 pool_episodes = load_episodes(memory_root, verify_images=False)
 pool_episodes = pool_episodes[:max_pool_episodes] if max_pool_episodes else pool_episodes
 subgoals = group_by_episode(s for s in load_subgoals(Path(subgoals_dir) / "memory.jsonl", store_root=memory_root))
-print(f"actor: {describe_actor(actor, actor_model)}; {len(test)} held-out episodes, {len(pool_episodes)} pool episodes")
+in_process = executor == "local" and workers == 1  # else only the workers load the actor (a GPU each)
+shown = describe_actor(actor_spec.load(), actor_model) if in_process else f"{actor_model} (loaded by each worker)"
+print(f"actor: {shown}; {len(test)} held-out episodes, {len(pool_episodes)} pool episodes")
 
 # %% [markdown]
 # ## Two sets of steps

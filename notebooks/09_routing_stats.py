@@ -138,7 +138,8 @@ replays = replay_tasks(tasks, n_seeds)
 world_config = replay_world_config(test_root, max_steps)
 actor_spec = ActorSpec(actor_model, actor_dir, actor_batch_size, hf_coords, hf_answer_format, hf_max_new_tokens,
                        torch_threads)
-print("actor:", describe_actor(actor_spec.load(), actor_model))
+in_process = executor == "local" and workers == 1  # else only the workers load the actor (a GPU each)
+print("actor:", describe_actor(actor_spec.load(), actor_model) if in_process else f"{actor_model} (loaded by each worker)")
 task = PlayEpisodes(actor_spec, world_config, memories_dir, (memory,), str(Path(world_dir) / "memory"), image_embedder,
                     text_embedder, cache_dir, routers_dir, k=k or None, history_len=history_len)
 planned = sorted((r.episode, r.seed) for r in replays)

@@ -679,29 +679,29 @@ def test_routing_stats_notebook(switchmem_stages, closed_loop_stage):
 
 @pytest.mark.notebook
 @pytest.mark.slow
-def test_closed_loop_layer_analysis_and_routing_stats_on_ray_write_what_they_write_in_process(switchmem_stages,
-                                                                                              tmp_path):
-    """05, 06 and 09 again, their episodes and steps played by a local two-worker Ray: what a later
-    stage reads, and 09's traces, byte for byte as in process (their executor knobs are report-only)."""
+def test_closed_loop_layer_analysis_and_routing_stats_off_process_write_what_they_write_in_process(
+        switchmem_stages, tmp_path):
+    """05 and 06 again on a local Ray (05's five memories over two workers; 06's few steps are one
+    chunk), 09 on two worker processes (SwitchMem routing there): what a later stage reads, and 09's
+    traces, byte for byte as in process — their executor knobs are report-only."""
     from nbsmoke import digest, rerun_changes_only_the_report, run_notebook
 
     from guimem.pipeline.params import STAGES
 
     tmp, _ = switchmem_stages
-    on_ray = dict(executor="ray", workers=2, gpus_per_worker=0.0)
-    for stage in ("05_closed_loop", "06_layer_analysis", "09_routing_stats"):
-        assert set(on_ray) <= set(STAGES[stage].reporting)
-    on_ray["chunks_dir"] = ""  # every chunk played and recorded again, none read back
+    knobs = {"executor", "workers", "gpus_per_worker"}
+    assert all(knobs <= set(STAGES[s].reporting) for s in ("05_closed_loop", "06_layer_analysis", "09_routing_stats"))
+    fresh = dict(chunks_dir="")  # every chunk played and recorded again, none read back
     closed_loop = yaml.safe_load((Path(__file__).parents[1] / "params.yaml").read_text())["closed_loop"]
     again = tmp_path / "again"
-    rerun_changes_only_the_report("05_closed_loop", tmp, again, **{**closed_loop, **CLOSED_LOOP_TINY,
-                                                                   **_embedders(again), **on_ray})
-    run_notebook("06_layer_analysis", again, **{**_layer_analysis_params(again, {}, {}), **on_ray})
+    rerun_changes_only_the_report("05_closed_loop", tmp, again, **{**closed_loop, **CLOSED_LOOP_TINY, **_embedders(again),
+                                                                   **fresh, "executor": "ray", "workers": 2})
+    run_notebook("06_layer_analysis", again, **{**_layer_analysis_params(again, {}, {}), **fresh, "executor": "ray"})
     held, pool = "data/layer_analysis/held_out", "data/layer_analysis/pool"  # (the pool's preferences were planted)
     assert digest(again, [held]) == digest(tmp, [held])
     arrays = [f"{pool}/{p.name}" for p in sorted((tmp / pool).glob("*.npy"))]
     assert arrays and digest(again, arrays) == digest(tmp, arrays)
-    run_notebook("09_routing_stats", again, **{**_routing_stats_params(again, {}), **on_ray})
+    run_notebook("09_routing_stats", again, **{**_routing_stats_params(again, {}), **fresh, "workers": 2})
     assert digest(again, ["data/routing_stats"]) == digest(tmp, ["data/routing_stats"])
 
 

@@ -220,3 +220,24 @@ def test_ray_gives_the_in_process_records_and_traces(saved_actor, tmp_path, ray_
     here, _ = play_all(task, plays, progress=False)
     there, _ = play_all(task, plays, ray_two_workers, progress=False)
     assert [t.to_dict() for t in there] == [t.to_dict() for t in here]
+
+
+def test_an_actor_spec_is_checked_and_reloads_when_its_files_change(saved_actor, tmp_path):
+    spec, _, _ = saved_actor
+    with pytest.raises(DataError, match="actor_dir"):
+        ActorSpec("mini", "")
+    assert spec.device == "cpu" and ActorSpec("no-such/hub-model").fingerprint() is None  # no files: not resumable
+    import torch
+
+    from test_routing import tiny_actor
+
+    folder = tmp_path / "model"
+    actor = tiny_actor()
+    actor.save(folder)
+    moving = ActorSpec("mini", str(folder), batch_size=2)
+    first = moving.load()
+    assert moving.load() is first  # loaded once while its files stay as they are
+    with torch.no_grad():
+        next(actor.model.parameters()).add_(1.0)
+    actor.save(folder)  # retrained in place
+    assert moving.load() is not first

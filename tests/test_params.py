@@ -270,3 +270,11 @@ def test_a_stage_runs_its_checks_after_every_field_passes():
     with pytest.raises(DataError, match="field 'n': must be in"):
         stage.validate({"n": 0})
     assert seen == [2]
+
+
+@pytest.mark.parametrize("stem", ["05_closed_loop", "06_layer_analysis", "09_routing_stats"])
+def test_gpus_are_reserved_only_on_ray_and_said_before_anything_loads(stem):
+    notebook = REPO / "notebooks" / f"{stem}.py"
+    check_parameters(notebook, {"executor": "ray", "workers": 2, "gpus_per_worker": 0.5})
+    with pytest.raises(DataError, match="field 'gpus_per_worker': only Ray workers reserve GPUs"):
+        check_parameters(notebook, {"gpus_per_worker": 1.0})  # with the default executor: local

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from guimem.core.executor import LocalExecutor
-from guimem.core.resume import ChunkCache, cached_map, chunk_key, code_fingerprint, tree_digest
+from guimem.core.data import DataError
+from guimem.core.resume import ChunkCache, cached_map, check_same_code, chunk_key, code_fingerprint, tree_digest
 
 
 class Counted:
@@ -53,10 +54,13 @@ def test_a_stopped_job_resumes_from_its_finished_chunks(tmp_path):
 def test_keys_follow_the_task_the_chunk_and_the_code(tmp_path):
     assert chunk_key("a", [1, 2]) == chunk_key("a", [1, 2]) != chunk_key("b", [1, 2]) != chunk_key("a", [1, 3])
     assert len(code_fingerprint()) == 32
+    check_same_code(code_fingerprint())
+    with pytest.raises(DataError, match="other code"):
+        check_same_code("0" * 32)  # a worker on a node with other code or libraries refuses the work
     (tmp_path / "f").write_bytes(b"x")
     before = tree_digest(tmp_path), tree_digest(tmp_path, contents=False)
-    (tmp_path / "f").write_bytes(b"y")
-    assert tree_digest(tmp_path) != before[0]
+    (tmp_path / "f").write_bytes(b"y")  # same size: contents=False sees the rewrite by its times
+    assert tree_digest(tmp_path) != before[0] and tree_digest(tmp_path, contents=False) != before[1]
     assert tree_digest(tmp_path / "missing") == tree_digest(tmp_path / "missing")  # absent: empty, not an error
 
 
@@ -69,7 +73,8 @@ def test_a_task_without_a_fingerprint_and_an_unreadable_entry_are_run(tmp_path):
             return -chunk
 
     cache = ChunkCache(tmp_path / "chunks")
-    assert list(cached_map(LocalExecutor(), Plain(), [1, 2], cache)) == [-1, -2] and cache.stored == 0
+    with pytest.warns(UserWarning, match="not kept"):
+        assert list(cached_map(LocalExecutor(), Plain(), [1, 2], cache)) == [-1, -2] and cache.stored == 0
     log, weights = tmp_path / "log", tmp_path / "w"
     weights.write_bytes(b"v")
     task = Counted(str(log), str(weights))

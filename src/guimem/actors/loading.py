@@ -18,20 +18,22 @@ MINI_ACTOR = "mini"
 
 
 def load_actor(actor_model: str, actor_dir: str | os.PathLike, batch_size: int = 64,
-               coords: str = "relative_1000", answer_format: str = "json", max_new_tokens: int = 64) -> Policy:
+               coords: str = "relative_1000", answer_format: str = "json", max_new_tokens: int = 64,
+               device: str | None = None) -> Policy:
     """The frozen actor a closed-loop run plays with, chosen by ``actor_model`` (a params.yaml value).
 
     ``"mini"``: the miniature actor saved by the ``actor`` stage in ``actor_dir``. Anything else is
     a Hugging Face vision-language model id or local folder, loaded by
     :class:`guimem.actors.hf.policy.HFVLMActor` from disk only (it must already be
-    there), answering in ``answer_format`` with coordinates in the ``coords`` convention.
+    there), answering in ``answer_format`` with coordinates in the ``coords`` convention, on
+    ``device`` (None: cuda if available).
     """
     if not isinstance(actor_model, str) or not actor_model.strip():
         raise DataError("actor_model", f"expected {MINI_ACTOR!r} or a Hugging Face model id / folder, got {actor_model!r}")
     if actor_model == MINI_ACTOR:
         return MiniActor.load(actor_dir, batch_size=batch_size)
     return HFVLMActor(actor_model, coords=coords, answer_format=answer_format, max_new_tokens=max_new_tokens,
-                      batch_size=batch_size)
+                      batch_size=batch_size, device=device)
 
 
 @dataclass(frozen=True)
@@ -40,7 +42,9 @@ class ActorSpec:
     (executor tasks carry it), and each process loads its actor once (:meth:`load`).
 
     Paths are made absolute, so a worker started elsewhere than this process's working directory
-    finds them (on a cluster, at the same path on a shared file system).
+    finds them (on a cluster, at the same path on a shared file system). The device is decided
+    here, in the process that describes the work, so that every worker runs the actor where this
+    process would: a worker that cannot (no GPU visible) fails instead of running elsewhere.
     """
 
     actor_model: str = MINI_ACTOR
@@ -50,34 +54,61 @@ class ActorSpec:
     answer_format: str = "json"
     max_new_tokens: int = 64
     torch_threads: int = 0  # CPU threads of a process that loads it (0: leave torch's setting)
+    device: str = ""  # a Hugging Face actor's device ("": cuda where this process sees one, else cpu)
 
     def __post_init__(self) -> None:
-        if self.actor_dir:
+        if not isinstance(self.actor_model, str) or not self.actor_model.strip():
+            raise DataError("actor_model", f"expected {MINI_ACTOR!r} or a Hugging Face model id / folder, "
+                                           f"got {self.actor_model!r:.60}")
+        if self.actor_model == MINI_ACTOR:
+            if not self.actor_dir:
+                raise DataError("actor_dir", "the miniature actor needs the folder the actor stage saved it in")
             object.__setattr__(self, "actor_dir", os.path.abspath(self.actor_dir))
-        if isinstance(self.actor_model, str) and os.path.isdir(self.actor_model):  # a local folder, not a hub id
+            object.__setattr__(self, "device", "cpu")  # the miniature runs on the CPU
+            return
+        if os.path.isdir(self.actor_model):  # a local folder, not a hub id
             object.__setattr__(self, "actor_model", os.path.abspath(self.actor_model))
+        if not self.device:
+            object.__setattr__(self, "device", "cuda" if torch.cuda.is_available() else "cpu")
+
+    def files(self) -> str | None:
+        """The folder the actor's files are in: the miniature's, a local Hugging Face folder, or the
+        local snapshot of a hub id (None when there is none on disk)."""
+        if self.actor_model == MINI_ACTOR:
+            return self.actor_dir
+        if os.path.isdir(self.actor_model):
+            return self.actor_model
+        try:
+            from huggingface_hub import snapshot_download
+
+            return snapshot_download(self.actor_model, local_files_only=True)
+        except (ImportError, OSError, ValueError):  # not in the local hub cache, or not a repository id
+            return None
 
     def fingerprint(self) -> str | None:
         """A digest of the actor's files (:mod:`guimem.core.resume`): the miniature's folder read
-        whole, a local Hugging Face folder by file sizes and times; None for a hub id (its files
-        are not this project's to check)."""
-        if self.actor_model == MINI_ACTOR:
-            return tree_digest(self.actor_dir)
-        if os.path.isdir(self.actor_model):
-            return tree_digest(self.actor_model, contents=False)
-        return None
+        whole, a Hugging Face folder or snapshot by file sizes, inodes and times (weights are too
+        large to read); None when its files are not on disk."""
+        folder = self.files()
+        if folder is None:
+            return None
+        return tree_digest(folder, contents=self.actor_model == MINI_ACTOR)
 
     def load(self) -> Policy:
-        """The actor, loaded on the first call in this process; later calls return the same one."""
-        if self not in _LOADED:
+        """The actor, loaded on the first call in this process; later calls return the same one
+        while its files are unchanged (a stage rerun in a kernel after the actor was retrained
+        loads the new one)."""
+        digest = self.fingerprint()
+        loaded = _LOADED.get(self)
+        if loaded is None or loaded[0] != digest:
             if self.torch_threads:
                 torch.set_num_threads(self.torch_threads)
-            _LOADED[self] = load_actor(self.actor_model, self.actor_dir, self.batch_size, self.coords,
-                                       self.answer_format, self.max_new_tokens)
-        return _LOADED[self]
+            _LOADED[self] = (digest, load_actor(self.actor_model, self.actor_dir, self.batch_size, self.coords,
+                                                self.answer_format, self.max_new_tokens, self.device))
+        return _LOADED[self][1]
 
 
-_LOADED: dict[ActorSpec, Policy] = {}  # this process's loaded actors
+_LOADED: dict[ActorSpec, tuple[str | None, Policy]] = {}  # this process's loaded actors, with their files' digest
 
 
 def describe_actor(actor: Policy, actor_model: str) -> str:

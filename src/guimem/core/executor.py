@@ -14,8 +14,10 @@ does not depend on where it ran:
   shared file system: chunks name files, not their bytes). A worker that dies is restarted and its chunk retried
   (``max_retries`` times); a chunk whose task raises is not retried (the error is the task's).
 
-Resuming is the task's cache's business: the embedding cache, for one, stores each chunk's
-vectors as they arrive, so a stage stopped midway recomputes only what it had not finished.
+Resuming is a cache's business: the embedding cache stores each chunk's vectors as they arrive,
+and :func:`guimem.core.resume.cached_map` does the same for any task that can fingerprint its
+inputs (the actor's step records and closed-loop plays), so a stage stopped midway recomputes only
+what it had not finished.
 
 :class:`ExecutorSpec` is what ``params.yaml`` says (``executor: local``, ``ray`` or
 ``ray:<address>``, with a stage's worker count); :func:`make_executor` builds it.

@@ -5,15 +5,19 @@ a lost cluster) runs again and computes only the chunks it had not finished.
 :class:`ChunkCache`: each chunk's result is stored the moment it arrives, and a chunk whose key is
 already stored is read back instead of run. A key is the hash of everything the result depends on:
 
-* the task's ``fingerprint()`` — its parameters and a digest of the files it loads (the actor's
-  weights, the memories, the routers); a task that cannot say (a model named only by a hub id,
-  whose files it does not own) returns None and is never cached;
-* the code: every source file of this package and the versions of the numeric libraries
-  (:func:`code_fingerprint`), so an edit to the code never reads a result the old code made;
+* the task's ``fingerprint()`` — its parameters (the device its model runs on among them) and a
+  digest of the files it loads (the actor's weights, the memories, the routers); a task that
+  cannot say returns None, and its chunks are not kept (a warning says so);
+* the code: every source file of this package as it was imported, the Python version and every
+  installed distribution's version (:func:`code_fingerprint`), so an edit to the code or an
+  upgrade never reads a result the old ones made. A worker checks that it runs the code the key
+  names (:func:`check_same_code`, in a task's ``setup``): a cluster node with other code stops the
+  job rather than storing its results under this key;
 * the chunk itself (its pickled bytes).
 
-A key that differs only where nothing changed is a miss, never a wrong hit: the cache can cost
-time, not correctness. Entries are never removed by this module; delete the folder to reclaim it.
+A key that differs only where nothing changed is a miss: the cache can cost time. What it does not
+see is the hardware: results computed on another GPU model (or CUDA version) are read back as
+they are. Entries are never removed by this module; delete the folder to reclaim it.
 """
 
 from __future__ import annotations
@@ -22,37 +26,52 @@ import hashlib
 import importlib.metadata
 import os
 import pickle
+import sys
+import warnings
 from collections.abc import Iterator, Sequence
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from guimem.core.data import DataError
 from guimem.core.io import atomic_write_bytes
 
-_LIBRARIES = ("numpy", "torch", "transformers", "pillow", "scikit-learn")
 _MISSING = object()
 
 
-@lru_cache(maxsize=1)
-def code_fingerprint() -> str:
-    """A digest of this package's source files and the numeric libraries' versions."""
+def _code_fingerprint() -> str:
     package = Path(__file__).resolve().parent.parent
     h = hashlib.blake2b(digest_size=16)
     for path in sorted(package.rglob("*.py")):
         h.update(path.relative_to(package).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
-    for name in _LIBRARIES:
-        try:
-            version = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            version = "-"
+    h.update(f"python {sys.version}\0".encode())
+    versions = {(d.metadata["Name"] or "").lower(): d.version for d in importlib.metadata.distributions()}
+    for name, version in sorted(versions.items()):
         h.update(f"{name}={version}\0".encode())
     return h.hexdigest()
 
 
+_CODE = _code_fingerprint()  # at import: the code this process runs is the code it imported
+
+
+def code_fingerprint() -> str:
+    """A digest of this package's source files (as imported), the Python version and every
+    installed distribution's name and version."""
+    return _CODE
+
+
+def check_same_code(expected: str) -> None:
+    """Raise a DataError unless this process runs the code ``expected`` names (a worker's check
+    that the results it makes belong under its driver's keys)."""
+    if expected != _CODE:
+        raise DataError("code", "this worker runs other code or libraries than the process that sent it "
+                                "the work (install the same guimem and requirements on every node)")
+
+
 def tree_digest(*paths: str | os.PathLike, contents: bool = True) -> str:
     """A digest of the files under ``paths`` (a missing path counts as empty): their relative names
-    and bytes, or with ``contents=False`` their sizes and modification times (for trees too large to
-    read, such as a screen store: a copied or rewritten file then misses, it never hits wrongly)."""
+    and bytes, or with ``contents=False`` their size, inode and modification and change times (for
+    trees too large to read, such as model weights or a screen store: a rewritten or copied file
+    changes its change time, which no copy can carry over, so it misses)."""
     h = hashlib.blake2b(digest_size=16)
     for top in map(Path, paths):
         h.update(f"{top}\0".encode())
@@ -63,7 +82,7 @@ def tree_digest(*paths: str | os.PathLike, contents: bool = True) -> str:
                 h.update(f.read_bytes())
             else:
                 st = f.stat()
-                h.update(f"{st.st_size}:{st.st_mtime_ns}".encode())
+                h.update(f"{st.st_size}:{st.st_ino}:{st.st_mtime_ns}:{st.st_ctime_ns}".encode())
             h.update(b"\0")
     return h.hexdigest()
 
@@ -106,6 +125,10 @@ def cached_map(executor: Any, task: Any, chunks: Sequence[Any], cache: ChunkCach
     ``executor.map`` itself."""
     fingerprint = task.fingerprint() if cache is not None and hasattr(task, "fingerprint") else None
     if fingerprint is None:
+        if cache is not None:
+            warnings.warn(f"{type(task).__name__}: its inputs cannot be fingerprinted (see its fingerprint()), "
+                          "so its chunks are not kept: a stopped run will start again from the beginning",
+                          stacklevel=2)
         yield from executor.map(task, list(chunks))
         return
     keys = [chunk_key(fingerprint, chunk) for chunk in chunks]

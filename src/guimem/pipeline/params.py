@@ -35,6 +35,7 @@ from guimem.actors.hf.parsing import ANSWER_FORMATS, COORD_CONVENTIONS
 from guimem.actors.mini.config import ActorConfig
 from guimem.actors.mini.train import TrainConfig
 from guimem.core.data import DataError
+from guimem.core.executor import ExecutorSpec
 from guimem.core.io import check_number
 from guimem.core.policy import MODALITIES
 from guimem.core.store import SPLITS
@@ -327,6 +328,12 @@ def _actor(p: Params) -> None:
     p.build({k: k for k in _MODEL_KEYS}, ActorConfig.check, ActorConfig(**model))
 
 
+def _executor(p: Params) -> None:
+    """05, 06 and 09: where the actor's work runs (a GPU per worker only on Ray)."""
+    p.build({"executor": "executor", "gpus_per_worker": "gpus_per_worker", "workers": "workers"},
+            ExecutorSpec.parse, p["executor"], p["workers"], p["gpus_per_worker"])
+
+
 def _folds(p: Params) -> None:
     """06_layer_analysis: the probe pool's folds, checked as they are drawn."""
     p.build({"k_folds": "k_folds"}, assign_folds, (), p["k_folds"], p["seed"])
@@ -393,7 +400,7 @@ STAGES: dict[str, Stage] = {s.notebook: s for s in (
         "hf_answer_format": Text(ANSWER_FORMATS), "hf_max_new_tokens": POSITIVE, "image_embedder": IMAGE_EMBEDDER,
         "text_embedder": TEXT_EMBEDDER, "cache_dir": PATH, "out_dir": PATH, "figures_dir": PATH, "metrics_path": PATH,
         "results_path": PATH,
-    }, reporting=("executor", "workers", "gpus_per_worker")),
+    }, (_executor,), reporting=("executor", "workers", "gpus_per_worker")),
     Stage("06_layer_analysis", "layer_analysis", {
         "world_dir": PATH, "subgoals_dir": PATH, "memories_dir": PATH, "retrieval_dir": PATH, "actor_model": Text(),
         "actor_dir": PATH, "hf_coords": Text(COORD_CONVENTIONS), "hf_answer_format": Text(ANSWER_FORMATS),
@@ -405,7 +412,7 @@ STAGES: dict[str, Stage] = {s.notebook: s for s in (
         "max_eval_steps": COUNT, "batch_size": POSITIVE, "torch_threads": POSITIVE, "executor": EXECUTOR,
         "workers": POSITIVE, "gpus_per_worker": Number(lo=0.0), "chunks_dir": OPTIONAL_PATH, "cache_dir": PATH,
         "figures_dir": PATH, "plots_dir": PATH, "metrics_path": PATH, "results_path": PATH,
-    }, (_folds,), reporting=("cv_folds", "n_boot", "executor", "workers", "gpus_per_worker")),
+    }, (_folds, _executor), reporting=("cv_folds", "n_boot", "executor", "workers", "gpus_per_worker")),
     Stage("07_probe_router", "probe_router", {
         "records_dir": PATH, "out_dir": PATH, "seed": SEED,
         "memories": Items(Text(MEMORIES), nonempty=True, unique=True), "rule": Text(VARIANTS),
@@ -429,7 +436,7 @@ STAGES: dict[str, Stage] = {s.notebook: s for s in (
         "gpus_per_worker": Number(lo=0.0), "chunks_dir": OPTIONAL_PATH, "image_embedder": IMAGE_EMBEDDER,
         "text_embedder": TEXT_EMBEDDER, "cache_dir": PATH, "figures_dir": PATH, "metrics_path": PATH,
         "results_path": PATH,
-    }, reporting=("executor", "workers", "gpus_per_worker")),
+    }, (_executor,), reporting=("executor", "workers", "gpus_per_worker")),
     Stage("10_real_graph", "real_graph", {
         "recorded_dir": PATH, "image_embedder": IMAGE_EMBEDDER, "text_embedder": TEXT_EMBEDDER, "pca_dim": COUNT,
         "tau": REAL, "theta": REAL, "tau_sweep": Items(REAL, nonempty=True), "out_dir": PATH, "cache_dir": PATH,

@@ -15,15 +15,16 @@ in process; so traces are the same wherever the chunks ran::
     traces, work = play_all(task, condition_plays("smg", "smg", "text", replays), executor)
 
 A chunk's memoised answers are its own (one ``run_closed_loop`` call): with ``batch_size`` 0 a
-condition is one chunk and nothing is lost; with lock-step batches, an input asked again in a later
-batch is answered again, by the same frozen actor.
+condition is one chunk; with lock-step batches, an input met again in a later batch is asked again
+(the memo of one call used to span its batches), in another forward batch, whose float noise may
+rarely change an action. So traces may depend on ``batch_size``, never on where the chunks ran.
 """
 
 from __future__ import annotations
 
 import os
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -32,7 +33,7 @@ from tqdm.auto import tqdm
 from guimem.actors.loading import ActorSpec
 from guimem.core.data import DataError
 from guimem.core.executor import Executor, LocalExecutor
-from guimem.core.resume import ChunkCache, cached_map, tree_digest
+from guimem.core.resume import ChunkCache, cached_map, check_same_code, code_fingerprint, tree_digest
 from guimem.core.policy import Modality
 from guimem.eval.closed_loop import LoopStats, QueryVectors, Replay, Trace, run_closed_loop
 from guimem.eval.metrics import MatchConfig
@@ -48,24 +49,27 @@ from guimem.smg.memories import load_memories
 @dataclass(frozen=True)
 class RecordSteps:
     """:func:`collect_records` as executor work (:class:`guimem.core.executor.Task`): each worker
-    loads the actor once, each chunk of examples comes back as its records."""
+    loads the actor once; a chunk is ``(seed, examples)`` and comes back as those steps' records (the
+    seed travels with the chunk, so 06's two sets of steps, seeded apart, share the workers)."""
 
     actor: ActorSpec
     rules: tuple[tuple[str, MatchConfig], ...]
     n_samples: int = 8
     temperature: float = 1.0
-    seed: int = 0
     batch_size: int = 64
+    code: str = field(default_factory=code_fingerprint)  # the code the results belong to (checked by workers)
 
     def fingerprint(self) -> str | None:
         actor = self.actor.fingerprint()
         return None if actor is None else f"{self!r}|{actor}"
 
     def setup(self) -> Any:
+        check_same_code(self.code)
         return self.actor.load()
 
-    def run(self, policy: Any, examples: Sequence[Any]) -> StepRecords:
-        return collect_records(policy, examples, dict(self.rules), self.n_samples, self.temperature, self.seed,
+    def run(self, policy: Any, chunk: tuple[int, Sequence[Any]]) -> StepRecords:
+        seed, examples = chunk
+        return collect_records(policy, examples, dict(self.rules), self.n_samples, self.temperature, seed,
                                self.batch_size, progress=False)
 
 
@@ -82,8 +86,8 @@ def record_steps(actor: ActorSpec, examples: Sequence[Any], rules: Mapping[str, 
     if not examples:
         raise DataError("examples", "no steps to record")
     size = batch_size * chunk_batches
-    chunks = [list(examples[lo:lo + size]) for lo in range(0, len(examples), size)]
-    task = RecordSteps(actor, tuple(rules.items()), n_samples, temperature, seed, batch_size)
+    chunks = [(seed, list(examples[lo:lo + size])) for lo in range(0, len(examples), size)]
+    task = RecordSteps(actor, tuple(rules.items()), n_samples, temperature, batch_size)
     parts = []
     with tqdm(total=len(examples), desc="layer analysis", disable=not progress) as bar:
         for part in cached_map(executor or LocalExecutor(), task, chunks, cache):
@@ -136,12 +140,15 @@ class PlayEpisodes:
     routers_dir: str = ""  # routed plays: <routers_dir>/<memory>
     k: int | None = None  # anchors per query (None: each memory's own)
     history_len: int = 4
+    code: str = field(default_factory=code_fingerprint)  # the code the results belong to (checked by workers)
 
     def __post_init__(self) -> None:
         for name in ("memories_dir", "store_root", "cache_dir", "routers_dir"):
             value = getattr(self, name)
             if value:
                 object.__setattr__(self, name, os.path.abspath(value))
+        if self.image_embedder.startswith("hf:"):  # a local model folder
+            object.__setattr__(self, "image_embedder", "hf:" + os.path.abspath(self.image_embedder[3:]))
         object.__setattr__(self, "memories", tuple(self.memories))
 
     def fingerprint(self) -> str | None:
@@ -150,12 +157,14 @@ class PlayEpisodes:
         actor = self.actor.fingerprint()
         if actor is None:
             return None
-        memories = tree_digest(*(Path(self.memories_dir) / m for m in self.memories),
-                               Path(self.memories_dir) / "projection")
+        folder = Path(self.memories_dir)
+        memories = tree_digest(*(folder / m for m in self.memories), folder / "projection", folder / ".projection.old")
         routers = tree_digest(self.routers_dir) if self.routers_dir else "-"
-        return f"{self!r}|{actor}|{memories}|{routers}|{tree_digest(self.store_root, contents=False)}"
+        embedder = tree_digest(self.image_embedder[3:], contents=False) if self.image_embedder.startswith("hf:") else "-"
+        return f"{self!r}|{actor}|{memories}|{routers}|{embedder}|{tree_digest(self.store_root, contents=False)}"
 
     def setup(self) -> "_Player":
+        check_same_code(self.code)
         return _Player(self)
 
     def run(self, player: "_Player", play: Play) -> tuple[list[Trace], LoopStats]:
