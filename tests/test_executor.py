@@ -241,3 +241,26 @@ def test_an_actor_spec_is_checked_and_reloads_when_its_files_change(saved_actor,
         next(actor.model.parameters()).add_(1.0)
     actor.save(folder)  # retrained in place
     assert moving.load() is not first
+
+
+def test_the_default_executor_never_imports_ray(tmp_path):
+    """What every stage does by default (executor local, one worker): Ray is not even imported."""
+    import subprocess
+
+    code = """
+import sys
+from guimem.core.executor import ExecutorSpec, make_executor, run_all
+from guimem.core.resume import ChunkCache, cached_map
+import guimem.routing.jobs, guimem.models.embedding, guimem.real.ocr
+class Task:
+    def fingerprint(self): return "t"
+    def setup(self): return 2
+    def run(self, state, chunk): return state * chunk
+executor = make_executor(ExecutorSpec.parse("local", 1))
+assert run_all(executor, Task(), [1, 2]) == [2, 4]
+assert list(cached_map(executor, Task(), [3], ChunkCache(sys.argv[1]))) == [6]
+print("ray" in sys.modules)
+"""
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "chunks")], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.strip() == "False"
