@@ -679,23 +679,20 @@ def test_routing_stats_notebook(switchmem_stages, closed_loop_stage):
 
 @pytest.mark.notebook
 @pytest.mark.slow
-def test_closed_loop_layer_analysis_and_routing_stats_off_process_write_what_they_write_in_process(
-        switchmem_stages, tmp_path):
-    """05 and 06 again on a local Ray (05's five memories over two workers; 06's few steps are one
-    chunk), 09 on two worker processes (SwitchMem routing there): what a later stage reads, and 09's
-    traces, byte for byte as in process — their executor knobs are report-only."""
-    from nbsmoke import digest, rerun_changes_only_the_report, run_notebook
+def test_layer_analysis_and_routing_stats_off_process_write_what_they_write_in_process(switchmem_stages, tmp_path):
+    """06 again on a local Ray, 09 on two worker processes (its three conditions, SwitchMem routing
+    there): the step records and 09's traces byte for byte as in process. (05 plays through the same
+    ``play_all`` as 09, which tests/test_executor.py runs on a two-worker Ray.)"""
+    from nbsmoke import digest, run_notebook
 
     from guimem.pipeline.params import STAGES
 
     tmp, _ = switchmem_stages
     knobs = {"executor", "workers", "gpus_per_worker"}
     assert all(knobs <= set(STAGES[s].reporting) for s in ("05_closed_loop", "06_layer_analysis", "09_routing_stats"))
-    fresh = dict(chunks_dir="")  # every chunk played and recorded again, none read back
-    closed_loop = yaml.safe_load((Path(__file__).parents[1] / "params.yaml").read_text())["closed_loop"]
     again = tmp_path / "again"
-    rerun_changes_only_the_report("05_closed_loop", tmp, again, **{**closed_loop, **CLOSED_LOOP_TINY, **_embedders(again),
-                                                                   **fresh, "executor": "ray", "workers": 2})
+    shutil.copytree(tmp, again, ignore=shutil.ignore_patterns("*.ipynb"))
+    fresh = dict(chunks_dir="")  # every chunk recorded and played again, none read back
     run_notebook("06_layer_analysis", again, **{**_layer_analysis_params(again, {}, {}), **fresh, "executor": "ray"})
     held, pool = "data/layer_analysis/held_out", "data/layer_analysis/pool"  # (the pool's preferences were planted)
     assert digest(again, [held]) == digest(tmp, [held])
