@@ -130,6 +130,18 @@ def test_ray_gives_the_in_process_vectors_in_the_same_order(tmp_path, ray_two_wo
 
 
 @pytest.mark.slow
+def test_ray_keeps_its_actors_for_the_next_call_and_restarts_them_after_an_abandoned_one(ray_two_workers):
+    chunks, square = [[i] for i in range(4)], Square()  # (the same task: a plain class compares by identity)
+    first = [pid for pid, _ in (r for _, r in zip(chunks, ray_two_workers.map(square, chunks)))]  # stops after the last
+    again = {pid for pid, _ in run_all(ray_two_workers, square, chunks)}
+    assert again == set(first)  # the same actors: nothing was abandoned
+    calls = ray_two_workers.map(square, chunks)
+    next(calls)
+    calls.close()  # abandoned midway: its actors may hold half a chunk
+    assert not {pid for pid, _ in run_all(ray_two_workers, square, chunks)} & again
+
+
+@pytest.mark.slow
 def test_a_worker_that_dies_is_replaced_and_its_chunk_retried(tmp_path, ray_two_workers):
     marker = tmp_path / "died"
     assert run_all(ray_two_workers, DiesOnce(str(marker), at=3), list(range(8))) == [10 * i for i in range(8)]

@@ -156,11 +156,15 @@ class RayExecutor:
         ray = self._connect()
         from ray.util import ActorPool
 
+        delivered = 0
         try:
-            yield from ActorPool(self._actors_for(ray, task)).map(lambda actor, chunk: actor.run.remote(chunk),
-                                                                  list(chunks))
+            for result in ActorPool(self._actors_for(ray, task)).map(lambda actor, chunk: actor.run.remote(chunk),
+                                                                     list(chunks)):
+                delivered += 1
+                yield result
         except BaseException:  # a failed or abandoned call: its actors may hold half a chunk; start afresh
-            self.close()
+            if delivered < len(chunks):  # (a caller that stops after the last result abandons nothing)
+                self.close()
             raise
 
     def close(self) -> None:

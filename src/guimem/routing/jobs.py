@@ -217,7 +217,8 @@ def play_all(task: PlayEpisodes, plays: Sequence[Play], executor: Executor | Non
     traces: list[Trace] = []
     work: dict[str, LoopStats] = {}
     with tqdm(total=sum(len(p.replays) for p in plays), desc="closed loop", disable=not progress) as bar:
-        for play, (got, stats) in zip(plays, cached_map(executor or LocalExecutor(), task, list(plays), cache)):
+        for i, (got, stats) in enumerate(cached_map(executor or LocalExecutor(), task, list(plays), cache)):
+            play = plays[i]
             traces += got
             work.setdefault(play.name, LoopStats()).add(stats)
             bar.update(len(got))
