@@ -203,15 +203,14 @@ def test_step_records_are_the_same_in_process_and_on_worker_processes(saved_acto
     assert other.hits == 0 and other.stored == 3
 
 
-def test_closed_loop_plays_are_the_same_in_process_and_on_worker_processes(saved_actor, tmp_path):
+def test_closed_loop_plays_in_batches_and_resumed_give_the_same_traces(saved_actor, tmp_path):
+    """(On worker processes: tests/test_actor.py runs 09's plays on two; on Ray: below.)"""
     spec, _, _ = saved_actor
     task, plays = _closed_loop_task(spec, tmp_path)
     n = len(plays[0].replays)
     assert n > 5 and [len(p.replays) for p in plays[1:]] == [min(5, n - lo) for lo in range(0, n, 5)]  # batches of 5
     here, work = play_all(task, plays, progress=False)
     assert [t.memory for t in here] == ["none"] * n + ["batched"] * n and work["none"].steps == work["batched"].steps
-    there, _ = play_all(task, plays, LocalExecutor(2), progress=False)
-    assert [t.to_dict() for t in there] == [t.to_dict() for t in here]
     kept = ChunkCache(tmp_path / "chunks")
     play_all(task, plays[:2], cache=kept, progress=False)  # a run stopped after two plays
     resumed, _ = play_all(task, plays, cache=kept, progress=False)
