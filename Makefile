@@ -21,6 +21,11 @@ VENV := .venv
 STAMP := $(VENV)/.guimem-installed
 PIP := $(VENV)/bin/python -m pip --disable-pip-version-check
 PYTEST_ARGS ?=
+# make test runs the test files on one worker process per core (at most 4), each file whole on one
+# worker, so that a file's module fixtures (a tiny world and the notebooks run on it) are built once.
+# TEST_WORKERS=0 runs everything in this process, in file order.
+TEST_WORKERS ?= auto
+PYTEST_WORKERS := -n $(TEST_WORKERS) --maxprocesses 4 --dist loadfile
 COMPARE_ARGS ?=
 LAB_ARGS ?=
 PLOTS_ARGS ?=
@@ -55,10 +60,10 @@ repro: setup  ## run the whole pipeline (dvc repro)
 	dvc repro
 
 test: setup  ## run every test: unit tests, the bad-input corpus, notebook smoke runs (PYTEST_ARGS to select)
-	python -m pytest $(PYTEST_ARGS)
+	python -m pytest $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
 test-fast: setup  ## the fast tier: unit tests and the bad-input corpus, no notebook run, nothing slow
-	python -m pytest -m "not slow and not notebook" $(PYTEST_ARGS)
+	python -m pytest $(PYTEST_WORKERS) -m "not slow and not notebook" $(PYTEST_ARGS)
 
 # JupyterLab refuses to run as root unless told; containers and CI machines often are root.
 LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
