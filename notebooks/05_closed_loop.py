@@ -45,8 +45,8 @@ max_steps = 20  # step budget per episode: no successful demonstration is longer
 batch_size = 0  # episodes played in lock-step (0: all of a memory's at once; fewer: less memory, more ticks)
 actor_batch_size = 64  # actor inputs per forward pass
 torch_threads = 1  # CPU threads for the actor and the screen embedder (results are reproducible for a fixed count)
-executor = "local"  # where the episodes are played: local (workers processes; 1: this one), ray (a local Ray) or ray:<address> (a cluster)
-workers = 1  # workers playing memories (or lock-step batches) side by side, each loading the actor once (traces do not depend on it)
+executor = "local"  # where the episodes are played and the held-out steps scored: local (workers processes; 1: this one), ray (a local Ray) or ray:<address> (a cluster)
+workers = 1  # workers playing memories (or lock-step batches) or scoring chunks of steps side by side, each loading the actor once (traces and scores do not depend on it)
 gpus_per_worker = 0.0  # ray: GPUs each worker reserves (a Hugging Face actor then loads there)
 action_score_modalities = ["none", "text", "image", "both"]  # memory conditions of the step-level action score
 action_score_memory = "smg"  # whose memory the step-level score shows
@@ -91,10 +91,9 @@ from guimem.eval.closed_loop import (
 )
 from guimem.eval.examples import examples_from_retrieval
 from guimem.eval.metrics import MatchConfig
-from guimem.eval.scoring import step_scores
 from guimem.eval.tables import PAPER_SR, comparison_lines, ended_counts, in_short, markdown_table, mean_steps
 from guimem.pipeline.paths import enter_repo_root
-from guimem.routing.jobs import PlayEpisodes, condition_plays, play_all
+from guimem.routing.jobs import PlayEpisodes, condition_plays, play_all, score_steps
 from guimem.viz.plotting import MEMORY_LABELS, figure_path, save_figure, table_figure
 
 enter_repo_root()
@@ -157,7 +156,8 @@ plays = [p for name in memories
          for p in condition_plays(name, None if name == NO_MEMORY else name, "none" if name == NO_MEMORY else modality,
                                   replays, batch_size)]
 resumed = ChunkCache(chunks_dir) if chunks_dir else None
-traces, work = play_all(task, plays, make_executor(ExecutorSpec.parse(executor, workers, gpus_per_worker)), resumed)
+run_on = make_executor(ExecutorSpec.parse(executor, workers, gpus_per_worker))
+traces, work = play_all(task, plays, run_on, resumed)
 if resumed is not None and resumed.hits:
     print(f"{resumed.hits} of {len(plays)} plays read back from {chunks_dir} (an earlier run finished them)")
 for name in memories:
@@ -238,13 +238,15 @@ print("\n" + in_short(table, ended, len(replays), memories, MEMORY_LABELS))
 # to the better action. The experience is what `03_retrieval_eval` retrieved for each step
 # (its text block and image), so nothing is retrieved or rendered again here; each step is
 # featurised once and shown in every modality. Every held-out step is scored, not only those of
-# the tasks replayed above.
+# the tasks replayed above, in chunks of a few forward batches on the same executor as the
+# episodes (the same table wherever the chunks run).
 
 # %%
 examples = examples_from_retrieval(all_test, test_root, retrieval_dir, [action_score_memory],
                                    max_history=history_len)
 aitw = MatchConfig(variant="aitw")
-scores = step_scores(actor, examples, action_score_modalities, aitw)
+scores = {m: hits.scores() for m, hits in score_steps(actor_spec, examples, action_score_modalities, aitw,
+                                                      run_on, cache=resumed).items()}
 for m, s in scores.items():
     print(f"{m:>5}: step accuracy {s['step_accuracy']:.3f}  type accuracy {s['type_accuracy']:.3f}  ({s['n_steps']} steps)")
 rows = [[m, f"{s['step_accuracy'] * 100:.1f}", f"{s['type_accuracy'] * 100:.1f}", str(s["n_steps"])]

@@ -20,7 +20,9 @@ from guimem.core.executor import ExecutorSpec, LocalExecutor, RayExecutor, make_
 from guimem.core.resume import ChunkCache
 from guimem.eval.closed_loop import replay_tasks
 from guimem.models.embedding import CHUNK, CachedImageEmbedder, EmbeddingCache, PixelEmbedder
-from guimem.routing.jobs import Play, PlayEpisodes, condition_plays, play_all, record_steps
+from guimem.eval.metrics import MatchConfig
+from guimem.eval.scoring import step_table
+from guimem.routing.jobs import Play, PlayEpisodes, condition_plays, play_all, record_steps, score_steps
 from guimem.routing.records import collect_records
 
 
@@ -175,6 +177,16 @@ def _same_records(a, b) -> None:
             np.testing.assert_array_equal(a.sampled[r][c], b.sampled[r][c])
 
 
+def _same_tables(a, b) -> None:
+    assert list(a) == list(b)
+    for m in a:
+        for column in ("index", "step", "type"):
+            np.testing.assert_array_equal(getattr(a[m], column), getattr(b[m], column))
+
+
+MODALITIES = ("none", "text", "image", "both")
+
+
 def _closed_loop_task(spec, tmp_path):
     """Two seeds of a few demonstrations' tasks, without memory: played whole, then in lock-step batches."""
     from test_closed_loop import make_demos
@@ -203,6 +215,25 @@ def test_step_records_are_the_same_in_process_and_on_worker_processes(saved_acto
     assert other.hits == 0 and other.stored == 3
 
 
+def test_step_scores_are_one_step_table_in_process_on_worker_processes_and_resumed(saved_actor, tmp_path):
+    spec, steps, _ = saved_actor
+    aitw = MatchConfig("aitw")
+    whole = step_table(spec.load(), steps, MODALITIES, aitw)  # 9 steps, each carrying text and image
+    assert all(len(whole[m].step) == 9 for m in MODALITIES)
+    for executor in (LocalExecutor(1), LocalExecutor(2)):  # chunks of 1 batch (2 steps): 5 chunks
+        _same_tables(score_steps(spec, steps, MODALITIES, aitw, executor, chunk_batches=1), whole)
+    kept = ChunkCache(tmp_path / "chunks")
+    score_steps(spec, steps[:4], MODALITIES, aitw, chunk_batches=1, cache=kept)  # a run stopped after two chunks
+    _same_tables(score_steps(spec, steps, MODALITIES, aitw, chunk_batches=1, cache=kept), whole)
+    assert kept.hits == 2 and kept.stored == 5
+    text_only = [dataclasses.replace(ex, input=dataclasses.replace(ex.input, memory_image=None)) if i % 2 else ex
+                 for i, ex in enumerate(steps)]
+    table = score_steps(spec, text_only, MODALITIES, aitw, chunk_batches=1)  # image shown on steps 0, 2, ..., 8
+    assert table["image"].index.tolist() == [0, 2, 4, 6, 8] and table["text"].index.tolist() == list(range(9))
+    with pytest.raises(DataError, match="examples"):
+        score_steps(spec, [], MODALITIES, aitw)
+
+
 def test_closed_loop_plays_in_batches_and_resumed_give_the_same_traces(saved_actor, tmp_path):
     """(On worker processes: tests/test_actor.py runs 09's plays on two; on Ray: below.)"""
     spec, _, _ = saved_actor
@@ -222,11 +253,14 @@ def test_closed_loop_plays_in_batches_and_resumed_give_the_same_traces(saved_act
 
 
 @pytest.mark.slow
-def test_ray_gives_the_in_process_records_and_traces(saved_actor, tmp_path, ray_two_workers):
+def test_ray_gives_the_in_process_records_scores_and_traces(saved_actor, tmp_path, ray_two_workers):
     spec, steps, rules = saved_actor
     whole = collect_records(spec.load(), steps, rules, n_samples=3, seed=5, batch_size=2, progress=False)
     _same_records(record_steps(spec, steps, rules, 3, 1.0, 5, 2, ray_two_workers, chunk_batches=1, progress=False),
                   whole)
+    aitw = MatchConfig("aitw")
+    _same_tables(score_steps(spec, steps, MODALITIES, aitw, ray_two_workers, chunk_batches=1),
+                 step_table(spec.load(), steps, MODALITIES, aitw))
     task, plays = _closed_loop_task(spec, tmp_path)
     here, _ = play_all(task, plays, progress=False)
     there, _ = play_all(task, plays, ray_two_workers, progress=False)

@@ -2,7 +2,9 @@
 process, on worker processes or on Ray, with the same results.
 
 **Step records** (06_layer_analysis): :func:`record_steps` runs :func:`~guimem.routing.records.collect_records`
-on chunks of whole forward batches; every worker loads the actor once.
+on chunks of whole forward batches; every worker loads the actor once. **Step scores**
+(05_closed_loop's action score): :func:`score_steps` runs :func:`~guimem.eval.scoring.step_table`
+the same way.
 
 **Closed-loop episodes** (05_closed_loop, 09_routing_stats): the actor, alone or routed by
 SwitchMem, plays replays of held-out tasks with a memory. A :class:`Play` is one chunk: replays
@@ -28,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+import numpy as np
 from tqdm.auto import tqdm
 
 from guimem.actors.loading import ActorSpec
@@ -37,6 +40,7 @@ from guimem.core.resume import ChunkCache, cached_map, check_same_code, code_fin
 from guimem.core.policy import Modality
 from guimem.eval.closed_loop import LoopStats, QueryVectors, Replay, Trace, run_closed_loop
 from guimem.eval.metrics import MatchConfig
+from guimem.eval.scoring import StepHits, step_table
 from guimem.phone.config import WorldConfig
 from guimem.phone.world import World
 from guimem.routing.policy import SwitchMemPolicy
@@ -94,6 +98,53 @@ def record_steps(actor: ActorSpec, examples: Sequence[Any], rules: Mapping[str, 
             parts.append(part)
             bar.update(len(part))
     return concat(parts)
+
+
+# ----------------------------------------------------------------------------- step scores
+@dataclass(frozen=True)
+class ScoreSteps:
+    """:func:`~guimem.eval.scoring.step_table` as executor work: each worker loads the actor once; a
+    chunk is a run of consecutive examples and comes back as their table (positions within the chunk)."""
+
+    actor: ActorSpec
+    modalities: tuple[Modality, ...]
+    match: MatchConfig
+    code: str = field(default_factory=code_fingerprint)  # the code the results belong to (checked by workers)
+
+    def fingerprint(self) -> str | None:
+        actor = self.actor.fingerprint()
+        return None if actor is None else f"{self!r}|{actor}"
+
+    def setup(self) -> Any:
+        check_same_code(self.code)
+        return self.actor.load()
+
+    def run(self, policy: Any, chunk: Sequence[Any]) -> dict[Modality, StepHits]:
+        return step_table(policy, chunk, self.modalities, self.match)
+
+
+def score_steps(actor: ActorSpec, examples: Sequence[Any], modalities: Sequence[Modality], match: MatchConfig,
+                executor: Executor | None = None, chunk_batches: int = 4,
+                cache: ChunkCache | None = None) -> dict[Modality, StepHits]:
+    """:func:`~guimem.eval.scoring.step_table` with the actor ``actor`` names, run by ``executor``
+    (default: this process) on chunks of ``chunk_batches`` forward batches (``actor.batch_size``
+    steps each); with ``cache`` each finished chunk is kept, and a run stopped midway resumes from those.
+
+    Chunks are cut the same way wherever they run, so the table is too. Where every example carries
+    every modality's memory (05_closed_loop's held-out steps do), a chunk starts at a multiple of the
+    batch size and each forward pass holds the inputs it holds in one ``step_table`` call over all
+    the examples: the same table, step for step. (Otherwise a modality's batches are formed within
+    each chunk, which may move float noise.)"""
+    if not examples:
+        raise DataError("examples", "no steps to score")
+    size = max(1, actor.batch_size) * chunk_batches
+    starts = range(0, len(examples), size)
+    task = ScoreSteps(actor, tuple(modalities), match)
+    parts = list(cached_map(executor or LocalExecutor(), task, [list(examples[lo:lo + size]) for lo in starts], cache))
+    return {m: StepHits(m, np.concatenate([p[m].index + lo for p, lo in zip(parts, starts)]).astype(int),
+                        np.concatenate([p[m].step for p in parts]).astype(bool),
+                        np.concatenate([p[m].type for p in parts]).astype(bool))
+            for m in modalities}
 
 
 # ----------------------------------------------------------------------------- closed-loop episodes
