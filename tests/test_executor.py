@@ -216,6 +216,8 @@ def test_step_records_are_the_same_in_process_and_on_worker_processes(saved_acto
 
 
 def test_step_scores_are_one_step_table_in_process_on_worker_processes_and_resumed(saved_actor, tmp_path):
+    """(Not again on Ray: a task of its own would start two more actors, and the Ray path is the
+    records' and the plays' below.)"""
     spec, steps, _ = saved_actor
     aitw = MatchConfig("aitw")
     whole = step_table(spec.load(), steps, MODALITIES, aitw)  # 9 steps, each carrying text and image
@@ -253,14 +255,11 @@ def test_closed_loop_plays_in_batches_and_resumed_give_the_same_traces(saved_act
 
 
 @pytest.mark.slow
-def test_ray_gives_the_in_process_records_scores_and_traces(saved_actor, tmp_path, ray_two_workers):
+def test_ray_gives_the_in_process_records_and_traces(saved_actor, tmp_path, ray_two_workers):
     spec, steps, rules = saved_actor
     whole = collect_records(spec.load(), steps, rules, n_samples=3, seed=5, batch_size=2, progress=False)
     _same_records(record_steps(spec, steps, rules, 3, 1.0, 5, 2, ray_two_workers, chunk_batches=1, progress=False),
                   whole)
-    aitw = MatchConfig("aitw")
-    _same_tables(score_steps(spec, steps, MODALITIES, aitw, ray_two_workers, chunk_batches=1),
-                 step_table(spec.load(), steps, MODALITIES, aitw))
     task, plays = _closed_loop_task(spec, tmp_path)
     here, _ = play_all(task, plays, progress=False)
     there, _ = play_all(task, plays, ray_two_workers, progress=False)
