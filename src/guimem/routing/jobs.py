@@ -50,8 +50,25 @@ from guimem.smg.memories import load_memories
 
 
 # ----------------------------------------------------------------------------- step records
+class _ActorWork:
+    """What the tasks below that run the actor on steps share (each a frozen dataclass with fields
+    ``actor`` and ``code``): keyed by their parameters and the actor's files, and set up by loading
+    the actor once per worker, after checking that the worker runs the code the work was made by."""
+
+    actor: ActorSpec
+    code: str
+
+    def fingerprint(self) -> str | None:
+        actor = self.actor.fingerprint()
+        return None if actor is None else f"{self!r}|{actor}"
+
+    def setup(self) -> Any:
+        check_same_code(self.code)
+        return self.actor.load()
+
+
 @dataclass(frozen=True)
-class RecordSteps:
+class RecordSteps(_ActorWork):
     """:func:`collect_records` as executor work (:class:`guimem.core.executor.Task`): each worker
     loads the actor once; a chunk is ``(seed, examples)`` and comes back as those steps' records (the
     seed travels with the chunk, so 06's two sets of steps, seeded apart, share the workers)."""
@@ -62,14 +79,6 @@ class RecordSteps:
     temperature: float = 1.0
     batch_size: int = 64
     code: str = field(default_factory=code_fingerprint)  # the code the results belong to (checked by workers)
-
-    def fingerprint(self) -> str | None:
-        actor = self.actor.fingerprint()
-        return None if actor is None else f"{self!r}|{actor}"
-
-    def setup(self) -> Any:
-        check_same_code(self.code)
-        return self.actor.load()
 
     def run(self, policy: Any, chunk: tuple[int, Sequence[Any]]) -> StepRecords:
         seed, examples = chunk
@@ -102,7 +111,7 @@ def record_steps(actor: ActorSpec, examples: Sequence[Any], rules: Mapping[str, 
 
 # ----------------------------------------------------------------------------- step scores
 @dataclass(frozen=True)
-class ScoreSteps:
+class ScoreSteps(_ActorWork):
     """:func:`~guimem.eval.scoring.step_table` as executor work: each worker loads the actor once; a
     chunk is a run of consecutive examples and comes back as their table (positions within the chunk)."""
 
@@ -110,14 +119,6 @@ class ScoreSteps:
     modalities: tuple[Modality, ...]
     match: MatchConfig
     code: str = field(default_factory=code_fingerprint)  # the code the results belong to (checked by workers)
-
-    def fingerprint(self) -> str | None:
-        actor = self.actor.fingerprint()
-        return None if actor is None else f"{self!r}|{actor}"
-
-    def setup(self) -> Any:
-        check_same_code(self.code)
-        return self.actor.load()
 
     def run(self, policy: Any, chunk: Sequence[Any]) -> dict[Modality, StepHits]:
         return step_table(policy, chunk, self.modalities, self.match)
