@@ -407,6 +407,17 @@ def file_inside(root: str | os.PathLike, rel: Any, field: str, path: str | None 
     return target
 
 
+def refuse_overlap(source: str | os.PathLike, target: str | os.PathLike, field: str = "target",
+                   path: str | None = None) -> None:
+    """Refuse (:class:`DataError` under ``field``) a ``target`` folder that is ``source``, lies inside
+    it, or holds it, every symbolic link followed: a write there would corrupt what it reads."""
+    src, dst = Path(source).resolve(), Path(target).resolve()
+    if src == dst or dst.is_relative_to(src) or src.is_relative_to(dst):
+        how = "is" if src == dst else "lies inside" if dst.is_relative_to(src) else "holds"
+        raise DataError(field, f"{str(target)!r:.200} {how} the source {str(source)!r:.200}; "
+                               "choose a folder apart from it", path if path is not None else str(target))
+
+
 def _shape_text(shape: tuple[int | None, ...]) -> str:
     return "[" + ", ".join("n" if n is None else str(n) for n in shape) + "]"
 
