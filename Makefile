@@ -9,6 +9,7 @@
 #   make plots   set up, then write dvc_plots/index.html (dvc plots show): every plot in dvc.yaml, opens offline
 #   make metrics set up, then print every stage's headline numbers, one per row
 #   make compare set up, then print what differs between the workspace, HEAD and its experiments (dvc exp show)
+#   make restore set up, then bring back the committed parameters and rebuild what they make (never deletes an output first)
 #   make lock    rewrite requirements.lock and environment.yml from the installed .venv
 
 SHELL := /bin/bash
@@ -38,7 +39,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: help setup repro test test-fast lab bench plots metrics compare lock
+.PHONY: help setup repro test test-fast lab bench plots metrics compare restore lock
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/'
@@ -83,6 +84,16 @@ metrics: setup  ## print every stage's headline numbers, one per row (REV=<git r
 
 compare: setup  ## print the parameters and headline numbers that differ between the workspace, HEAD and its experiments (COMPARE_ARGS: e.g. --all-rows, or -- -A for dvc exp show)
 	python -m guimem.pipeline.report experiments $(COMPARE_ARGS)
+
+# Back to the committed parameters after an experiment. Not `git checkout HEAD -- dvc.lock ... && dvc checkout`:
+# on a clone whose cache never held the committed outputs (a fresh clone, no DVC remote), dvc checkout
+# removes the experiment's outputs and then fails to restore the committed ones. dvc repro instead
+# restores each stage from this clone's run cache where it ran those parameters before, reruns it
+# where not, and replaces an output only with its rebuilt version. metrics/, results/, plots/ and
+# dvc.lock then hold what this machine makes (git diff shows where that differs from the commit).
+restore: setup  ## bring back the committed params.yaml and rebuild what it makes (dvc repro; nothing deleted first)
+	git checkout HEAD -- params.yaml
+	dvc repro
 
 bench: setup  ## run every benchmarks/*.py; each writes its results to a file
 	@scripts="$(wildcard benchmarks/*.py)"; \
