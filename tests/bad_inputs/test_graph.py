@@ -362,7 +362,7 @@ def test_save_refuses_a_file_and_a_store_of_another_kind(tmp_path):
 def test_save_replaces_a_graph_saved_before_markers(tmp_path):
     graph().save(tmp_path / "g")
     (tmp_path / "g" / MARKER).unlink()
-    bigger = graph()
-    bigger.add_edge(2, 0, sub("e5", 0, 0, 0), E[3])
+    bigger = graph()  # an episode more (an edge of no ingested episode would contradict episodes.json)
+    bigger.add_episode([sub("e5", 0, 0, 0)], {"e5/s0.png": E[3], "e5/s1.png": E[2]}, E[3:4])
     bigger.save(tmp_path / "g")
     assert MemoryGraph.load(tmp_path / "g").n_edges == 3

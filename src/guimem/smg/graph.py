@@ -460,7 +460,8 @@ class MemoryGraph:
         g._sums = sums.copy() if len(sums) else g._sums
         g.index.extend(normalize_rows(sums))
         g.episodes = _read_episodes(folder / EPISODES, count["episodes"])
-        for edge in _read_edges(folder / EDGES, count["edges"], count["nodes"]):
+        nodes = [g.graph.nodes[i]["screenshots"] for i in range(count["nodes"])]
+        for edge in _read_edges(folder / EDGES, count["edges"], nodes, g.episodes):
             g.edges.append(edge)
             g.graph.add_edge(edge.source, edge.target, key=edge.id, success=edge.subgoal.success,
                              subgoal_id=edge.subgoal.id)
@@ -469,9 +470,11 @@ class MemoryGraph:
         if g.subgoals_seen != g.n_edges + g.duplicates_dropped:
             raise DataError("subgoals_seen", f"{g.subgoals_seen} subgoals seen, but {g.n_edges} edges kept and "
                             f"{g.duplicates_dropped} dropped", mpath)
-        for key, value in g.stats().items():
-            if manifest.get(key) != value:
+        for key, value in g.stats().items():  # of the same type too: true is not 1, 1.0 is not 1
+            if type(manifest.get(key)) is not type(value) or manifest.get(key) != value:
                 raise DataError(key, f"the manifest says {manifest.get(key)!r:.40}, the files give {value!r}", mpath)
+        _check_vectors(folder, g)
+        _check_episode_hashes(folder, g)
         return g
 
 
@@ -489,9 +492,8 @@ def _read_manifest(folder: Path) -> tuple[dict[str, Any], GraphConfig]:
         raise DataError("manifest", f"expected an object, got {type(manifest).__name__}", mpath)
     if manifest.get("format") != FORMAT:
         raise DataError("format", f"expected {FORMAT!r}, got {manifest.get('format')!r:.60}", mpath)
-    if manifest.get("format_version") != FORMAT_VERSION:
-        raise DataError("format_version", f"expected {FORMAT_VERSION}, got {manifest.get('format_version')!r:.60}",
-                        mpath)
+    check_number(manifest.get("format_version"), "format_version", lo=FORMAT_VERSION, hi=FORMAT_VERSION,
+                 integer=True, path=mpath)  # an integer: true and 1.0 are not version 1
     names = ("image_embedder", "image_dim", "text_embedder", "text_dim", "tau", "theta")
     for name in names:
         if name not in manifest:
@@ -510,12 +512,16 @@ def _read_nodes(path: Path, n: int) -> list[tuple[int, list[str]]]:
         raise DataError("nodes", f"expected a list of the manifest's {n} nodes, got {got}", str(path))
     out = []
     for i, d in enumerate(nodes):
-        if not isinstance(d, dict) or d.get("id") != i:
-            raise DataError(f"[{i}].id", f"expected node id {i}", str(path))
+        if not isinstance(d, dict):
+            raise DataError(f"[{i}]", f"expected an object, got {type(d).__name__}", str(path))
+        check_number(d.get("id"), f"[{i}].id", lo=i, hi=i, integer=True, path=str(path))
         count = check_number(d.get("count"), f"[{i}].count", lo=1, integer=True, path=str(path))
         shots = d.get("screenshots")
         if not isinstance(shots, list) or not shots or len(set(map(str, shots))) != len(shots):
             raise DataError(f"[{i}].screenshots", "expected a non-empty list of distinct paths", str(path))
+        if count < len(shots):  # every screenshot merged in counts once at least
+            raise DataError(f"[{i}].count", f"{count} screens merged, fewer than its {len(shots)} screenshots",
+                            str(path))
         out.append((count, [relative_path(s, f"[{i}].screenshots[{j}]", str(path)) for j, s in enumerate(shots)]))
     return out
 
@@ -536,26 +542,76 @@ def _read_episodes(path: Path, n: int) -> dict[str, str]:
     return out
 
 
-def _read_edges(path: Path, n: int, n_nodes: int) -> list[Edge]:
-    """The ``n`` edges of ``edges.jsonl``: ids in line order, between nodes that exist, valid subgoals."""
+def _read_edges(path: Path, n: int, nodes: Sequence[Sequence[str]], episodes: Mapping[str, str]) -> list[Edge]:
+    """The ``n`` edges of ``edges.jsonl``: ids in line order, valid subgoals between nodes that exist; in a
+    graph built from episodes (``episodes`` not empty), subgoals of those episodes only, each from the node
+    holding its first screenshot to the node holding its last (``nodes``: their screenshots). A graph of
+    no episodes holds edges added one by one (:meth:`MemoryGraph.add_edge`), which belong to none."""
     rows = read_jsonl(path)
     if len(rows) != n:
         raise DataError("edges", f"the manifest counts {n} edges, the file holds {len(rows)}", str(path))
     out = []
     for i, (lineno, e) in enumerate(rows):
         where = f"{path}, line {lineno}"
-        if not isinstance(e, dict) or e.get("id") != i:
-            raise DataError("id", f"expected edge id {i}", where)
+        if not isinstance(e, dict):
+            raise DataError("id", f"expected an edge object, got {type(e).__name__}", where)
+        check_number(e.get("id"), "id", lo=i, hi=i, integer=True, path=where)
         for name in ("source", "target"):
-            check_number(e.get(name), name, lo=0, hi=n_nodes - 1, integer=True, path=where)
+            check_number(e.get(name), name, lo=0, hi=len(nodes) - 1, integer=True, path=where)
         if not isinstance(e.get("subgoal"), dict):
             raise DataError("subgoal", f"expected an object, got {e.get('subgoal')!r:.60}", where)
         try:
             sg = check_subgoals([Subgoal.from_dict(e["subgoal"])])[0]
         except DataError as err:
             raise err.at(where, "subgoal") from None
+        if episodes and sg.episode_id not in episodes:
+            raise DataError("subgoal.episode_id", f"episode {sg.episode_id!r:.80} is not in {EPISODES}", where)
+        for name, node, shot in (("source", e["source"], sg.from_screenshot), ("target", e["target"], sg.to_screenshot)):
+            if episodes and shot not in nodes[node]:  # ingest puts a subgoal's screens into the nodes its edge joins
+                raise DataError(name, f"node {node} does not hold the subgoal's screenshot {shot!r:.80}", where)
         out.append(Edge(i, e["source"], e["target"], sg))
     return out
+
+
+UNIT_ATOL = 1e-4  # a float32 unit vector's norm is within ~1e-7 of 1; far looser than that, far tighter than any edit
+
+
+def _check_vectors(folder: Path, g: MemoryGraph) -> None:
+    """Refuse node sums that no merge of unit vectors gives (zero, or longer than their count) and
+    intent rows that are not unit vectors."""
+    norms = np.linalg.norm(g.node_sums, axis=1)  # [nodes]
+    counts = np.array([g.graph.nodes[i]["count"] for i in range(g.n_nodes)], dtype=np.float64)
+    bad = np.flatnonzero((norms <= 0) | (norms > counts * (1 + UNIT_ATOL)) | ((counts == 1) & (abs(norms - 1) > UNIT_ATOL)))
+    if len(bad):
+        i = int(bad[0])
+        raise DataError("node_sums", f"row {i} has norm {norms[i]:.6g}, but is the sum of {int(counts[i])} unit "
+                                     f"vector(s) (norm in (0, {int(counts[i])}])", str(folder / NODE_SUMS))
+    norms = np.linalg.norm(g.edge_intents.astype(np.float64), axis=1)  # [edges]
+    bad = np.flatnonzero(abs(norms - 1) > UNIT_ATOL)
+    if len(bad):
+        raise DataError("edge_intents", f"row {int(bad[0])} has norm {norms[bad[0]]:.6g}, not a unit vector",
+                        str(folder / EDGE_INTENTS))
+
+
+def _check_episode_hashes(folder: Path, g: MemoryGraph) -> None:
+    """Refuse edges whose episodes no longer hash to what ``episodes.json`` records (an edited
+    subgoal). An episode whose subgoals were all kept must hash to its record; one that lost some
+    to deduplication cannot be rehashed, but each such episode lost one at least, so there can be
+    no more of them than duplicates dropped. (A graph of no episodes: edges added one by one, nothing to check.)"""
+    if not g.episodes:
+        return
+    try:
+        by_episode = group_by_episode(e.subgoal for e in g.edges)  # two edges of one subgoal: refused
+        for group in by_episode.values():
+            boundary_screens(group)  # one screenshot per step of an episode
+    except DataError as err:
+        raise err.at(str(folder / EDGES), "subgoal") from None
+    stale = [eid for eid, h in g.episodes.items() if eid not in by_episode or episode_hash(by_episode[eid]) != h]
+    if len(stale) > g.duplicates_dropped:
+        i = list(g.episodes).index(stale[0])
+        raise DataError(f"[{i}].sha256", f"the edges of {len(stale)} episode(s), e.g. {stale[0]!r:.60}, do not hash to "
+                                         f"the recorded sha256, and only {g.duplicates_dropped} subgoal(s) were dropped "
+                                         "as duplicates (an edge's subgoal was edited?)", str(folder / EPISODES))
 
 
 # ============================================================================ analysis
