@@ -79,6 +79,6 @@ def test_a_task_without_a_fingerprint_and_an_unreadable_entry_are_run(tmp_path):
     weights.write_bytes(b"v")
     task = Counted(str(log), str(weights))
     list(cached_map(LocalExecutor(), task, [7], cache))
-    (entry,) = (tmp_path / "chunks").rglob("*.pkl")
+    (entry,) = (tmp_path / "chunks").rglob("*.chunk")
     entry.write_bytes(b"truncated")  # a damaged entry is a miss, not an error
     assert list(cached_map(LocalExecutor(), task, [7], cache)) == [49] and ran(log) == [7, 7]

@@ -28,17 +28,17 @@ import os
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, ClassVar, Mapping, Sequence
 
 import numpy as np
 from tqdm.auto import tqdm
 
 from guimem.actors.loading import ActorSpec
-from guimem.core.data import DataError
+from guimem.core.data import Action, DataError
 from guimem.core.executor import Executor, LocalExecutor
 from guimem.core.resume import ChunkCache, cached_map, check_same_code, code_fingerprint, tree_digest
 from guimem.core.policy import Modality
-from guimem.eval.closed_loop import LoopStats, QueryVectors, Replay, Trace, run_closed_loop
+from guimem.eval.closed_loop import LoopStats, QueryVectors, Replay, Trace, TraceStep, run_closed_loop
 from guimem.eval.metrics import MatchConfig
 from guimem.eval.scoring import StepHits, step_table
 from guimem.phone.config import WorldConfig
@@ -79,6 +79,7 @@ class RecordSteps(_ActorWork):
     temperature: float = 1.0
     batch_size: int = 64
     code: str = field(default_factory=code_fingerprint)  # the code the results belong to (checked by workers)
+    result_types: ClassVar[tuple[type, ...]] = (StepRecords,)  # what a kept chunk's result is built of (core.resume)
 
     def run(self, policy: Any, chunk: tuple[int, Sequence[Any]]) -> StepRecords:
         seed, examples = chunk
@@ -119,6 +120,7 @@ class ScoreSteps(_ActorWork):
     modalities: tuple[Modality, ...]
     match: MatchConfig
     code: str = field(default_factory=code_fingerprint)  # the code the results belong to (checked by workers)
+    result_types: ClassVar[tuple[type, ...]] = (StepHits,)  # what a kept chunk's result is built of (core.resume)
 
     def run(self, policy: Any, chunk: Sequence[Any]) -> dict[Modality, StepHits]:
         return step_table(policy, chunk, self.modalities, self.match)
@@ -193,6 +195,7 @@ class PlayEpisodes:
     k: int | None = None  # anchors per query (None: each memory's own)
     history_len: int = 4
     code: str = field(default_factory=code_fingerprint)  # the code the results belong to (checked by workers)
+    result_types: ClassVar[tuple[type, ...]] = (Trace, TraceStep, Action, LoopStats)  # a kept play's result (core.resume)
 
     def __post_init__(self) -> None:
         for name in ("memories_dir", "store_root", "cache_dir", "routers_dir"):
