@@ -2,9 +2,10 @@
 
 * screenshot paths given to ``embed_screenshots`` (absolute, ``..``, links out of the store, not a
   file, not an image), with and without the cache: refused before anything is read outside the store;
-* embedding-cache entries: a vector that is not finite is refused naming its file; an entry that is
-  not a ``[dim]`` float32 array is computed again and rewritten; an embedder that returns NaN or the
-  wrong shape is refused;
+* embedding-cache entries: one that is not a finite unit ``[dim]`` float32 vector (even when sealed
+  with a valid digest), cut short, or not a file is computed again and rewritten (a folder in the
+  way: computed, not stored); an embedder that returns NaN or the wrong shape is refused (more
+  corrupt entries in ``test_caches.py``);
 * a saved screen projection with one file broken, and projections built in code;
 * vocabulary files of the miniature actor.
 """
@@ -22,7 +23,9 @@ import pytest
 from PIL import Image
 
 from bad_inputs.corpus import error
+from guimem.core.resume import read_entry, seal_entry
 from guimem.models.embedding import (
+    EMBEDDING_KIND,
     CachedImageEmbedder,
     EmbeddingCache,
     PixelEmbedder,
@@ -94,7 +97,7 @@ def test_a_screenshot_outside_the_store_is_never_read(store, tmp_path, cached, c
     rel = make(store)
     err = error(lambda: embed_screenshots(embedder, store, ["screens/a.png", rel]))
     assert (err.field, os.path.relpath(err.path, store)) == (field, file), str(err)
-    assert not list((tmp_path / "cache").rglob("*.npy"))  # refused before anything was embedded
+    assert not list((tmp_path / "cache").rglob("*.vec"))  # refused before anything was embedded
 
 
 def test_a_link_inside_the_store_is_followed(store):
@@ -107,12 +110,25 @@ def test_a_link_inside_the_store_is_followed(store):
 def entry(tmp_path: Path) -> Path:
     """The one cache entry of screen ``a``, after it was cached."""
     CachedImageEmbedder(PixelEmbedder(), EmbeddingCache(tmp_path / "cache")).embed([Image.new("RGB", (18, 36), "red")])
-    (path,) = (tmp_path / "cache").rglob("*.npy")
+    (path,) = (tmp_path / "cache").rglob("*.vec")
     return path
 
 
+def vector_of(path: Path) -> np.ndarray:
+    """The vector a cache entry holds (its digest and header checked)."""
+    entry = read_entry(path, EMBEDDING_KIND, path.stem, 1 << 20)
+    assert entry is not None, "not a verified entry"
+    return np.frombuffer(entry[1], "<f4").copy()
+
+
 def saved(value: Callable[[np.ndarray], np.ndarray]) -> Callable[[Path], None]:
-    return lambda path: np.save(path, value(np.load(path).copy()))
+    """The entry sealed again, with a valid digest, around ``value(vector)`` (its header saying what it holds)."""
+    def write(path: Path) -> None:
+        header, _ = read_entry(path, EMBEDDING_KIND, path.stem, 1 << 20)
+        v = np.asarray(value(vector_of(path)))
+        header = {**header, "shape": list(v.shape), "dtype": v.dtype.str}
+        path.write_bytes(seal_entry(EMBEDDING_KIND, path.stem, header, v.tobytes()))
+    return write
 
 
 def at(index: int, value: float) -> Callable[[np.ndarray], np.ndarray]:
@@ -127,14 +143,14 @@ def folder_instead(path: Path) -> None:
     path.mkdir()
 
 
-# (case id, mutation of the entry, outcome: the field refused (at the entry's file), or "repaired")
+# (case id, mutation of the entry, outcome: "repaired" (recomputed and rewritten), or "not stored")
 CACHE: list[tuple[str, Callable[[Path], None], str]] = [
-    ("inf", saved(at(3, np.inf)), "embedding"),
-    ("minus_inf", saved(at(0, -np.inf)), "embedding"),
-    ("nan", saved(at(5, np.nan)), "embedding"),
-    ("a_folder", folder_instead, "path"),
+    ("inf", saved(at(3, np.inf)), "repaired"),
+    ("minus_inf", saved(at(0, -np.inf)), "repaired"),
+    ("nan", saved(at(5, np.nan)), "repaired"),
+    ("a_folder", folder_instead, "not stored"),
     ("truncated", lambda p: p.write_bytes(p.read_bytes()[:-10]), "repaired"),
-    ("not_npy", lambda p: p.write_bytes(b"not an array"), "repaired"),
+    ("not_an_entry", lambda p: p.write_bytes(b"not an array"), "repaired"),
     ("empty", lambda p: p.write_bytes(b""), "repaired"),
     ("one_longer", saved(lambda x: np.append(x, 0.0).astype(np.float32)), "repaired"),
     ("float64", saved(lambda x: x.astype(np.float64)), "repaired"),
@@ -143,18 +159,19 @@ CACHE: list[tuple[str, Callable[[Path], None], str]] = [
 
 
 @pytest.mark.parametrize("case, mutate, outcome", CACHE, ids=[c[0] for c in CACHE])
-def test_a_broken_cache_entry_is_refused_or_repaired(tmp_path, case, mutate, outcome):
+def test_a_broken_cache_entry_is_recomputed(tmp_path, case, mutate, outcome):
     path = entry(tmp_path)
-    good = np.load(path)
+    good = vector_of(path)
     mutate(path)
     again = CachedImageEmbedder(PixelEmbedder(), EmbeddingCache(tmp_path / "cache"))
     image = Image.new("RGB", (18, 36), "red")
     if outcome == "repaired":
         np.testing.assert_array_equal(again.embed([image])[0], good)
-        np.testing.assert_array_equal(np.load(path), good)  # rewritten
+        np.testing.assert_array_equal(vector_of(path), good)  # rewritten
     else:
-        err = error(lambda: again.embed([image]))
-        assert (err.field, err.path) == (outcome, str(path)), str(err)
+        with pytest.warns(RuntimeWarning, match="not cached"):
+            np.testing.assert_array_equal(again.embed([image])[0], good)
+        assert path.is_dir()  # a folder guimem did not write is left alone
 
 
 class Broken:

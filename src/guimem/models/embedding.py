@@ -37,12 +37,15 @@ Images go through the network in micro-batches of a fixed size (the last one pad
 zeros), texts in micro-batches of equal token length (no padding), so a cached vector and a
 fresh one are bit-identical.
 
-Cache: ``<cache_dir>/<embedder name>[@v<version>]/<key[:2]>/<key>.npy`` with ``key`` the sha256 of the
+Cache: ``<cache_dir>/<embedder name>[@v<version>]/<key[:2]>/<key>.vec`` with ``key`` the sha256 of the
 content (a text's UTF-8 bytes; an image file's bytes, or a decoded image's mode, size and
-pixels). Re-running a stage with another threshold reads vectors instead of re-embedding. An
-entry that is not a ``[dim]`` float32 array (e.g. cut short) is computed again and rewritten; one
-holding NaN or an infinity is refused (a :class:`DataError` naming the file), as is a fresh
-vector that is not finite.
+pixels). Re-running a stage with another threshold reads vectors instead of re-embedding. Each
+entry is a verified cache entry (:func:`guimem.core.resume.read_entry`: a digest over its bytes,
+its kind and key inside, only regular files read) that records the embedder, the shape and the
+dtype of its vector; a vector is used only if all of them match and it is finite with unit norm.
+Anything else — cut short, a flipped byte, another key's file, a link, a FIFO, zeroed, scaled or
+non-finite values — is computed again and written over. A fresh vector that is not finite is
+refused (a :class:`DataError`); one that is not of unit norm is used but not cached.
 
 Screenshots are read only inside their store: :func:`embed_screenshots` refuses a path that is
 absolute, has a ``..`` part or resolves (through a symbolic link) outside ``store_root``.
@@ -55,7 +58,6 @@ import re
 import warnings
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
-from io import BytesIO
 from pathlib import Path
 from typing import Callable, Iterable, Protocol, Sequence
 
@@ -66,7 +68,6 @@ from tqdm.auto import tqdm
 from guimem.core.data import DataError
 from guimem.core.executor import Executor, LocalExecutor, RayExecutor
 from guimem.core.io import (
-    atomic_write_bytes,
     atomic_write_dir,
     check_finite,
     check_number,
@@ -77,6 +78,7 @@ from guimem.core.io import (
     relative_path,
     write_json,
 )
+from guimem.core.resume import read_entry, write_entry
 from guimem.core.store import open_image
 
 DEFAULT_CACHE_DIR = Path(".cache/guimem/embeddings")
@@ -464,30 +466,52 @@ def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
 
 
+EMBEDDING_KIND = "guimem.embedding"
+NORM_TOLERANCE = 1e-3  # |norm - 1| a cached vector may show (float32 normalisation leaves ~1e-7)
+
+
+def unit_vector(v: np.ndarray, dim: int) -> bool:
+    """Whether ``v`` is what every embedder returns for one input: a finite float32 ``[dim]`` of unit norm."""
+    v = np.asarray(v)
+    if v.dtype != np.float32 or v.shape != (dim,) or not np.isfinite(v).all():
+        return False
+    return abs(float(np.linalg.norm(v.astype(np.float64))) - 1.0) <= NORM_TOLERANCE
+
+
 class EmbeddingCache:
-    """Vectors on disk, one ``.npy`` per (embedder name, content key); writes are atomic."""
+    """Vectors on disk, one verified entry per (embedder name, content key); writes are atomic."""
 
     def __init__(self, root: str | Path = DEFAULT_CACHE_DIR):
         self.root = Path(root)
 
     def _path(self, name: str, key: str) -> Path:
-        return self.root / _safe(name) / key[:2] / f"{key}.npy"
+        return self.root / _safe(name) / key[:2] / f"{key}.vec"
+
+    @staticmethod
+    def _max_bytes(dim: int) -> int:
+        return 4 * dim + 4096  # the vector and its header
 
     def get(self, name: str, key: str, dim: int) -> np.ndarray | None:
-        """The cached ``[dim]`` vector, or None when there is none or the file is not a ``[dim]``
-        float32 array (it is then computed again); a vector that is not finite is a DataError."""
-        path = self._path(name, key)
-        try:
-            v = read_npy(path, "embedding", np.float32, (dim,), finite=False)
-        except DataError:
+        """The cached ``[dim]`` vector, or None when there is none or the entry is not exactly a
+        unit ``[dim]`` float32 vector this embedder stored under this key (it is then computed again)."""
+        entry = read_entry(self._path(name, key), EMBEDDING_KIND, key, self._max_bytes(dim))
+        if entry is None:
             return None
-        return check_finite(v, "embedding", str(path))
+        header, payload = entry
+        if header.get("embedder") != name or header.get("shape") != [dim] or header.get("dtype") != "<f4" \
+                or len(payload) != 4 * dim:
+            return None
+        v = np.frombuffer(payload, dtype="<f4").astype(np.float32)  # a writable copy, native order
+        return v if unit_vector(v, dim) else None
 
     def put(self, name: str, key: str, vector: np.ndarray) -> None:
-        """Store one vector, atomically."""
-        buf = BytesIO()
-        np.save(buf, np.asarray(vector, dtype=np.float32), allow_pickle=False)
-        atomic_write_bytes(self._path(name, key), buf.getvalue())
+        """Store one vector, atomically; one that :func:`unit_vector` refuses is not stored."""
+        v = np.asarray(vector, dtype=np.float32)
+        if v.ndim != 1 or not unit_vector(v, len(v)):
+            return
+        header = {"embedder": name, "shape": [len(v)], "dtype": "<f4"}
+        write_entry(self._path(name, key), EMBEDDING_KIND, key, header, v.astype("<f4").tobytes(),
+                    self._max_bytes(len(v)))
 
 
 CHUNK = 64  # items per unit of work (and per progress-bar step) when computing cache misses
