@@ -16,7 +16,8 @@ from PIL import Image
 
 from guimem.actors.loading import ActorSpec
 from guimem.core.data import DataError
-from guimem.core.executor import ExecutorSpec, LocalExecutor, RayExecutor, make_executor, run_all
+from guimem.core.executor import (ExecutorSpec, LocalExecutor, RayExecutor, make_executor, run_all,
+                                 start_local_ray)
 from guimem.core.resume import ChunkCache
 from guimem.eval.closed_loop import replay_tasks
 from guimem.models.embedding import CHUNK, CachedImageEmbedder, EmbeddingCache, PixelEmbedder
@@ -114,7 +115,7 @@ def test_embedding_stopped_midway_resumes_from_the_cached_chunks(tmp_path):
 def ray_two_workers():
     ray = pytest.importorskip("ray")
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # this module's tasks travel by value
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    start_local_ray(2)  # retried on a loaded machine; a start that never succeeds skips (tests/conftest.py)
     yield RayExecutor(ExecutorSpec("ray", workers=2, max_retries=2))
     ray.shutdown()
 

@@ -9,7 +9,9 @@ does not depend on where it ran:
   processes (one model each).
 * :class:`RayExecutor`: Ray actors, each holding its own ``setup()`` state (the model is loaded
   once per actor, on a GPU where ``gpus_per_worker`` asks for one). With no ``address`` a local
-  Ray is started on demand with ``workers`` CPUs (the last task's actors are kept for its next call); ``address`` (``auto``, ``ray://host:10001``)
+  Ray is started on demand with ``workers`` CPUs (:func:`start_local_ray`: no dashboard, a small
+  object store, started again after a start that timed out on a loaded machine; the last task's
+  actors are kept for its next call); ``address`` (``auto``, ``ray://host:10001``)
   joins a running cluster, whose workers must see the inputs at the same absolute paths (a
   shared file system: chunks name files, not their bytes). A worker that dies is restarted and its chunk retried
   (``max_retries`` times); a chunk whose task raises is not retried (the error is the task's).
@@ -26,9 +28,16 @@ what it had not finished.
 from __future__ import annotations
 
 import multiprocessing
+import os
+import shutil
+import sys
+import tempfile
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 from guimem.core.data import DataError
@@ -115,6 +124,139 @@ class LocalExecutor:
 
 
 # ----------------------------------------------------------------------------- Ray
+RAY_START_ATTEMPTS = 3  # a local Ray's start, tried again after one that failed (the next finds the files cached)
+RAY_START_PAUSE_S = 5.0  # seconds before the second start (twice that before the third): let the load pass
+RAY_START_WAIT_S = 120  # Ray's wait for its GCS to report its port (its default: 30 s)
+RAY_OBJECT_STORE_BYTES = 512 * 2**20  # a local node's object store: chunks carry file names and small results
+# What a local Ray is started with: no dashboard, no worker output echoed here, the caller's logging left alone.
+LOCAL_RAY = dict(include_dashboard=False, log_to_driver=False, configure_logging=False,
+                 object_store_memory=RAY_OBJECT_STORE_BYTES)
+
+
+class RayStartError(RuntimeError):
+    """A local Ray did not start on this machine (Ray's fixed start waits ran out every time)."""
+
+    field = "executor"  # the parameter that asked for Ray
+
+    def __init__(self, message: str):
+        self.message = message
+        super().__init__(f"field '{self.field}': {message}")
+
+
+def start_local_ray(num_cpus: int, attempts: int = RAY_START_ATTEMPTS, pause_s: float = RAY_START_PAUSE_S) -> None:
+    """Start a local Ray node with ``num_cpus`` CPUs (:data:`LOCAL_RAY`) and connect to it.
+
+    Ray gives its helper processes fixed waits at start (15 s for the agents to report their ports,
+    30 s for the node to register; neither can be set), and on a loaded machine its Python helpers,
+    each importing Ray, can miss them. A start that fails is cleaned up (its processes stopped, its
+    session folder removed) and tried again after a pause, ``attempts`` times in all; then a
+    :class:`RayStartError` says so, with the load and Ray's last error. Bad arguments
+    (``TypeError``/``ValueError``) are not retried.
+    """
+    import ray  # started only where a stage asks for Ray
+
+    check_number(num_cpus, "workers", lo=1, integer=True)
+    check_number(attempts, "attempts", lo=1, integer=True)
+    failures: list[str] = []
+    for attempt in range(attempts):
+        if attempt:
+            time.sleep(pause_s * attempt)
+        sessions, children = _own_ray_sessions(), _child_pids()
+        try:
+            with _environ(RAY_gcs_server_port_wait_time_s=str(RAY_START_WAIT_S)):
+                ray.init(num_cpus=num_cpus, **LOCAL_RAY)
+            return
+        except (TypeError, ValueError):  # the arguments, not the machine: another try would fail the same way
+            _stop_half_started(ray, sessions, children)
+            raise
+        except Exception as err:  # Ray's start time-out is a bare Exception; others are OSError/RuntimeError
+            failures.append(f"{type(err).__name__}: {' '.join(str(err).split())!s:.160}")
+            _stop_half_started(ray, sessions, children)
+    raise RayStartError(
+        f"a local Ray did not start on this machine in {attempts} attempt(s) ({_load_words()}; Ray's last "
+        f"error: {failures[-1]}). Ray's start waits are fixed, so a busy machine can miss them: run the stage "
+        f"with executor: local (the same results), or again when the machine is less busy")
+
+
+@contextmanager
+def _environ(**values: str) -> Iterator[None]:
+    """Environment variables the caller has not set, set for the duration of a ``with`` block."""
+    added = {k: v for k, v in values.items() if k not in os.environ}  # the user's own setting wins
+    os.environ.update(added)
+    try:
+        yield
+    finally:
+        for k in added:
+            os.environ.pop(k, None)
+
+
+def _ray_temp_root() -> Path:
+    """Where a local Ray keeps its session folders (Ray's own rule: RAY_TMPDIR, TMPDIR on Linux, /tmp)."""
+    base = os.environ.get("RAY_TMPDIR") or (os.environ.get("TMPDIR") if sys.platform.startswith("linux") else None)
+    return Path(base or ("/tmp" if os.name == "posix" else tempfile.gettempdir())) / "ray"
+
+
+def _own_ray_sessions() -> set[Path]:
+    """The session folders this process started (Ray names them ``session_<time>_<pid>``)."""
+    root = _ray_temp_root()
+    return set(root.glob(f"session_*_{os.getpid()}")) if root.is_dir() else set()
+
+
+def _child_pids() -> set[int]:
+    """The processes this one started, and theirs."""
+    import psutil  # installed with Ray
+
+    return {p.pid for p in psutil.Process().children(recursive=True)}
+
+
+def _stop_half_started(ray: Any, sessions_before: set[Path], children_before: set[int]) -> None:
+    """Stop what a failed start left running (Ray keeps no handle on it) and remove its session folders."""
+    import psutil
+
+    try:
+        ray.shutdown()
+    except Exception:  # nothing was connected; the processes below are what is left
+        pass
+    new_sessions = _own_ray_sessions() - sessions_before
+    names = [s.name for s in new_sessions]
+    started = _child_pids() - children_before
+    left: list[Any] = []
+    for proc in psutil.process_iter(["cmdline"]):
+        if proc.pid in children_before or proc.pid == os.getpid():
+            continue
+        # started by this attempt: a child of this process, or a helper (orphaned when the raylet died)
+        # whose command line names the attempt's session folder
+        line = " ".join(proc.info["cmdline"] or ())
+        if proc.pid in started or any(n in line for n in names):
+            left.append(proc)
+    for proc in left:
+        try:
+            proc.terminate()
+        except psutil.Error:
+            pass
+    _, alive = psutil.wait_procs(left, timeout=5)
+    for proc in alive:
+        try:
+            proc.kill()
+        except psutil.Error:
+            pass
+    psutil.wait_procs(alive, timeout=5)
+    for session in new_sessions:
+        shutil.rmtree(session, ignore_errors=True)
+    latest = _ray_temp_root() / "session_latest"
+    if latest.is_symlink() and Path(os.readlink(latest)).name in names:  # it named the folder just removed
+        latest.unlink(missing_ok=True)
+
+
+def _load_words() -> str:
+    """The machine's load, in words, for an error message."""
+    try:
+        load = f"load average {os.getloadavg()[0]:.1f}"
+    except OSError:
+        load = "load unknown"
+    return f"{load} on {os.cpu_count() or '?'} CPUs"
+
+
 class RayExecutor:
     """Chunks run on Ray actors (one ``task.setup()`` each), results in order (see the module docstring).
 
@@ -137,8 +279,7 @@ class RayExecutor:
             if self.spec.address:
                 ray.init(address=self.spec.address, log_to_driver=False, configure_logging=False)
             else:
-                ray.init(num_cpus=self.spec.workers, include_dashboard=False, log_to_driver=False,
-                         configure_logging=False)
+                start_local_ray(self.spec.workers)
         return ray
 
     def _actors_for(self, ray: Any, task: Task) -> list[Any]:
