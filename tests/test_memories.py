@@ -8,6 +8,7 @@ import pytest
 from PIL import Image, ImageDraw
 
 from guimem.core.data import Action, DataError, Episode, Observation, Step, Subgoal, SubgoalLabel, UIElement
+from guimem.core.store import load_episodes, save_episodes
 from guimem.models.embedding import (
     CachedImageEmbedder,
     CachedTextEmbedder,
@@ -88,6 +89,16 @@ def store(tmp_path):
             subgoal(eps[1], 0, 0, 0, "open the settings", "yes"), subgoal(eps[1], 1, 1, 1, "open display", "no"),
             subgoal(eps[2], 0, 0, 0, "open the settings", "yes"), subgoal(eps[2], 1, 1, 1, "open display", "yes")]
     return tmp_path, eps, subs
+
+
+def as_episode_store(store):
+    """The hand-made store saved as an episode store (a loaded memory reads only such a store's
+    screens): its root, episodes and subgoals, the screenshots named by content."""
+    root, eps, subs = store
+    save_episodes(eps, {f"screens/{name}.png": draw_screen(name) for name in SCREENS}, root / "world")
+    stored = {e.id: e for e in load_episodes(root / "world")}
+    return root / "world", [stored[e.id] for e in eps], [
+        subgoal(stored[s.episode_id], s.index, s.first_step, s.last_step, s.text, s.success) for s in subs]
 
 
 def embedders(tmp_path):
@@ -277,6 +288,7 @@ def test_render_image_marks_swipes_and_typing(store):
 # ----------------------------------------------------------------------------- files
 @pytest.mark.parametrize("name", ["smg", "flat", "action_graph", "task_graph"])
 def test_save_load_round_trip(store, name):
+    store = as_episode_store(store)
     root, eps, subs = store
     m = build(name, store)
     m.save(root / "mem" / name)
@@ -304,7 +316,7 @@ def test_load_memories_applies_the_saved_projection(store):
     from guimem.models.embedding import fit_projection
     from guimem.smg.memories import load_memories
 
-    root, eps, subs = store
+    root, eps, subs = as_episode_store(store)
     img, txt = embedders(root)
     vectors = img.embed([draw_screen(n) for n in SCREENS] * 2)
     projected = fit_projection(img, vectors, rank=3)

@@ -22,21 +22,28 @@ import pytest
 
 from bad_inputs.corpus import error, files_of, located
 from guimem.core.io import MARKER
+from guimem.core.store import load_episodes, png_bytes, save_episodes, screen_path
 from guimem.smg.memories import RenderStyle, build_memory, load_memories, load_memory, make_memory
 from guimem.smg.retrieval import evaluate_memory, read_results, step_queries, write_results
 from test_memories import SCREENS, TAP_DISPLAY, TAP_GEAR, TAP_SETTINGS, draw_screen, embedders, episode, subgoal
 
 pytestmark = pytest.mark.bad_input
 
+STORED = {name: screen_path(png_bytes(draw_screen(name))) for name in SCREENS}  # each screen's path in the store
+NAME = {path: name for name, path in STORED.items()}
+
 
 @pytest.fixture
 def store(tmp_path) -> tuple[Path, list, list]:
-    """The hand-made three-screen store, two episodes and their subgoals."""
-    (tmp_path / "screens").mkdir()
+    """The hand-made three screens as an episode store (a memory reads only such a store's screens),
+    two episodes and their subgoals; the screens also under their hand names (screens/home.png ...)
+    for the episodes added in code."""
+    hand = [episode("e0", "turn on dark mode", [("home", TAP_SETTINGS, "a"), ("list", TAP_DISPLAY, "b")], "detail"),
+            episode("e1", "turn on dark mode", [("home", TAP_SETTINGS, "a"), ("list", TAP_GEAR, "b")], "list")]
+    save_episodes(hand, {f"screens/{name}.png": draw_screen(name) for name in SCREENS}, tmp_path)
+    eps = load_episodes(tmp_path)
     for name in SCREENS:
         draw_screen(name).save(tmp_path / "screens" / f"{name}.png")
-    eps = [episode("e0", "turn on dark mode", [("home", TAP_SETTINGS, "a"), ("list", TAP_DISPLAY, "b")], "detail"),
-           episode("e1", "turn on dark mode", [("home", TAP_SETTINGS, "a"), ("list", TAP_GEAR, "b")], "list")]
     subs = [subgoal(eps[0], 0, 0, 0, "open the settings", "yes"), subgoal(eps[0], 1, 1, 1, "open display", "yes"),
             subgoal(eps[1], 0, 0, 0, "open the settings", "yes"), subgoal(eps[1], 1, 1, 1, "open display", "no")]
     return tmp_path, eps, subs
@@ -269,9 +276,9 @@ def test_a_refused_add_leaves_the_memory_as_it_was(store, name, case, added, fie
 @pytest.mark.parametrize("name", ["smg", "flat", "action_graph", "task_graph"])
 def test_an_add_through_a_link_out_of_the_store_is_refused(store, tmp_path, name):
     root, eps, subs = store
-    (root / "screens" / "home.png").unlink()
+    (root / STORED["home"]).unlink()
     draw_screen("home").save(tmp_path.parent / f"{tmp_path.name}-home.png")
-    (root / "screens" / "home.png").symlink_to(tmp_path.parent / f"{tmp_path.name}-home.png")
+    (root / STORED["home"]).symlink_to(tmp_path.parent / f"{tmp_path.name}-home.png")
     m = make_memory(name, *embedders(root))
     err = error(lambda: m.add(eps, subs, root))
     assert (err.field, err.path) == ("screenshot", str(root)) and "resolves outside" in err.message
@@ -282,8 +289,8 @@ def test_render_refuses_an_anchor_that_became_a_link_out(store, tmp_path):
     root = store[0]
     m = build("smg", store)
     retrieved = m.retrieve(draw_screen("list"), "turn on dark mode")
-    (root / "screens" / "list.png").unlink()
-    (root / "screens" / "list.png").symlink_to(tmp_path.parent)
+    (root / STORED["list"]).unlink()
+    (root / STORED["list"]).symlink_to(tmp_path.parent)
     err = error(lambda: m.render_image(retrieved))
     assert (err.field, err.path) == ("anchor", str(root))
 
@@ -316,7 +323,7 @@ def results(store) -> Path:
     root, eps, _ = store
     m = build("smg", store)
     queries = step_queries(eps)
-    vectors = {q.screenshot: m._query_vector(draw_screen(Path(q.screenshot).stem)) for q in queries}
+    vectors = {q.screenshot: m._query_vector(draw_screen(NAME[q.screenshot])) for q in queries}
     write_results(root / "retrieval", m, evaluate_memory(m, queries, vectors, {e.id: e for e in eps}))
     return root / "retrieval" / "smg" / "steps.jsonl"
 
@@ -385,5 +392,5 @@ def test_evaluation_refuses_a_missing_query_vector_and_a_bad_k(store):
     m = build("smg", store)
     queries = step_queries(eps)
     assert error(lambda: evaluate_memory(m, queries, {}, {})).field == "query_vectors"
-    vectors = {q.screenshot: m._query_vector(draw_screen(Path(q.screenshot).stem)) for q in queries}
+    vectors = {q.screenshot: m._query_vector(draw_screen(NAME[q.screenshot])) for q in queries}
     assert error(lambda: evaluate_memory(m, queries, vectors, {e.id: e for e in eps}, ks=(0,))).field == "ks"

@@ -59,6 +59,7 @@ exhausts memory once decoded."""
 
 _SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _SCREEN_PATH = re.compile(r"^screens/([0-9a-f]{16})\.png$")
+SCREEN_PATH = _SCREEN_PATH  # a store's screenshot path: what a memory may show (smg.memories.store_screen)
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 _FOREIGN_FORMATS = ("JPEG", "WEBP", "BMP", "GIF", "TIFF")  # converted at save; never EPS & co (external tools)
 

@@ -65,6 +65,7 @@ from guimem.core.io import (
     atomic_write_dir,
     check_number,
     file_inside,
+    folder_kind,
     read_json,
     read_jsonl,
     read_npy,
@@ -74,7 +75,9 @@ from guimem.core.io import (
     write_json,
     write_jsonl,
 )
-from guimem.core.store import open_image
+from guimem.core.store import FORMAT as STORE_KIND
+from guimem.core.store import SCREEN_PATH as STORE_SCREEN
+from guimem.core.store import open_image, read_manifest
 from guimem.models.embedding import (
     DEFAULT_CACHE_DIR,
     ImageEmbedder,
@@ -87,6 +90,7 @@ from guimem.models.embedding import (
 from guimem.models.tokenizer import words
 from guimem.smg.annotate import span_effect
 from guimem.smg.graph import (
+    EDGES as EDGES_FILE,
     GRAPH_FILES,
     GraphConfig,
     MemoryGraph,
@@ -182,6 +186,9 @@ class MemoryItem:
             raise DataError("shots", f"expected a list of {n} screenshots (steps {first}..{last}), got {shots!r:.60}", path)
         for j, rel in enumerate(shots):
             relative_path(rel, f"shots[{j}]", path)
+        if shots and shots[0] != d["anchor"]:  # the first action is taken on the anchor screen
+            raise DataError("shots", f"the first action's screenshot {shots[0]!r:.80} is not the anchor "
+                                     f"{d['anchor']!r:.80}", path)
         goal_score, node = d.get("goal_score"), d.get("node")
         return cls(id=d["id"], kind=d["kind"], episode_id=d["episode_id"], first_step=first, last_step=last,
                    success=d["success"], goal=d["goal"], text=d["text"], effect=d["effect"], anchor=d["anchor"],
@@ -420,9 +427,12 @@ class _Base:
     def _write_items(self, folder: Path) -> None:
         write_jsonl(folder / ITEMS_FILE, ({"unit": key, **item.to_dict()} for key, item in self.items.items()))
 
-    def _read_items(self, folder: Path, units: Sequence[str]) -> None:
-        """Read ``items.jsonl``: one item per unit, its id ``<memory>:<unit>``; every unit of ``units`` present."""
+    def _read_items(self, folder: Path, units: Sequence[str], store: Path | None = None) -> None:
+        """Read ``items.jsonl``: one item per unit, its id ``<memory>:<unit>`` (a unit of its own episode);
+        every unit of ``units`` present; with ``store`` (the episode store it reads), every screenshot
+        one of that store's screens (:func:`store_screen`)."""
         path = folder / ITEMS_FILE
+        seen: set[str] = set()  # screenshots found in the store
         for lineno, d in read_jsonl(path):
             where = f"{path}, line {lineno}"
             unit = d.get("unit") if isinstance(d, dict) else None
@@ -432,6 +442,14 @@ class _Base:
             if item.id != f"{self.name}:{unit}" or item.kind != KINDS[self.name]:
                 raise DataError("id", f"expected the id '{self.name}:{unit}' and kind {KINDS[self.name]!r}, "
                                       f"got {item.id!r:.60} of kind {item.kind!r}", where)
+            if unit.rpartition("#")[0] != item.episode_id:  # a unit id is '<episode id>#<index>'
+                raise DataError("episode_id", f"unit {unit!r:.60} is not of episode {item.episode_id!r:.60}", where)
+            if store is not None:
+                for field, rel in (("anchor", item.anchor), ("outcome", item.outcome),
+                                   *((f"shots[{j}]", r) for j, r in enumerate(item.shots))):
+                    if rel not in seen:
+                        store_screen(store, rel, field, where)
+                        seen.add(rel)
             self.items[unit] = item
         missing = [u for u in units if u not in self.items]
         if missing:
@@ -681,12 +699,11 @@ def load_memory(path: str | Path, image_embedder: ImageEmbedder, text_embedder: 
     meta = read_json(folder / MEMORY_FILE)
     if not isinstance(meta, dict):
         raise DataError("memory", f"expected an object, got {type(meta).__name__}", mpath)
-    if meta.get("format_version") != MEMORY_FORMAT_VERSION:
-        raise DataError("format_version", f"expected {MEMORY_FORMAT_VERSION}, got {meta.get('format_version')!r:.60}",
-                        mpath)
+    check_number(meta.get("format_version"), "format_version", lo=MEMORY_FORMAT_VERSION, hi=MEMORY_FORMAT_VERSION,
+                 integer=True, path=mpath)  # an integer: true and 1.0 are not version 1
     for key, want in (("image_embedder", image_embedder.name), ("image_dim", image_embedder.dim),
                       ("text_embedder", text_embedder.name), ("text_dim", text_embedder.dim)):
-        if meta.get(key) != want:
+        if type(meta.get(key)) is not type(want) or meta.get(key) != want:  # true is not a dimension of 1
             raise DataError(key, f"memory was built with {key}={meta.get(key)!r:.60} but the caller uses {want!r}; "
                             "rebuild it with this embedder", mpath)
     name = meta.get("memory")
@@ -695,6 +712,7 @@ def load_memory(path: str | Path, image_embedder: ImageEmbedder, text_embedder: 
     root = meta.get("store_root") if store_root is None else store_root
     if root is not None and not isinstance(root, (str, Path)):
         raise DataError("store_root", f"expected a path or null, got {root!r:.60}", mpath)
+    store = episode_store(root, "store_root", mpath) if root is not None else None  # where its screens are read
     try:
         memory = _empty_memory(name, meta, image_embedder, text_embedder)
     except DataError as err:
@@ -709,9 +727,67 @@ def load_memory(path: str | Path, image_embedder: ImageEmbedder, text_embedder: 
                                 f"manifest says {getattr(graph.config, key)!r}", mpath)
         memory.graph = graph
         units = [e.subgoal.id for e in graph.edges]
-    memory._read_items(folder, units)
+    memory._read_items(folder, units, store)
+    _check_items(folder, memory)
     memory.store_root = Path(root) if root is not None else None
     return memory
+
+
+def episode_store(root: str | Path, field: str, path: str | None = None) -> Path:
+    """The folder of the episode store at ``root`` (or the backup a crashed save left); anything else
+    (a folder of another kind, or none) is a :class:`DataError` under ``field`` at ``path``. A memory
+    reads its screenshots from an episode store only."""
+    try:
+        folder = readable_dir(Path(root), "episode store")
+        kind = folder_kind(folder)
+        if kind is None:
+            read_manifest(folder)  # a store saved before kind markers: its manifest names the format
+        elif kind != STORE_KIND:
+            raise DataError("store_root", f"holds a {kind} store, not an episode store")
+    except DataError as err:
+        raise DataError(field, f"{str(root)!r:.120} is not an episode store ({err.message})", path) from None
+    return folder
+
+
+def store_screen(store: Path, rel: Any, field: str, path: str | None = None) -> Path:
+    """The file of ``rel``, a screen of the episode store ``store`` (``screens/<16 hex digits>.png``, a
+    regular file inside it, links followed); else a :class:`DataError` under ``field`` at ``path``."""
+    if not isinstance(rel, str) or not STORE_SCREEN.match(rel):
+        raise DataError(field, f"expected a screen of the episode store (screens/<16 hex digits>.png), "
+                               f"got {rel!r:.80}", path)
+    target = file_inside(store, rel, field, path)
+    if not target.is_file():
+        raise DataError(field, f"{rel!r} is not a screen of the episode store {str(store)!r:.120}", path)
+    return target
+
+
+def _check_items(folder: Path, memory: GraphMemory | FlatMemory) -> None:
+    """Refuse items that contradict the units they stand for: the graph's edges (graph memories:
+    one item per subgoal offered, duplicates dropped included, each edge's item its subgoal's
+    steps, label, text and screens) or the flat memory's units and episodes."""
+    path = str(folder / ITEMS_FILE)
+    if isinstance(memory, FlatMemory):
+        extra = sorted(set(memory.items) - set(memory.units))
+        stray = sorted(i.episode_id for i in memory.items.values() if i.episode_id not in memory.episodes)
+        if extra or stray:
+            raise DataError("unit", f"an item of no stored unit ({extra[0]!r:.60})" if extra else
+                            f"an item of episode {stray[0]!r:.60}, which {MEMORY_FILE} does not hold", path)
+        return
+    g = memory.graph
+    if len(memory.items) != g.subgoals_seen:
+        raise DataError("unit", f"{len(memory.items)} items, but the graph was offered {g.subgoals_seen} units", path)
+    stray = sorted(i.episode_id for i in memory.items.values() if i.episode_id not in g.episodes)
+    if stray:
+        raise DataError("episode_id", f"an item of episode {stray[0]!r:.60}, which the graph does not hold", path)
+    for e in g.edges:
+        s, item = e.subgoal, memory.items[e.subgoal.id]
+        for field, got, want in (("first_step", item.first_step, s.first_step), ("last_step", item.last_step, s.last_step),
+                                 ("success", item.success, s.success), ("text", item.text, s.text),
+                                 ("effect", item.effect, s.effect), ("anchor", item.anchor, s.from_screenshot),
+                                 ("outcome", item.outcome, s.to_screenshot), ("goal", item.goal, s.goal or item.goal)):
+            if got != want:
+                raise DataError(field, f"item {item.id!r:.60} says {got!r:.60}, its edge {e.id} in "
+                                       f"{EDGES_FILE} says {want!r:.60}", path)
 
 
 def _empty_memory(name: str, meta: Mapping[str, Any], image_embedder: ImageEmbedder,
