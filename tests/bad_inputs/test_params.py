@@ -123,9 +123,8 @@ CASES = [
 @pytest.mark.parametrize("case, stage, edit, field, file", CASES, ids=[c[0] for c in CASES])
 def test_bad_parameter(case, stage, edit, field, file, tmp_path):
     params = edited_params(tmp_path, *edit)
-    notebook, values, sources = stage_inputs(stage, params)
-    with pytest.raises(DataError) as err:
-        check_parameters(notebook, values, sources)
+    with pytest.raises(DataError) as err:  # a value YAML 1.1 and 1.2 read differently is refused as the file is read
+        check_parameters(*stage_inputs(stage, params))
     assert (err.value.field, err.value.path) == (field, str(params) if file == PARAMS else None)
     assert err.value.message.endswith("(passed with -p)") == (file is NO_FILE)
 

@@ -65,7 +65,7 @@ from papermill.translators import papermill_translators
 
 from guimem.core.data import DataError
 from guimem.core.io import atomic_write_text, read_json
-from guimem.pipeline.params import CALLER, COMMAND_LINE, STAGES, Source
+from guimem.pipeline.params import CALLER, COMMAND_LINE, STAGES, Source, check_base
 from guimem.pipeline.paths import repo_root
 
 KERNEL_NAME = "python3"
@@ -110,9 +110,10 @@ def parse_value(text: str) -> Any:
             pass
     if text.lstrip().startswith(("[", "{")):
         try:
-            return yaml.safe_load(text)
-        except (yaml.YAMLError, RecursionError) as err:
-            raise ValueError(f"parameter value {text!r} looks like a YAML list or map but does not parse: {err}") from err
+            return load_params_text(text)
+        except (yaml.YAMLError, RecursionError, DataError) as err:
+            raise ValueError(shorten(f"parameter value {shorten(repr(text))} looks like a YAML list or map but does "
+                                     f"not parse: {err}", 400)) from err
     return text
 
 
@@ -121,9 +122,9 @@ def parse_parameters(pairs: Sequence[Sequence[str]]) -> dict[str, Any]:
     params: dict[str, Any] = {}
     for name, value in pairs:
         if not name.isidentifier():
-            raise ValueError(f"parameter name {name!r} is not a Python identifier")
+            raise ValueError(f"parameter name {shorten(repr(name))} is not a Python identifier")
         if name in params:
-            raise ValueError(f"parameter {name!r} given twice")
+            raise ValueError(f"parameter {shorten(repr(name))} given twice")
         params[name] = parse_value(value)
     return params
 
@@ -134,27 +135,170 @@ def yaml_source(spec: str) -> Source:
     return Source(path, key)
 
 
+MAX_PARAMS_BYTES = 1 << 20  # a parameter file is read whole: params.yaml is ~15 KB
+_YAML12_BOOL = {"true": True, "True": True, "TRUE": True, "false": False, "False": False, "FALSE": False}
+_YAML12_NULL = {"", "~", "null", "Null", "NULL"}
+# YAML 1.2's core schema as ruamel.yaml (DVC's reader) resolves it, underscores and 0b included.
+_YAML12_INTS = ((re.compile(r"[-+]?[0-9_]+"), 10), (re.compile(r"[-+]?0o[0-7_]+"), 8),
+                (re.compile(r"[-+]?0x[0-9a-fA-F_]+"), 16), (re.compile(r"[-+]?0b[01_]+"), 2))
+_YAML12_FLOAT = re.compile(r"[-+]?(?:\.[0-9_]+|[0-9][0-9_]*(?:\.[0-9_]*)?)(?:[eE][-+]?[0-9]+)?")
+_YAML12_SPECIAL = re.compile(r"([-+]?)\.(?:(inf|Inf|INF)|nan|NaN|NAN)")
+_PLAIN_TAGS = {f"tag:yaml.org,2002:{t}" for t in ("bool", "int", "float", "null")}
+_STR_TAG = "tag:yaml.org,2002:str"
+
+
+def yaml12_reading(text: str) -> Any:
+    """What YAML 1.2 (ruamel.yaml, as DVC reads params.yaml) makes of the plain scalar ``text``, for
+    the scalars YAML 1.1 may read otherwise: a bool, None, an int, a float, else the text."""
+    if text in _YAML12_BOOL:
+        return _YAML12_BOOL[text]
+    if text in _YAML12_NULL:
+        return None
+    digits = text.replace("_", "")
+    for pattern, base in _YAML12_INTS:
+        if pattern.fullmatch(text) and any(c.isalnum() for c in digits[-1:]):
+            sign, body = (-1, digits[1:]) if digits.startswith("-") else (1, digits.lstrip("+"))
+            try:
+                return sign * int(body[2:] if base != 10 else body, base)
+            except ValueError:
+                return text
+    if (special := _YAML12_SPECIAL.fullmatch(text)) is not None:
+        return float(f"{special[1]}{'inf' if special[2] else 'nan'}")
+    if _YAML12_FLOAT.fullmatch(text) and any(c.isdigit() for c in text):
+        return float(digits)
+    return text
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal and of one type (NaN equal to NaN)."""
+    return type(a) is type(b) and (a == b or (isinstance(a, float) and a != a and b != b))
+
+
+class ParamsError(DataError):
+    """A parameter file that cannot be read as written: names the file, the key and the line."""
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """PyYAML's safe loader that reads only what YAML 1.1 and 1.2 (DVC's ruamel.yaml) read alike.
+
+    Refused, naming the key: aliases and anchors (a nested alias is a billion-laughs bomb: it is
+    refused before anything is built), merge keys, explicit tags other than ``!!str``, duplicate
+    keys (PyYAML keeps the last silently, DVC refuses the file), and plain scalars the two YAML
+    versions read differently (``0400``: 256 or 400; ``1:30``: 90 or a string; ``yes``: true or a
+    string; ``1e3``: a string or 1000.0).
+    """
+
+    def __init__(self, stream: str, path: str | None):
+        super().__init__(stream)
+        self.where, self.keys = path, [""]  # keys: the dotted key of the node being composed
+
+    def refuse(self, key: str, message: str, mark: Any) -> ParamsError:
+        line = f" (line {mark.line + 1})" if mark is not None else ""
+        return ParamsError(shorten(key, 120) or "(top level)", shorten(message, 240) + line, self.where)
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if parent is None:
+            key = ""
+        else:
+            part = index.value if isinstance(index, yaml.ScalarNode) else ("(a key)" if index is None else str(index))
+            key = ".".join(k for k in (self.keys[-1], shorten(str(part), 60)) if k)
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent):
+            raise self.refuse(key, f"an alias (*{shorten(event.anchor, 40)}) is not read: write the value out "
+                                   "(aliases expand without bound)", event.start_mark)
+        if getattr(event, "anchor", None) is not None:
+            raise self.refuse(key, f"an anchor (&{shorten(event.anchor, 40)}) is not read: aliases are refused, "
+                                   "write each value out", event.start_mark)
+        tag = getattr(event, "tag", None)
+        if tag not in (None, "!", _STR_TAG) and not (isinstance(event, yaml.ScalarEvent) and tag == "!!str"):
+            raise self.refuse(key, f"the explicit tag {shorten(tag, 40)!r} is not read: write the value plainly "
+                                   "(quotes for text)", event.start_mark)
+        self.keys.append(key)
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self.keys.pop()
+
+    def compose_scalar_node(self, anchor: Any) -> Any:
+        event = self.peek_event()
+        node = super().compose_scalar_node(anchor)
+        if event.style is None and event.implicit[0] and node.tag in _PLAIN_TAGS | {_STR_TAG}:
+            old = self.construct_object(node)
+            new = yaml12_reading(node.value)
+            if not _same(old, new) and not (node.tag == _STR_TAG and new == node.value):
+                raise self.refuse(self.keys[-1], f"{node.value!r:.40} reads as {old!r:.40} in YAML 1.1 (PyYAML) but "
+                                                 f"as {new!r:.40} in YAML 1.2 (DVC's ruamel.yaml): write it so both "
+                                                 "agree (e.g. 400, 0.001, true, or quote text)", event.start_mark)
+        return node
+
+    def compose_mapping_node(self, anchor: Any) -> Any:
+        node = super().compose_mapping_node(anchor)
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            here = self.keys[-1]
+            if not isinstance(key_node, yaml.ScalarNode):
+                raise self.refuse(here, "a key must be a plain name, not a list or a mapping", key_node.start_mark)
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                raise self.refuse(here, "a merge key (<<) is not read: write each key out", key_node.start_mark)
+            name = self.construct_object(key_node)
+            try:
+                hash(name)
+            except TypeError:
+                raise self.refuse(here, "a key must be a plain name", key_node.start_mark) from None
+            if (type(name), name) in seen:
+                full = ".".join(k for k in (here, shorten(str(name), 60)) if k)
+                raise self.refuse(full, "the key is given twice (YAML would keep only the last)", key_node.start_mark)
+            seen.add((type(name), name))
+        return node
+
+
+def shorten(text: str, limit: int = 80) -> str:
+    """``text`` cut to ``limit`` characters (an ellipsis marks a cut)."""
+    return text if len(text) <= limit else text[:limit - 1] + "\u2026"
+
+
+def load_params_text(text: str, path: str | None = None) -> Any:
+    """Parse YAML parameter text with :class:`_StrictLoader`; a refusal is a :class:`ParamsError`."""
+    loader = _StrictLoader(text, path)
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
+
+
+def read_params_file(path: str) -> Any:
+    """The whole YAML parameter file ``path``, read strictly (see :class:`_StrictLoader`), at most 1 MiB."""
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(MAX_PARAMS_BYTES + 1)
+        if len(raw) > MAX_PARAMS_BYTES:
+            raise ValueError(f"{path}: cannot read parameters: larger than {MAX_PARAMS_BYTES} bytes")
+        return load_params_text(raw.decode("utf-8"), path)
+    except ParamsError:
+        raise
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError) as err:  # recursion: nested too deep
+        raise ValueError(shorten(f"{path}: cannot read parameters: {err}", 600)) from err
+
+
 def params_from_yaml(spec: str) -> dict[str, Any]:
     """``FILE:KEY`` to the mapping at the dotted ``KEY`` of the YAML ``FILE`` (``FILE`` alone: all of it).
 
     For stages whose parameters include lists or maps, which DVC cannot interpolate into a
     command: ``--params-from params.yaml:world`` passes every key of the ``world`` section.
+    The whole file is read strictly (:func:`read_params_file`), as DVC reads it.
     """
     source = yaml_source(spec)
     path, key = source.path, source.section
-    try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError) as err:  # recursion: nested too deep
-        raise ValueError(f"{path}: cannot read parameters: {err}") from err
+    data = read_params_file(path)
     for part in key.split(".") if key else []:
         if not isinstance(data, dict) or part not in data:
-            raise ValueError(f"{path}: no key '{key}' (missing '{part}')")
+            raise ValueError(f"{path}: no key '{shorten(key)}' (missing '{shorten(part)}')")
         data = data[part]
     if not isinstance(data, dict):
-        raise ValueError(f"{path}: '{key or '(top level)'}' must be a mapping of parameters, got {type(data).__name__}")
+        raise ValueError(f"{path}: '{shorten(key) or '(top level)'}' must be a mapping of parameters, got {type(data).__name__}")
     for name in data:
         if not isinstance(name, str) or not name.isidentifier():
-            raise ValueError(f"{path}: '{key}': parameter name {name!r} is not a Python identifier")
+            raise ValueError(f"{path}: '{shorten(key)}': parameter name {shorten(repr(name))} is not a Python identifier")
     return dict(data)
 
 
@@ -225,7 +369,11 @@ def check_parameters(path: Path, parameters: Mapping[str, Any], sources: Mapping
         except (ValueError, SyntaxError, MemoryError, RecursionError):
             raise default.error(name, f"the default {text!r:.60} is not a Python literal, so it cannot be checked") from None
     values.update(parameters)
-    stage.validate(values, {**dict.fromkeys(parameters, CALLER), **(sources or {})}, default)
+    files = {s.path for s in (sources or {}).values() if s.path is not None and s.section == stage.section}
+    document = read_params_file(files.pop()) if len(files) == 1 else None  # what the other stages build
+    if document is not None:
+        check_base(document, next(s.path for s in (sources or {}).values() if s.section == stage.section))
+    stage.validate(values, {**dict.fromkeys(parameters, CALLER), **(sources or {})}, default, document)
 
 
 # ----------------------------------------------------------------------------- paths
@@ -468,6 +616,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         params, sources = read_parameters(args.params_from, args.parameter)
+    except DataError as err:  # a params file read but refused: a parameter's error, named like one
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     except ValueError as err:
         parser.error(str(err))
     if args.log_output:
