@@ -4,7 +4,6 @@ an import with OCR gives the screens elements the rest of the package reads (a s
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
@@ -48,13 +47,14 @@ def test_the_largest_top_bar_text_is_the_title(tmp_path):
 def test_results_are_cached_by_content_and_a_bad_entry_is_recomputed(launcher, tmp_path, monkeypatch):
     reader = OcrReader(cache_dir=tmp_path)
     first = reader.lines(launcher)
-    (entry,) = list(tmp_path.rglob("*.json"))
+    (entry,) = list(tmp_path.rglob("*.entry"))
     monkeypatch.setattr(OcrReader, "_run", lambda self, image: pytest.fail("ran the engine on a cached screen"))
     assert OcrReader(cache_dir=tmp_path).lines(launcher) == first
     entry.write_text("{not json")
     monkeypatch.setattr(OcrReader, "_run", lambda self, image: [OcrLine("Again", (0.1, 0.5, 0.2, 0.6), 0.9)])
     assert [x.text for x in OcrReader(cache_dir=tmp_path).lines(launcher)] == ["Again"]
-    assert json.loads(entry.read_text())[0]["text"] == "Again"
+    monkeypatch.setattr(OcrReader, "_run", lambda self, image: pytest.fail("the rewritten entry was not read"))
+    assert [x.text for x in OcrReader(cache_dir=tmp_path).lines(launcher)] == ["Again"]  # written over, read back
 
 
 def test_the_score_and_status_bar_filters(monkeypatch):

@@ -181,7 +181,12 @@ def write_entry(path: str | os.PathLike, kind: str, key: str, header: Mapping[st
     """Store a cache entry atomically (over whatever stood there: a link or FIFO is replaced, never
     followed); False, with a warning, when it cannot be (too large for its readers, or a folder in
     the way): a cache that cannot keep a result loses time, not data."""
-    data = seal_entry(kind, key, header, payload)
+    try:
+        data = seal_entry(kind, key, header, payload)
+    except (DataError, UnicodeEncodeError) as err:  # NaN, or a string with a lone surrogate: not JSON
+        warnings.warn(f"{kind}: an entry that cannot be written as JSON ({str(err)[:80]}); not cached",
+                      RuntimeWarning, stacklevel=2)
+        return False
     if max_bytes is not None and len(data) > max_bytes:
         warnings.warn(f"{kind}: an entry of {len(data)} bytes is over the {max_bytes} its readers accept; "
                       "not cached", RuntimeWarning, stacklevel=2)

@@ -148,7 +148,7 @@ class ReadScreens:
         return OcrReader(self.min_score, self.status_bar, self.cache_dir)
 
     def run(self, reader: OcrReader, files: list[str]) -> list[tuple]:
-        return [reader.elements(ScreenshotFiles({f: Path(f)}, self.max_side)[f]) for f in files]
+        return [reader.elements(ScreenshotFiles({f: Path(f)}, self.max_side)[f], f) for f in files]
 
 
 def with_ocr(episodes: Sequence[Episode], images: ScreenshotFiles, reader: OcrReader,
@@ -166,7 +166,7 @@ def with_ocr(episodes: Sequence[Episode], images: ScreenshotFiles, reader: OcrRe
         parts = executor.map(task, [[str(images.files[k]) for k in chunk] for chunk in chunks])
         read = {k: e for chunk, part in zip(chunks, parts) for k, e in zip(chunk, part)}
     else:
-        read = {k: reader.elements(images[k]) for k in todo}
+        read = {k: reader.elements(images[k], str(images.files[k])) for k in todo}
 
     def see(obs: Observation, _: int) -> Observation:
         return obs if obs.elements else dataclasses.replace(obs, elements=read[obs.screenshot])
