@@ -14,6 +14,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("MPLBACKEND", "Agg")
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+RAY_START_ATTEMPTS_ENV = "GUIMEM_RAY_START_ATTEMPTS"  # guimem.core.executor's (not imported here: it is cheap to skip)
 
 
 @pytest.fixture(scope="session")
@@ -44,6 +45,9 @@ def _skip_when_ray_cannot_start():
         reason = ray_start_failure(err)
         if reason is None:
             raise
+        # Each start that fails costs about a minute (Ray's fixed waits, three attempts): the later tests
+        # that start Ray, here and in notebook kernels (they inherit the environment), skip at once.
+        os.environ[RAY_START_ATTEMPTS_ENV] = "0"
         pytest.skip(f"this machine is too loaded for a local Ray: {reason:.400}")
 
 

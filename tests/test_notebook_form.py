@@ -72,7 +72,7 @@ class Server:
             [sys.executable, "-m", "jupyter_server", "--no-browser", "--allow-root", f"--port={self.port}",
              f"--IdentityProvider.token={self.token}", f"--ServerApp.root_dir={root}", "--ServerApp.port_retries=0"],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=root)
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 240  # a loaded machine's first import of jupyter_server is slow
         while True:
             try:
                 self.call("GET", "api/status")
@@ -103,7 +103,7 @@ def _language_info() -> dict:
     """What a started kernel reports of itself, which JupyterLab writes into the notebook."""
     from jupyter_client.manager import start_new_kernel
 
-    manager, client = start_new_kernel(kernel_name="python3")
+    manager, client = start_new_kernel(kernel_name="python3", startup_timeout=240)  # (its default: 60 s)
     try:
         return client.kernel_info(reply=True, timeout=60)["content"]["language_info"]
     finally:

@@ -42,6 +42,7 @@ class FlakyInit:
 def flaky(monkeypatch, tmp_path):
     """A FlakyInit in place of ray.init, Ray's temp folder under tmp_path; any child it left is killed after."""
     monkeypatch.setenv("RAY_TMPDIR", str(tmp_path))
+    monkeypatch.delenv(ex.RAY_START_ATTEMPTS_ENV, raising=False)  # (the test command sets it after a failed start)
     monkeypatch.setattr(ray, "shutdown", lambda: None)  # nothing real was started
 
     def install(fails: int) -> FlakyInit:
@@ -81,6 +82,24 @@ def test_a_start_that_never_succeeds_says_so_naming_the_parameter(flaky):
     assert "load average" in message and "timed out during startup" in message and "executor: local" in message
     assert len(message) < 600  # Ray's error is quoted, bounded
     assert all(child.poll() is not None and not session.exists() for child, session in init.left)
+
+
+def test_the_environment_sets_the_attempts_and_0_refuses_at_once(monkeypatch, flaky):
+    init = flaky(99)
+    monkeypatch.setenv(ex.RAY_START_ATTEMPTS_ENV, "2")
+    with pytest.raises(RayStartError, match="in 2 attempt"):
+        start_local_ray(1, pause_s=0)
+    assert len(init.calls) == 2
+    monkeypatch.setenv(ex.RAY_START_ATTEMPTS_ENV, "0")  # an earlier start failed: the next ones skip at once
+    with pytest.raises(RayStartError, match="GUIMEM_RAY_START_ATTEMPTS=0.*executor: local"):
+        start_local_ray(1)
+    assert len(init.calls) == 2
+    from guimem.core.data import DataError
+
+    for text in ("-1", "two", "1e9"):
+        monkeypatch.setenv(ex.RAY_START_ATTEMPTS_ENV, text)
+        with pytest.raises(DataError, match=ex.RAY_START_ATTEMPTS_ENV):
+            start_local_ray(1)
 
 
 def test_bad_arguments_are_not_retried(monkeypatch, flaky):

@@ -206,7 +206,7 @@ def test_an_alias_is_refused_before_anything_is_built(tmp_path):
     start = time.perf_counter()
     with pytest.raises(DataError) as err:
         read_parameters([f"{params}:world"], [])
-    assert time.perf_counter() - start < 0.5
+    assert time.perf_counter() - start < 5  # (the old expansion took 30-100 s; 5: a loaded machine)
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 50_000  # KiB: nothing expanded
     assert (err.value.field, err.value.path) == ("a0", str(params))  # the first anchor, before any alias
     assert "anchor (&a0)" in err.value.message
@@ -236,7 +236,7 @@ def test_formatting_a_huge_value_is_bounded_in_time():
     start = time.perf_counter()
     for field in (Number(), Text(), Items(Number())):
         assert len(field.problem(nested) or "") <= 200
-    assert len(shown("y" * 10**6)) <= 80 and time.perf_counter() - start < 0.5
+    assert len(shown("y" * 10**6)) <= 80 and time.perf_counter() - start < 5  # (walked whole: minutes)
 
 
 # ----------------------------------------------------------------------------- YAML 1.2 as DVC reads it

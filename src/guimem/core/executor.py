@@ -125,6 +125,7 @@ class LocalExecutor:
 
 # ----------------------------------------------------------------------------- Ray
 RAY_START_ATTEMPTS = 3  # a local Ray's start, tried again after one that failed (the next finds the files cached)
+RAY_START_ATTEMPTS_ENV = "GUIMEM_RAY_START_ATTEMPTS"  # sets that number; 0: do not try (Ray is known not to start)
 RAY_START_PAUSE_S = 5.0  # seconds before the second start (twice that before the third): let the load pass
 RAY_START_WAIT_S = 120  # Ray's wait for its GCS to report its port (its default: 30 s)
 RAY_OBJECT_STORE_BYTES = 512 * 2**20  # a local node's object store: chunks carry file names and small results
@@ -143,20 +144,26 @@ class RayStartError(RuntimeError):
         super().__init__(f"field '{self.field}': {message}")
 
 
-def start_local_ray(num_cpus: int, attempts: int = RAY_START_ATTEMPTS, pause_s: float = RAY_START_PAUSE_S) -> None:
+def start_local_ray(num_cpus: int, attempts: int | None = None, pause_s: float = RAY_START_PAUSE_S) -> None:
     """Start a local Ray node with ``num_cpus`` CPUs (:data:`LOCAL_RAY`) and connect to it.
 
     Ray gives its helper processes fixed waits at start (15 s for the agents to report their ports,
     30 s for the node to register; neither can be set), and on a loaded machine its Python helpers,
     each importing Ray, can miss them. A start that fails is cleaned up (its processes stopped, its
-    session folder removed) and tried again after a pause, ``attempts`` times in all; then a
+    session folder removed) and tried again after a pause, ``attempts`` times in all (default: the
+    environment's ``GUIMEM_RAY_START_ATTEMPTS``, else :data:`RAY_START_ATTEMPTS`); then a
     :class:`RayStartError` says so, with the load and Ray's last error. Bad arguments
     (``TypeError``/``ValueError``) are not retried.
     """
+    check_number(num_cpus, "workers", lo=1, integer=True)
+    if attempts is None:
+        attempts = _attempts_from_environment()
+    check_number(attempts, "attempts", lo=0, integer=True)
+    if attempts == 0:
+        raise RayStartError(f"a local Ray is not started here ({RAY_START_ATTEMPTS_ENV}=0: an earlier start on this "
+                            f"machine failed, {_load_words()}): run the stage with executor: local (the same results)")
     import ray  # started only where a stage asks for Ray
 
-    check_number(num_cpus, "workers", lo=1, integer=True)
-    check_number(attempts, "attempts", lo=1, integer=True)
     failures: list[str] = []
     for attempt in range(attempts):
         if attempt:
@@ -176,6 +183,16 @@ def start_local_ray(num_cpus: int, attempts: int = RAY_START_ATTEMPTS, pause_s: 
         f"a local Ray did not start on this machine in {attempts} attempt(s) ({_load_words()}; Ray's last "
         f"error: {failures[-1]}). Ray's start waits are fixed, so a busy machine can miss them: run the stage "
         f"with executor: local (the same results), or again when the machine is less busy")
+
+
+def _attempts_from_environment() -> int:
+    """How many starts ``GUIMEM_RAY_START_ATTEMPTS`` allows (a whole number, 0 or more), else the default."""
+    text = os.environ.get(RAY_START_ATTEMPTS_ENV, "").strip()
+    if not text:
+        return RAY_START_ATTEMPTS
+    if not text.isdigit():
+        raise DataError(RAY_START_ATTEMPTS_ENV, f"expected a whole number of attempts (0 or more), got {text!r:.40}")
+    return int(text)
 
 
 @contextmanager
