@@ -470,7 +470,7 @@ def test_bad_subgoal_file_or_store_is_named(case, change, root, field, fragment,
 def test_subgoal_paths_are_checked_only_against_a_store(tmp_path):
     """Without ``store_root`` the paths are not checked: callers that read screenshots pass the store."""
     path = tmp_path / "train.jsonl"
-    path.write_text(_lines(_subgoal(from_screenshot="../../etc/passwd")))
+    path.write_text(_lines(_subgoal(from_screenshot="../../etc/passwd", successor=None)))
     assert load_subgoals(path)[0].from_screenshot == "../../etc/passwd"
 
 
@@ -492,6 +492,7 @@ def test_save_subgoals_refuses_a_folder(tmp_path):
 
 
 def test_subgoal_text_with_unicode_line_breaks_round_trips(store, tmp_path):
-    sg = Subgoal.from_dict(_subgoal(text="open\u2028Notes\x85now"))
+    sg = Subgoal.from_dict(_subgoal(text="open\u2028Notes\x85now", to_screenshot="screens/c3e86268ed326b30.png",
+                                    successor=None))  # a span of its episode, as the store holds it
     save_subgoals(tmp_path / "s.jsonl", [sg])
     assert load_subgoals(tmp_path / "s.jsonl", store) == [sg]

@@ -423,22 +423,74 @@ def save_subgoals(path: str | os.PathLike, subgoals: Iterable[Subgoal]) -> Path:
 def load_subgoals(path: str | os.PathLike, store_root: str | os.PathLike | None = None) -> list[Subgoal]:
     """Read a JSON-lines file of subgoals; a bad line raises :class:`DataError` naming file, line and field.
 
-    With ``store_root`` (the episode store the subgoals were cut from), every ``from_screenshot``
-    and ``to_screenshot`` is checked as a loaded episode's is: a store path that exists and does
-    not resolve outside the store.
+    The subgoals of one episode must agree with each other: distinct ids, no step in two subgoals,
+    one screenshot per step position (a subgoal's ``to_screenshot`` is the next one's
+    ``from_screenshot``), a ``successor`` that is a subgoal of the same episode. With ``store_root``
+    (the episode store the subgoals were cut from), each must also be a span of an episode of that
+    store (within its steps), its screenshots that episode's screens at its first step and after
+    its last, and its goal, app and actions (where given) the episode's.
     """
     root = readable_dir(store_root, "episode store") if store_root is not None else None
     out: list[Subgoal] = []
-    seen: set[str] = set()
+    where_of: dict[str, str] = {}  # subgoal id -> its file and line
     checked: dict[str, DataError | None] = {}
     for lineno, raw in read_jsonl(path):
         where = f"{path}, line {lineno}"
         sg = Subgoal.from_dict(raw, path=where)
-        if sg.id in seen:
+        if sg.id in where_of:
             raise DataError("id", f"duplicate subgoal {sg.id!r}", where)
-        seen.add(sg.id)
+        where_of[sg.id] = where
         if root is not None:
             for field in ("from_screenshot", "to_screenshot"):
                 _check_screenshot(root, getattr(sg, field), checked, False, where, field)
         out.append(sg)
+    if root is not None:  # after every line's own checks: a bad line is named before the store is read
+        episodes = {e.id: e for e in load_episodes(root, verify_images=False)}
+        for sg in out:
+            _check_against_episode(sg, episodes, where_of[sg.id])
+    _check_episode_subgoals(out, where_of)
     return out
+
+
+def _check_against_episode(sg: Subgoal, episodes: Mapping[str, Episode], where: str) -> None:
+    """Refuse a subgoal that is not a span of its episode in ``episodes`` as the segmentation cuts it."""
+    ep = episodes.get(sg.episode_id)
+    if ep is None:
+        raise DataError("episode_id", f"the store holds no episode {sg.episode_id!r:.80}", where)
+    if sg.last_step >= len(ep.steps):
+        raise DataError("last_step", f"{sg.last_step} is beyond the last step ({len(ep.steps) - 1}) of episode "
+                                     f"{ep.id!r}", where)
+    obs = ep.observations
+    for field, got, want in (("from_screenshot", sg.from_screenshot, obs[sg.first_step].screenshot),
+                             ("to_screenshot", sg.to_screenshot, obs[sg.last_step + 1].screenshot)):
+        if got != want:
+            raise DataError(field, f"{got!r:.80} is not the screen of episode {ep.id!r} there ({want!r})", where)
+    for field, got, want in (("goal", sg.goal, ep.goal), ("app", sg.app, ep.app)):
+        if got and got != want:
+            raise DataError(field, f"{got!r:.80} is not episode {ep.id!r}'s {field} ({want!r:.80})", where)
+    if sg.actions and sg.actions != tuple(s.action for s in ep.steps[sg.first_step: sg.last_step + 1]):
+        raise DataError("actions", f"are not the actions of steps {sg.first_step}..{sg.last_step} of episode "
+                                   f"{ep.id!r}", where)
+
+
+def _check_episode_subgoals(subgoals: Sequence[Subgoal], where_of: Mapping[str, str]) -> None:
+    """Refuse the subgoals of one episode that contradict each other (see :func:`load_subgoals`)."""
+    by_episode: dict[str, list[Subgoal]] = {}
+    for sg in subgoals:
+        by_episode.setdefault(sg.episode_id, []).append(sg)
+    for eid, group in by_episode.items():
+        indices = {sg.index for sg in group}
+        screens: dict[int, str] = {}
+        for sg in group:
+            if sg.successor is not None and sg.successor not in indices:
+                raise DataError("successor", f"episode {eid!r} has no subgoal {sg.successor}", where_of[sg.id])
+            for field, pos, shot in (("from_screenshot", sg.first_step, sg.from_screenshot),
+                                     ("to_screenshot", sg.last_step + 1, sg.to_screenshot)):
+                if screens.setdefault(pos, shot) != shot:
+                    raise DataError(field, f"episode {eid!r} has two screenshots at step {pos} ({screens[pos]!r} "
+                                           f"and {shot!r})", where_of[sg.id])
+        spans = sorted(group, key=lambda sg: (sg.first_step, sg.last_step))
+        for a, b in zip(spans, spans[1:]):
+            if b.first_step <= a.last_step:
+                raise DataError("first_step", f"step {b.first_step} of episode {eid!r} is in two subgoals "
+                                              f"({a.id} and {b.id})", where_of[b.id])
