@@ -197,10 +197,11 @@ class Saver:
 
 def test_the_converted_model_cache_is_written_atomically_and_never_over_foreign_files(tmp_path):
     from guimem.core.io import MARKER
-    from guimem.models.llm import _write_cache
+    from guimem.models.llm import CACHE_FILES, _write_cache
 
     _write_cache(tmp_path / "smol", Saver("tokenizer.json"), Saver("config.json"))
-    assert sorted(p.name for p in (tmp_path / "smol").iterdir()) == [MARKER, "config.json", "tokenizer.json"]
+    assert sorted(p.name for p in (tmp_path / "smol").iterdir()) == [MARKER, "config.json", CACHE_FILES,
+                                                                      "tokenizer.json"]
     _write_cache(tmp_path / "smol", Saver("tokenizer.json"), Saver("config.json"))  # a second writer: same kind
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "notes.txt").write_text("keep")

@@ -413,3 +413,64 @@ def test_an_engine_failure_is_a_data_error_naming_the_screenshot(monkeypatch):
     reader._engine = Engine()
     err = error(lambda: reader.elements(Image.new("RGB", (20, 40)), where="shot.png"))
     assert (err.field, err.path) == ("screenshot", "shot.png") and "RuntimeError" in err.message
+
+
+# ============================================================================= the converted-model cache
+class Saver:
+    """Stands for a model or tokenizer: ``save_pretrained`` writes one file."""
+
+    def __init__(self, name: str, data: bytes = b"{}"):
+        self.name, self.data = name, data
+
+    def save_pretrained(self, folder: Path) -> None:
+        (folder / self.name).write_bytes(self.data)
+
+
+def planted_checkpoint(folder: Path) -> None:
+    (folder / "pytorch_model.bin").write_bytes(pickle.dumps({"weights": 1}))
+
+
+def flipped_weight(folder: Path) -> None:
+    data = bytearray((folder / "model.safetensors").read_bytes())
+    data[5] ^= 1
+    (folder / "model.safetensors").write_bytes(bytes(data))
+
+
+def weights_linked(folder: Path) -> None:
+    copy = folder.parent / "elsewhere.safetensors"
+    copy.write_bytes((folder / "model.safetensors").read_bytes())
+    (folder / "model.safetensors").unlink()
+    (folder / "model.safetensors").symlink_to(copy)
+
+
+def code_beside(folder: Path) -> None:
+    (folder / "modeling_evil.py").write_text("import os; os.system('touch ran')\n")
+
+
+def no_list(folder: Path) -> None:
+    from guimem.models.llm import CACHE_FILES
+    (folder / CACHE_FILES).unlink()  # a copy cached before the list existed: converted again once
+
+
+def list_a_fifo(folder: Path) -> None:
+    from guimem.models.llm import CACHE_FILES
+    (folder / CACHE_FILES).unlink()
+    os.mkfifo(folder / CACHE_FILES)
+
+
+LLM = [("pickled_checkpoint_planted", planted_checkpoint), ("weight_byte_flipped", flipped_weight),
+       ("weights_a_link", weights_linked), ("code_beside", code_beside), ("no_file_list", no_list),
+       ("file_list_a_fifo", list_a_fifo)]
+
+
+@pytest.mark.parametrize("case, mutate", LLM, ids=[c[0] for c in LLM])
+def test_a_converted_model_copy_not_as_written_is_not_read(tmp_path, case, mutate):
+    from guimem.models.llm import _cached, _write_cache
+
+    folder = tmp_path / "SmolLM2-abc"
+    _write_cache(folder, Saver("tokenizer.json"), Saver("model.safetensors", bytes(range(256)) * 4))
+    assert _cached(folder) == folder
+    mutate(folder)
+    assert within(10, lambda: _cached(folder)) is None  # load_llm then converts the GGUF file again
+    _write_cache(folder, Saver("tokenizer.json"), Saver("model.safetensors", bytes(range(256)) * 4))  # written over
+    assert _cached(folder) == folder

