@@ -100,7 +100,8 @@ def get_field(d: Mapping[str, Any], key: str, kind: type | tuple[type, ...], opt
     value = d[key]
     if kind is float and isinstance(value, int) and not isinstance(value, bool):
         value = float(value)
-    if isinstance(value, bool) and kind is not bool and (kind is int or kind is float):
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if isinstance(value, bool) and bool not in kinds and (int in kinds or float in kinds):  # true is not 1
         raise DataError(key, f"expected {kind.__name__}, got bool")
     if not isinstance(value, kind):
         raise DataError(key, f"expected {_kind_name(kind)}, got {type(value).__name__} {value!r:.60}")

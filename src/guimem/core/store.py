@@ -336,7 +336,7 @@ def read_manifest(root: str | os.PathLike) -> dict[str, Any]:
         raise DataError("manifest", f"expected an object, got {type(m).__name__}", str(path))
     if m.get("format") != FORMAT:
         raise DataError("format", f"expected {FORMAT!r}, got {m.get('format')!r:.60}", str(path))
-    if m.get("version") != VERSION:
+    if type(m.get("version")) is not int or m.get("version") != VERSION:  # true and 1.0 are not version 1
         raise DataError("version", f"this code reads version {VERSION}, got {m.get('version')!r:.60}", str(path))
     for key in ("episodes", "steps", "screens"):
         check_number(m.get(key), key, lo=0, integer=True, path=str(path))

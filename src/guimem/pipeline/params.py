@@ -9,13 +9,21 @@ stops the stage before any kernel starts, not ten minutes later deep in a cell:
 1. names: every parameter is one of the stage's (a typo such as ``n_trian`` is named, with the
    closest real name) and none is missing;
 2. each value on its own (:class:`Number`, :class:`Flag`, :class:`Text`, :class:`Items`): a real
-   ``bool`` (not ``"no"``), a real integer (not ``3.0``, not YAML's ``1e3``, which is a string),
-   a finite number in its range, a name from the code's own list (:data:`SEGMENTERS`,
-   :data:`MEMORIES`, :data:`MODALITIES`, ...), a list of the right length;
+   ``bool`` (not ``"no"``), a real integer (not ``3.0``), a finite number in the range that
+   gives it a meaning (a temperature that cannot underflow, weights whose sum cannot overflow,
+   sizes that fit 32 bits), a name from the code's own list (:data:`SEGMENTERS`,
+   :data:`MEMORIES`, :data:`MODALITIES`, ...) or a well-formed executor address, never a blank
+   string, a list of the right length;
 3. the stage's checks: the code's configs built from the values (``WorldConfig``,
    ``GraphConfig``, the memories and their ``RenderStyle``, ``TrainConfig``, ``ActorConfig``),
    so that a rule lives in one place, and relations between values (``success_min <=
-   success_max``).
+   success_max``), and, when the values came from a params file, against the other stages of
+   that file: a memory a stage reads is one its upstream stage builds, the probe's ``pca_dim``
+   and the router's ``state_layer`` fit the actor, folds are at most the episodes they split.
+
+The params file itself is read strictly by :func:`guimem.pipeline.runner.read_params_file`
+(no aliases, no duplicate keys, no value YAML 1.1 and DVC's YAML 1.2 read differently). Every
+message echoes a value bounded (:func:`shown`: at most 80 characters, in bounded time).
 
 A failure is a :class:`~guimem.core.data.DataError` that names the value where the user wrote it
 (:class:`Source`): ``params.yaml: field 'world.themes'`` for a value from ``-f params.yaml:world``,

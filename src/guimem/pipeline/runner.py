@@ -370,10 +370,11 @@ def check_parameters(path: Path, parameters: Mapping[str, Any], sources: Mapping
             raise default.error(name, f"the default {text!r:.60} is not a Python literal, so it cannot be checked") from None
     values.update(parameters)
     files = {s.path for s in (sources or {}).values() if s.path is not None and s.section == stage.section}
-    document = read_params_file(files.pop()) if len(files) == 1 else None  # what the other stages build
-    if document is not None:
-        check_base(document, next(s.path for s in (sources or {}).values() if s.section == stage.section))
+    path = files.pop() if len(files) == 1 else None
+    document = read_params_file(path) if path is not None else None  # what the other stages build
     stage.validate(values, {**dict.fromkeys(parameters, CALLER), **(sources or {})}, default, document)
+    if document is not None:  # after the stage's own values: a base value DVC passed with -p is named there first
+        check_base(document, path)
 
 
 # ----------------------------------------------------------------------------- paths

@@ -32,7 +32,15 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from guimem.core.data import DataError, Episode
-from guimem.core.io import atomic_write_dir, check_number, file_inside, read_jsonl, readable_dir, write_jsonl
+from guimem.core.io import (
+    atomic_write_dir,
+    check_number,
+    file_inside,
+    read_jsonl,
+    readable_dir,
+    relative_path,
+    write_jsonl,
+)
 from guimem.core.store import png_bytes
 from guimem.models.embedding import ImageEmbedder, embed_screenshots
 from guimem.smg.index import check_k
@@ -191,9 +199,13 @@ def read_results(path: str | Path) -> list[dict[str, Any]]:
     folder = readable_dir(Path(path).parent, "retrieval results")  # or the backup a crashed save left
     path = file_inside(folder, Path(path).name, "file", str(path))  # not a link out of its folder
     out, images = [], set()  # images: those already found inside the folder
+    steps: dict[tuple[str, int], dict] = {}  # (episode, step) -> its record
     for lineno, r in read_jsonl(path):
         where = f"{path}, line {lineno}"
         _check_record(r, where)
+        if steps.setdefault((r["episode_id"], r["step"]), r) != r:  # a reader keys by step: the last would win
+            raise DataError("step", f"a second, different record of episode {r['episode_id']!r:.60} step {r['step']}",
+                            where)
         if r["image"] != f"{IMAGES}/{image_name(r['shown'])}":
             raise DataError("image", f"the shown items name {IMAGES}/{image_name(r['shown'])}, "
                                      f"not {r['image']!r:.60}", where)
@@ -226,6 +238,14 @@ def _check_record(r: Any, where: str) -> None:
     for key in ("shown", "retrieved"):
         if not all(isinstance(i, str) for i in r[key]):
             raise DataError(key, "expected a list of item ids", where)
+    if r["retrieved"][: len(r["shown"])] != r["shown"]:  # the actor is shown the first items retrieved
+        raise DataError("shown", "expected the first of the retrieved items", where)
+    for j, n in enumerate(r["nodes"]):
+        if not isinstance(n, list) or len(n) != 2:
+            raise DataError(f"nodes[{j}]", f"expected [node, cosine], got {n!r:.60}", where)
+        check_number(n[0], f"nodes[{j}]", lo=0, integer=True, path=where)
+        check_number(n[1], f"nodes[{j}]", lo=-1 - 1e-6, hi=1 + 1e-6, path=where)
+    relative_path(r["screenshot"], "screenshot", where)
     if not _IMAGE.match(r["image"]):
         raise DataError("image", f"expected images/<16 hex digits>.png, got {r['image']!r:.60}", where)
 

@@ -62,7 +62,7 @@ def _observation(src: Path, line: Mapping[str, Any], shot_key: str, xml_key: str
             raise DataError(xml_key, "missing", str(xml_path))
         given = line.get("screen_size")
         if given is not None:
-            if not (isinstance(given, list) and len(given) == 2 and all(isinstance(v, int) and v > 0 for v in given)):
+            if not (isinstance(given, list) and len(given) == 2 and all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in given)):
                 raise DataError("screen_size", f"expected [width, height] in pixels, got {given!r:.60}")
             size = (given[0], given[1])
         try:
