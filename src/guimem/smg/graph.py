@@ -579,7 +579,8 @@ UNIT_ATOL = 1e-4  # a float32 unit vector's norm is within ~1e-7 of 1; far loose
 def _check_vectors(folder: Path, g: MemoryGraph) -> None:
     """Refuse node sums that no merge of unit vectors gives (zero, or longer than their count) and
     intent rows that are not unit vectors."""
-    norms = np.linalg.norm(g.node_sums, axis=1)  # [nodes]
+    with np.errstate(over="ignore"):  # a sum near float64's limit has an infinite norm: refused below
+        norms = np.linalg.norm(g.node_sums, axis=1)  # [nodes]
     counts = np.array([g.graph.nodes[i]["count"] for i in range(g.n_nodes)], dtype=np.float64)
     bad = np.flatnonzero((norms <= 0) | (norms > counts * (1 + UNIT_ATOL)) | ((counts == 1) & (abs(norms - 1) > UNIT_ATOL)))
     if len(bad):
