@@ -160,8 +160,8 @@ def start_local_ray(num_cpus: int, attempts: int | None = None, pause_s: float =
         attempts = _attempts_from_environment()
     check_number(attempts, "attempts", lo=0, integer=True)
     if attempts == 0:
-        raise RayStartError(f"a local Ray is not started here ({RAY_START_ATTEMPTS_ENV}=0: an earlier start on this "
-                            f"machine failed, {_load_words()}): run the stage with executor: local (the same results)")
+        raise RayStartError(f"a local Ray is not started here ({RAY_START_ATTEMPTS_ENV}=0, as after a start that "
+                            f"failed; {_load_words()}): run the stage with executor: local (the same results)")
     import ray  # started only where a stage asks for Ray
 
     failures: list[str] = []
