@@ -43,7 +43,9 @@ dimensions, ``tau``, ``theta``, counts), ``nodes.json``, ``edges.jsonl``, ``epis
 (ingested ids and content hashes, in order), ``node_sums.npy`` (float64 ``[nodes, image_dim]``)
 and ``edge_intents.npy`` (float32 ``[edges, text_dim]``). Node screenshots are paths relative
 to the episode store the graph was built from. Loading checks every file against the manifest
-(counts, shapes, dtypes, finite values, ids, paths) and names the file and field of a mismatch.
+(counts, shapes, dtypes, finite values, ids, paths) and the files against each other (each edge of
+an ingested episode, joining the nodes that hold its screenshots; episode hashes; node counts and
+sums a merge of unit vectors gives), and names the file and field of a mismatch.
 """
 
 from __future__ import annotations
