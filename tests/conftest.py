@@ -45,7 +45,7 @@ def _skip_when_ray_cannot_start():
         reason = ray_start_failure(err)
         if reason is None:
             raise
-        # Each start that fails costs about a minute (Ray's fixed waits, three attempts): the later tests
+        # Each start that fails costs about two minutes (Ray's fixed waits, two attempts): the later tests
         # that start Ray, here and in notebook kernels (they inherit the environment), skip at once.
         os.environ[RAY_START_ATTEMPTS_ENV] = "0"
         pytest.skip(f"this machine is too loaded for a local Ray: {reason:.400}")

@@ -61,7 +61,7 @@ def flaky(monkeypatch, tmp_path):
 
 def test_a_start_that_times_out_is_cleaned_up_and_tried_again(flaky, tmp_path):
     init = flaky(2)
-    start_local_ray(2, pause_s=0)
+    start_local_ray(2, attempts=3, pause_s=0)
     assert len(init.calls) == 3
     for child, session in init.left:
         assert child.poll() is not None  # the half-started node's process was stopped

@@ -124,9 +124,10 @@ class LocalExecutor:
 
 
 # ----------------------------------------------------------------------------- Ray
-RAY_START_ATTEMPTS = 3  # a local Ray's start, tried again after one that failed (the next finds the files cached)
+RAY_START_ATTEMPTS = 2  # a local Ray's start, tried again after one that failed (the next finds the files cached;
+# each failed start costs about a minute of Ray's fixed waits, and under a lasting load a third did not help)
 RAY_START_ATTEMPTS_ENV = "GUIMEM_RAY_START_ATTEMPTS"  # sets that number; 0: do not try (Ray is known not to start)
-RAY_START_PAUSE_S = 5.0  # seconds before the second start (twice that before the third): let the load pass
+RAY_START_PAUSE_S = 5.0  # seconds before the second start (twice that before a third): let the load pass
 RAY_START_WAIT_S = 120  # Ray's wait for its GCS to report its port (its default: 30 s)
 RAY_OBJECT_STORE_BYTES = 512 * 2**20  # a local node's object store: chunks carry file names and small results
 # What a local Ray is started with: no dashboard, no worker output echoed here, the caller's logging left alone.
