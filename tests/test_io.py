@@ -373,3 +373,37 @@ def test_saved_files_and_folders_get_the_usual_permissions(tmp_path):
     finally:
         os.umask(old)
     assert (f.stat().st_mode & 0o777, d.stat().st_mode & 0o777) == (0o644, 0o755)
+
+
+def test_kill_during_backup_cleanup_leaves_next_save_working(tmp_path, monkeypatch):
+    """A backup is renamed to a temporary name before it is deleted: a deletion cut short (here: the
+    rmtree of the renamed backup fails half-way) leaves a leftover the next save removes by itself."""
+    import shutil as _shutil
+
+    from guimem.core import io as gio
+
+    target = tmp_path / "store"
+
+    def fill(text):
+        def write(folder):
+            (folder / "a.txt").write_text(text)
+            (folder / "b.txt").write_text(text)
+        return write
+
+    gio.atomic_write_dir(target, fill("one"), kind="guimem.test")
+    real_rmtree = _shutil.rmtree
+
+    def half_rmtree(path, ignore_errors=False, **kw):
+        path = Path(path)
+        (path / gio.MARKER).unlink(missing_ok=True)  # marker gone first, then the "kill"
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(gio.shutil, "rmtree", half_rmtree)
+    with pytest.raises(KeyboardInterrupt):
+        gio.atomic_write_dir(target, fill("two"), kind="guimem.test")
+    monkeypatch.setattr(gio.shutil, "rmtree", real_rmtree)
+    assert not (tmp_path / ".store.old").exists()
+    assert (target / "a.txt").read_text() == "two"
+    gio.atomic_write_dir(target, fill("three"), kind="guimem.test")
+    assert (target / "a.txt").read_text() == "three"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["store"]

@@ -112,6 +112,17 @@ def _clean_leftovers(target: Path) -> None:
             p.unlink(missing_ok=True)
 
 
+def _remove_backup(target: Path, backup: Path) -> None:
+    """Delete ``backup`` by first renaming it to a temporary sibling of ``target`` (one atomic step):
+    a kill during the deletion then leaves a ``.<name>.tmp-*`` leftover the next save removes, never
+    a half-deleted ``.<name>.old`` without its marker that would refuse every later save."""
+    if not backup.exists() and not backup.is_symlink():
+        return
+    doomed = Path(tempfile.mkdtemp(prefix=f".{target.name}{_TMP}", dir=target.parent))
+    os.replace(backup, doomed)  # onto the empty folder just made: a rename, atomic
+    shutil.rmtree(doomed, ignore_errors=True)
+
+
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
     """Write ``data`` to ``path`` atomically (temp file in the same folder, fsync, rename)."""
     path = Path(path)
@@ -258,7 +269,7 @@ def atomic_write_dir(target: str | os.PathLike, write: Callable[[Path], Any], ki
         (tmp / MARKER).write_text(kind + "\n", encoding="utf-8")
         _fsync_tree(tmp)
         if backup.exists() and target.exists():
-            shutil.rmtree(backup)  # a stale backup (of this kind, checked above); target is complete
+            _remove_backup(target, backup)  # a stale backup (of this kind, checked above); target is complete
         if target.exists():
             os.replace(target, backup)
         os.replace(tmp, target)
@@ -268,7 +279,10 @@ def atomic_write_dir(target: str | os.PathLike, write: Callable[[Path], Any], ki
         if not target.exists() and backup.exists():
             os.replace(backup, target)
         raise
-    shutil.rmtree(backup, ignore_errors=True)
+    try:
+        _remove_backup(target, backup)
+    except OSError:
+        pass  # the new folder is in place; a backup left here is removed by the next save
     return target
 
 
