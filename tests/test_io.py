@@ -407,3 +407,23 @@ def test_kill_during_backup_cleanup_leaves_next_save_working(tmp_path, monkeypat
     gio.atomic_write_dir(target, fill("three"), kind="guimem.test")
     assert (target / "a.txt").read_text() == "three"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["store"]
+
+
+def test_screens_of_a_store_left_as_only_its_backup_are_embedded(tmp_path):
+    """The memory builder's screen reader reads a store a crashed save left as only ``.X.old``."""
+    from PIL import Image
+
+    from guimem.models.embedding import embed_screenshots
+
+    backup = tmp_path / ".store.old"
+    backup.mkdir()
+    Image.new("RGB", (4, 4), (10, 20, 30)).save(backup / "s.png")
+
+    class Embedder:
+        dim = 2
+
+        def embed(self, images):
+            return [np.ones(2, dtype=np.float32) / np.sqrt(2) for _ in images]
+
+    out = embed_screenshots(Embedder(), tmp_path / "store", ["s.png"])
+    assert sorted(out) == ["s.png"]

@@ -703,6 +703,8 @@ def embed_screenshots(embedder: ImageEmbedder, store_root: str | Path, rel_paths
     (field ``screenshot``) before any file is read.
     """
     root = Path(store_root)
+    if not root.is_dir() and (root.parent / f".{root.name}.old").is_dir():
+        root = readable_dir(root, "episode store")  # a store left as only its backup is read too
     unique = sorted({relative_path(p, "screenshot", str(root)) for p in rel_paths})
     files = [file_inside(root, p, "screenshot") for p in unique]
     for f in files:
