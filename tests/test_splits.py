@@ -61,3 +61,17 @@ def test_write_splits_saves_three_stores_naming_their_import(tmp_path, recorded)
     with pytest.raises(DataError, match="every weight is 0"):
         write_splits(tmp_path / "imported", tmp_path / "none", [0, 0, 0], seed=0)
     assert not (tmp_path / "none").exists()  # refused before anything was written
+
+
+@pytest.mark.parametrize("where", ["inside", "holds"])
+def test_write_splits_refuses_an_out_dir_overlapping_its_store(tmp_path, recorded, where):
+    """Splits written into their source store, or around it, are refused before anything is written."""
+    episodes, images = recorded
+    store = tmp_path / "imported" if where == "inside" else tmp_path / "out" / "train"
+    save_episodes(episodes, images, store, meta={"imported": {"format": "test"}})
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    out = store if where == "inside" else tmp_path / "out"
+    with pytest.raises(DataError) as e:
+        write_splits(store, out, [1, 1, 1], seed=0)
+    assert e.value.field == "out_dir"
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from guimem.core.data import DataError, Episode
-from guimem.core.io import check_number, readable_dir
+from guimem.core.io import check_number, readable_dir, refuse_overlap
 from guimem.core.store import SPLITS, StoredScreens, load_episodes, read_manifest, save_episodes
 
 
@@ -70,6 +70,8 @@ def write_splits(store: str | os.PathLike, out_dir: str | os.PathLike, weights: 
     The split and every screenshot file are checked before the first store is written; each store
     is then replaced atomically, one after the other. Returns each split's episodes as stored."""
     root = readable_dir(store, "episode store")  # or the backup a crashed save left
+    for name in SPLITS:  # a split written into (or around) its source corrupts it
+        refuse_overlap(root, Path(out_dir) / name, "out_dir", str(Path(out_dir) / name))
     episodes = load_episodes(root, verify_images=False)
     parts = assign_splits(episodes, weights, seed)
     meta: dict[str, Any] = {"recorded": read_manifest(root).get("meta", {}), "split_weights": list(weights),
