@@ -6,11 +6,13 @@ Bad input prints the file and the field that are wrong and exits with status 2; 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from pathlib import Path
 from typing import Sequence
 
 from guimem.core.data import DataError
-from guimem.core.io import read_json
+from guimem.core.io import read_json, refuse_overlap
 from guimem.real.importers import IMPORTERS
 
 
@@ -45,9 +47,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                 if not isinstance(given[key], dict):
                     raise DataError("", f"expected a JSON object keyed by run or episode name, got "
                                         f"{type(given[key]).__name__}", path)
+        target = Path(args.store).resolve()
+        if target == Path.cwd().resolve() or target == Path(target.anchor):
+            # replacing the folder one stands in (or the root) is never meant, and fails half-way (EBUSY)
+            raise DataError("store", f"{args.store!r:.80} is the current directory or the root; name a new folder",
+                            args.store)
+        refuse_overlap(args.src, args.store, "store")
         episodes = importer(args.src, args.store, **given)
     except DataError as err:
         print(f"error: {err}", file=sys.stderr)
+        return 2
+    except OSError as err:  # a read-only parent, a busy folder, a full disk: one line naming the file
+        where = err.filename if err.filename is not None else args.store
+        print(f"error: {where}: {err.strerror or type(err).__name__}", file=sys.stderr)
         return 2
     steps = sum(len(e.steps) for e in episodes)
     print(f"{args.store}: {len(episodes)} episodes, {steps} steps imported from {args.src} ({args.format})")

@@ -46,7 +46,7 @@ from typing import Any, Mapping
 
 from guimem.core.data import Action, DataError, Episode, Observation, Step, as_object, get_field
 from guimem.core.executor import Executor
-from guimem.core.io import check_number, read_jsonl
+from guimem.core.io import check_number, file_inside, read_jsonl
 from guimem.core.store import load_episodes
 from guimem.real.importers.common import (
     ScreenshotFiles, check_image_file, check_max_side, final_screen, safe_id, write_import,
@@ -138,7 +138,13 @@ def read_run(folder: Path, episode_id: str, goal: str | None = None,
         actions.append(action)
     if not actions:
         raise DataError("steps", "no action lines", str(actions_path))
-    shots = {int(m.group(1)): folder / m.group(0) for p in folder.iterdir() if (m := _SCREENSHOT.match(p.name))}
+    shots: dict[int, Path] = {}
+    for p in sorted(folder.iterdir()):
+        if (m := _SCREENSHOT.match(p.name)):
+            i = int(m.group(1))
+            if i in shots:  # screenshot_1.png and screenshot_01.png: which one is step 1 is not known
+                raise DataError(p.name, f"step {i} has two screenshots ({shots[i].name!r:.60} too)", str(folder))
+            shots[i] = file_inside(folder, p.name, p.name, str(folder))  # a link out of the run is refused
     files: dict[str, Path] = {}
     for i in range(len(actions) + 1):
         if i not in shots:

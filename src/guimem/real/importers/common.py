@@ -24,7 +24,7 @@ from PIL import Image
 
 from guimem.core.data import ENDING_TYPES, DataError, Episode, Observation, Step, SubgoalLabel
 from guimem.core.executor import Executor, LocalExecutor, RayExecutor
-from guimem.core.io import check_number
+from guimem.core.io import check_number, refuse_overlap
 from guimem.core.store import MAX_PIXELS, save_episodes
 from guimem.real.ocr import STATUS_BAR, OcrReader
 
@@ -300,6 +300,8 @@ def write_import(episodes: Sequence[Episode], images: ScreenshotFiles, store: st
     (:func:`with_subgoal_labels`); ``executor`` is where OCR runs (:func:`with_ocr`)."""
     if not episodes:
         raise DataError("episodes", "nothing to import", str(source.get("path", "")))
+    if source.get("path"):  # a store that is, lies inside or holds its source would overwrite what it reads
+        refuse_overlap(source["path"], store, "store")
     episodes = [unchanged_screens(ep, images) for ep in episodes]
     if labels is not None:
         episodes = with_labels(episodes, labels)

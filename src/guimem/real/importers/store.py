@@ -13,6 +13,7 @@ from typing import Any, Mapping
 
 from guimem.core.data import Episode
 from guimem.core.executor import Executor
+from guimem.core.io import readable_dir
 from guimem.core.store import load_episodes
 from guimem.real.importers.common import ScreenshotFiles, check_max_side, write_import
 
@@ -30,14 +31,14 @@ def import_store(src: str | os.PathLike, store: str | os.PathLike, max_side: int
     maps it to its subgoals (:func:`~guimem.real.importers.common.with_subgoal_labels`);
     ``executor`` runs the OCR (:func:`~guimem.real.importers.common.with_ocr`). Everything is
     checked before anything is written. Returns the episodes as stored."""
-    root = Path(src)
+    root = readable_dir(src, "episode store")  # a store left as only its backup is read too
     check_max_side(max_side)
     episodes = [dataclasses.replace(e, provenance={"source_name": e.id,
                                                    "final_screen": "recorded" if e.final_recorded else "not recorded",
                                                    **dict(e.provenance)})
                 for e in load_episodes(root, verify_images=True)]
     files = {o.screenshot: root / o.screenshot for e in episodes for o in e.observations}
-    write_import(episodes, ScreenshotFiles(files, max_side), store, {"format": FORMAT, "path": str(root)},
+    write_import(episodes, ScreenshotFiles(files, max_side), store, {"format": FORMAT, "path": str(src)},
                  ocr=ocr, labels=labels,
                  subgoal_labels=subgoal_labels, executor=executor)
     return load_episodes(store, verify_images=False)
