@@ -38,7 +38,7 @@ def import_store(src: str | os.PathLike, store: str | os.PathLike, max_side: int
                                                    **dict(e.provenance)})
                 for e in load_episodes(root, verify_images=True)]
     files = {o.screenshot: root / o.screenshot for e in episodes for o in e.observations}
-    write_import(episodes, ScreenshotFiles(files, max_side), store, {"format": FORMAT, "path": str(src)},
+    write_import(episodes, ScreenshotFiles(files, max_side), store, {"format": FORMAT, "path": str(Path(src))},
                  ocr=ocr, labels=labels,
                  subgoal_labels=subgoal_labels, executor=executor)
     return load_episodes(store, verify_images=False)
