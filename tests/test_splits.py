@@ -75,3 +75,25 @@ def test_write_splits_refuses_an_out_dir_overlapping_its_store(tmp_path, recorde
         write_splits(store, out, [1, 1, 1], seed=0)
     assert e.value.field == "out_dir"
     assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before
+
+
+def test_splits_and_adds_never_launder_swapped_screenshots(tmp_path, recorded):
+    """A store whose screenshot files were swapped fails the full check; a split or an add that
+    rehashes it must refuse it, not write stores that pass that check."""
+    from guimem.core.store import add_episodes
+
+    episodes, images = recorded
+    store = tmp_path / "imported"
+    save_episodes(episodes, images, store, meta={"imported": {"format": "test"}})
+    shots = sorted(p for p in store.rglob("*.png"))
+    a, b = shots[0], shots[-1]
+    da, db = a.read_bytes(), b.read_bytes()
+    a.write_bytes(db)
+    b.write_bytes(da)
+    with pytest.raises(DataError):
+        load_episodes(store)
+    with pytest.raises(DataError):
+        write_splits(store, tmp_path / "out", [1, 1, 1], seed=0)
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+    with pytest.raises(DataError):
+        add_episodes(episodes[:1], images, store)

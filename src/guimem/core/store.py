@@ -253,7 +253,7 @@ def add_episodes(episodes: Sequence[Episode], images: Mapping[str, bytes | Image
     final one's included) is a DataError, and nothing is written. Returns the episodes of
     the store after the add, as stored."""
     folder = readable_dir(root, "episode store")  # or the backup a crashed save left
-    old = load_episodes(folder, verify_images=False)
+    old = load_episodes(folder)  # fully verified: a save rehashes, so it must never launder a swapped screen
     meta = read_manifest(folder).get("meta", {})
     by_id = {e.id: e for e in old}
     new = []

@@ -72,7 +72,7 @@ def write_splits(store: str | os.PathLike, out_dir: str | os.PathLike, weights: 
     root = readable_dir(store, "episode store")  # or the backup a crashed save left
     for name in SPLITS:  # a split written into (or around) its source corrupts it
         refuse_overlap(root, Path(out_dir) / name, "out_dir", str(Path(out_dir) / name))
-    episodes = load_episodes(root, verify_images=False)
+    episodes = load_episodes(root)  # fully verified: the splits are rehashed, so a swapped screen must fail here
     parts = assign_splits(episodes, weights, seed)
     meta: dict[str, Any] = {"recorded": read_manifest(root).get("meta", {}), "split_weights": list(weights),
                             "split_seed": seed}
