@@ -81,6 +81,37 @@ def test_parse_answer(answer, frame, expected):
     assert _close(parse_answer(answer, frame), expected), parse_answer(answer, frame)
 
 
+@pytest.mark.parametrize("answer, frame, expected", [
+    # a point as two coordinates of their own: keyword arguments, quoted or not, or keys of an object
+    ("click(x=500, y=250)", K, Action("tap", point=(0.5, 0.25))),
+    ("Action: tap(x='500', y='250')", K, Action("tap", point=(0.5, 0.25))),
+    ('click(x="500", y = "250")', K, Action("tap", point=(0.5, 0.25))),
+    ('click("x"=500, \'y\'=250)', K, Action("tap", point=(0.5, 0.25))),
+    ("click(x=180.5, y=320)", (361.0, 640.0), Action("tap", point=(0.5, 0.5))),
+    ("click(x=0.5, y=0.25)", (1.0, 1.0), Action("tap", point=(0.5, 0.25))),
+    ("long_press(x=100, y=900)", K, Action("long_press", point=(0.1, 0.9))),
+    ("swipe(start_x=500, start_y=800, end_x=500, end_y=200)", K, Action("swipe", point=(0.5, 0.8), end=(0.5, 0.2))),
+    ("swipe(x1=100, y1=900, x2='100', y2='200')", K, Action("swipe", point=(0.1, 0.9), end=(0.1, 0.2))),
+    ("scroll(x=500, y=500, direction='down')", K, Action("swipe", point=(0.5, 0.5), end=(0.5, 0.2))),
+    ("type(text='Milk 2%')", K, Action("type", text="Milk 2%")),
+    ('type(content="x=1, y=2")', K, Action("type", text="x=1, y=2")),
+    ("type('a=b')", K, Action("type", text="a=b")),  # a positional string holding '=' stays text
+    # the other keyword names of a point, bare or quoted
+    ("click(point='<point>500 250</point>')", K, Action("tap", point=(0.5, 0.25))),
+    ("click(point=[500, 250])", K, Action("tap", point=(0.5, 0.25))),
+    ("click(coordinate=(500, 250))", K, Action("tap", point=(0.5, 0.25))),
+    ("click(start_box=[500,250])", K, Action("tap", point=(0.5, 0.25))),
+    ('tap(point="500,250")', K, Action("tap", point=(0.5, 0.25))),
+    # objects: x and y keys, a point as {"x", "y"}, a swipe's start_x ... end_y
+    ('{"action": "click", "x": "500", "y": 250}', K, Action("tap", point=(0.5, 0.25))),
+    ('{"action": "tap", "point": {"x": 500, "y": "250"}}', K, Action("tap", point=(0.5, 0.25))),
+    ('{"action": "swipe", "start_x": 500, "start_y": 800, "end_x": 500, "end_y": 200}', K,
+     Action("swipe", point=(0.5, 0.8), end=(0.5, 0.2))),
+])
+def test_keyword_coordinates(answer, frame, expected):
+    assert _close(parse_answer(answer, frame), expected), parse_answer(answer, frame)
+
+
 def _close(a: Action, b: Action) -> bool:
     """Equal actions, points compared to 1e-9."""
     def near(p, q):

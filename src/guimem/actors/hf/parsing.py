@@ -20,8 +20,11 @@ Coordinates in answers follow a *convention* (:data:`COORD_CONVENTIONS`), a para
 ``relative_1000`` (UI-TARS and Qwen2-VL: integers on a 0-1000 grid), ``absolute_resized``
 (Qwen2.5-VL, UI-TARS-1.5: pixels of the image as resized by the processor),
 ``absolute_original`` (pixels of the screenshot as given) or ``normalized`` (0-1). A point
-may be written ``[x, y]``, ``(x,y)``, ``<point>x y</point>``, or as a box ``(x1,y1,x2,y2)``
-(its centre is taken). Everything is converted to the data model's normalized [0, 1]; a point
+may be written ``[x, y]``, ``(x,y)``, ``<point>x y</point>``, as a box ``(x1,y1,x2,y2)``
+(its centre is taken), or as two coordinates of their own: keyword arguments or keys ``x=500,
+y=250`` (``start_x``/``start_y`` and ``end_x``/``end_y``, ``x1``/``y1`` and ``x2``/``y2`` for a
+swipe), each a number, quoted or not, and ``{"x": 500, "y": 250}``. A call's keyword names may be
+quoted too (``click("x"=500, "y"=250)``). Everything is converted to the data model's normalized [0, 1]; a point
 outside the frame (or not finite) is a parse error, never clipped.
 
 Scrolls and swipes: an Action ``swipe`` records the finger's motion from ``point`` to
@@ -106,7 +109,9 @@ def _as_float(value: str | float) -> float:
 
 def coords_to_unit(value: Any, frame: Frame, field: str = "point") -> tuple[float, float]:
     """A point or box in ``frame`` coordinates as a normalized ``(x, y)`` (a box gives its centre)."""
-    if isinstance(value, str):
+    if isinstance(value, Mapping) and set(value) == {"x", "y"}:  # {"x": 500, "y": 250}
+        nums = [_coordinate(value["x"], "x", field), _coordinate(value["y"], "y", field)]
+    elif isinstance(value, str):
         nums = [_as_float(v) for v in _NUMBER.findall(value)]
     elif isinstance(value, (list, tuple)) and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value):
         nums = [_as_float(v) for v in value]
@@ -136,6 +141,32 @@ def directional_swipe(direction: str, start: tuple[float, float] | None, scroll:
     x = min(x, 1 - length) if dx > 0 else max(x, length) if dx < 0 else x
     y = min(y, 1 - length) if dy > 0 else max(y, length) if dy < 0 else y
     return Action("swipe", point=(x, y), end=(x + dx * length, y + dy * length))
+
+
+# A point given as two coordinates of their own (``click(x=500, y=250)``, ``{"x": 500, "y": 250}``,
+# ``swipe(start_x=.., start_y=.., end_x=.., end_y=..)``): the (x, y) key pairs of a start and an end.
+_XY_KEYS: dict[str, tuple[tuple[str, str], ...]] = {
+    "point": (("x", "y"), ("start_x", "start_y"), ("x1", "y1"), ("from_x", "from_y"), ("x_start", "y_start")),
+    "end": (("end_x", "end_y"), ("x2", "y2"), ("to_x", "to_y"), ("x_end", "y_end")),
+}
+_ONE_NUMBER = re.compile(rf"\s*+(?:{_NUMBER.pattern})\s*+")
+
+
+def _coordinate(value: Any, key: str, field: str) -> float:
+    """One coordinate: a number, or a string holding exactly one (``'500'``, ``" 250.5 "``)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return _as_float(value)
+    if isinstance(value, str) and _ONE_NUMBER.fullmatch(value):
+        return _as_float(value)
+    raise ActionParseError(f"{key} must be one number, got {value!r:.60}", field)
+
+
+def _xy_pair(args: Mapping[str, Any], pairs: Sequence[tuple[str, str]], field: str) -> list[float] | None:
+    """The first ``(x, y)`` key pair ``args`` gives both of, as two numbers; None if it gives none."""
+    for kx, ky in pairs:
+        if args.get(kx) is not None and args.get(ky) is not None:
+            return [_coordinate(args[kx], kx, field), _coordinate(args[ky], ky, field)]
+    return None
 
 
 def _first(d: Mapping[str, Any], keys: Sequence[str]) -> Any:
@@ -189,8 +220,8 @@ def _build_action(name: str, args: Mapping[str, Any], positional: Sequence[Any],
 
     def point(keys: Sequence[str], field: str) -> tuple[float, float] | None:
         value = _first(args, keys)
-        if value is None and "x" in args and "y" in args and field == "point":
-            value = [args["x"], args["y"]]
+        if value is None:
+            value = _xy_pair(args, _XY_KEYS[field], field)
         return None if value is None else coords_to_unit(value, frame, field)
 
     if kind in ("tap", "long_press"):
@@ -357,7 +388,8 @@ def _object_action(chunk: str, frame: Frame, swipe_length: float) -> Action | No
     return _build_action(obj[key], {k: v for k, v in obj.items() if k != key}, (), frame, swipe_length)
 
 
-_KWARG = re.compile(r"([A-Za-z_]\w*+)\s*+=\s*+(.*)\Z", re.DOTALL)
+# A keyword argument, its name bare or quoted (``x=500``, ``'x'=500``, ``"x" = '500'``).
+_KWARG = re.compile(r"""(["']?+)([A-Za-z_]\w*+)\1\s*+=\s*+(.*)\Z""", re.DOTALL)
 
 
 def _call_action(body: str, call: re.Match, frame: Frame, swipe_length: float) -> Action:
@@ -369,7 +401,7 @@ def _call_action(body: str, call: re.Match, frame: Frame, swipe_length: float) -
     kwargs, positional = {}, []
     for arg in _split_args(body[call.end():end - 1]):
         if kw := _KWARG.match(arg):
-            kwargs[kw[1]] = _unquote(kw[2])
+            kwargs[kw[2]] = _unquote(kw[3])
         else:
             positional.append(_unquote(arg))
     return _build_action(call["name"], kwargs, positional, frame, swipe_length)
