@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 import numpy as np
+from safetensors import SafetensorError, safe_open
 
 from guimem.core.data import DataError
 
@@ -475,3 +476,43 @@ def read_npy(path: str | os.PathLike, field: str, dtype: Any, shape: tuple[int |
     except (ValueError, EOFError, OSError) as err:
         raise DataError(field, f"not a readable .npy array: {str(err)[:120]}", str(path)) from None
     return check_finite(array, field, str(path)) if finite else array
+
+
+# ============================================================================= safetensors
+SAFETENSORS_FLOAT32 = frozenset({"F32", "F64"})
+"""The dtypes a float32 model's weights may be stored in: its own, or wider (read back exactly)."""
+
+
+def safetensors_header(path: str | os.PathLike, field: str = "weights") -> dict[str, tuple[str, tuple[int, ...]]]:
+    """``name -> (dtype code, shape)`` of every tensor of the safetensors file ``path``, from its header
+    alone (parsed and checked against the file's size by the format's reader: a cut-short file is
+    refused); anything unreadable is a :class:`DataError` at ``path`` under ``field``, never a
+    ``SafetensorError``."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(field, "missing or not a regular file", str(path))
+    try:
+        with safe_open(str(path), framework="numpy") as f:
+            return {name: (f.get_slice(name).get_dtype(), tuple(f.get_slice(name).get_shape())) for name in f.keys()}
+    except (SafetensorError, OSError, ValueError) as err:
+        raise DataError(field, f"not a readable safetensors file: {str(err)[:120]}", str(path)) from None
+
+
+def check_safetensors(path: str | os.PathLike, shapes: Mapping[str, tuple[int, ...]],
+                      dtypes: frozenset[str] = SAFETENSORS_FLOAT32, field: str = "weights") -> None:
+    """Refuse (a :class:`DataError` at ``path``) a safetensors file that is unreadable, cut short or
+    not exactly the tensors ``shapes`` names, each in its shape and one of ``dtypes`` (the file's
+    codes: ``F32``, ``I64``, ...). Only the header is read: nothing is allocated for a wrong file.
+    ``field`` names an unreadable file; a wrong tensor is named by its own name."""
+    path = Path(path)
+    found = safetensors_header(path, field)
+    for name in sorted(shapes.keys() | found.keys()):
+        if name not in found:
+            raise DataError(name, "missing (the config describes it)", str(path))
+        if name not in shapes:
+            raise DataError(name, "not a weight of the model its config describes", str(path))
+        dtype, shape = found[name]
+        if shape != tuple(shapes[name]):
+            raise DataError(name, f"has shape {list(shape)}, the config makes it {list(shapes[name])}", str(path))
+        if dtype not in dtypes:
+            raise DataError(name, f"has dtype {dtype!r:.20}, expected one of {sorted(dtypes)}", str(path))

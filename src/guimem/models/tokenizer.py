@@ -135,8 +135,9 @@ class Vocabulary:
         try:
             if not isinstance(d, dict):
                 raise DataError("vocabulary", f"expected an object, got {type(d).__name__}")
-            if d.get("format") != VOCAB_FORMAT:
-                raise DataError("format", f"expected {VOCAB_FORMAT}, got {d.get('format')!r:.60}")
+            fmt = d.get("format")
+            if type(fmt) is not int or fmt != VOCAB_FORMAT:  # true and 1.0 equal 1 but are no format
+                raise DataError("format", f"expected {VOCAB_FORMAT}, got {fmt!r:.60}")
             tokens, buckets = d.get("tokens"), d.get("n_hash_buckets")
             if not isinstance(tokens, list) or not all(isinstance(t, str) for t in tokens):
                 raise DataError("tokens", "expected a list of strings")

@@ -106,7 +106,9 @@ def _nodes(xml: str | bytes) -> list[dict[str, str]]:
     """The attributes of every ``node`` element of a ``uiautomator dump``, in document order.
 
     Read with expat directly: a DOCTYPE is refused before any entity it declares can be
-    expanded (no billion laughs, no external entity); undefined entities are XML errors.
+    expanded (no billion laughs, no external entity); undefined entities are XML errors, and so
+    is text no codec can read (an unknown, multi-byte or non-text declared encoding, a lone
+    surrogate): a :class:`DataError` under ``hierarchy``, never the codec's own error.
     """
     if not isinstance(xml, (str, bytes)):
         raise DataError("hierarchy", f"expected the dump's XML text, got {type(xml).__name__}")
@@ -119,6 +121,8 @@ def _nodes(xml: str | bytes) -> list[dict[str, str]]:
     except expat.ExpatError as err:
         raise DataError("hierarchy", f"malformed uiautomator XML: {expat.errors.messages[err.code]} "
                                      f"at line {err.lineno} column {err.offset}") from None
+    except (LookupError, ValueError) as err:  # the declared encoding: unknown, multi-byte, not text, or a lone surrogate
+        raise DataError("hierarchy", f"unreadable uiautomator XML text: {type(err).__name__}: {str(err)[:100]}") from None
     return nodes
 
 

@@ -43,7 +43,17 @@ import torch
 from tqdm.auto import tqdm
 
 from guimem.core.data import DataError
-from guimem.core.io import atomic_write_dir, read_json, read_jsonl, read_npy, readable_dir, write_json, write_jsonl
+from guimem.core.io import (
+    atomic_write_dir,
+    check_number,
+    file_inside,
+    read_json,
+    read_jsonl,
+    read_npy,
+    readable_dir,
+    write_json,
+    write_jsonl,
+)
 from guimem.core.policy import Modality, PolicyInput, PolicyOutput
 from guimem.eval.metrics import MatchConfig, action_match
 from guimem.eval.modality import information_groups, step_groups
@@ -159,34 +169,34 @@ class StepRecords:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "StepRecords":
-        """Read a folder written by :meth:`save`; every array's dtype and shape checked against the manifest."""
+        """Read a folder written by :meth:`save`; every manifest value and row field of its type and
+        range (rules and candidates distinct names, hits true or false, sampled shares in [0, 1]),
+        every array's dtype and shape checked against the manifest; else a :class:`DataError`."""
         folder = readable_dir(Path(path), "step records folder")
-        manifest = read_json(folder / "manifest.json")
-        if not isinstance(manifest, dict) or manifest.get("format") != RECORDS_FORMAT:
-            raise DataError("format", f"expected step records format {RECORDS_FORMAT}",
-                            str(folder / "manifest.json"))
-        try:
-            n, layers, d = int(manifest["n_steps"]), int(manifest["n_layers"]), int(manifest["d_model"])
-            rules = [str(r) for r in manifest["rules"]]
-            candidates = [str(c) for c in manifest.get("candidates", [])]
-        except (KeyError, TypeError, ValueError) as err:
-            raise DataError("manifest", f"missing or malformed field: {err}", str(folder / "manifest.json")) from None
+        where = str(folder / "manifest.json")
+        manifest = read_json(file_inside(folder, "manifest.json", "file", where))
+        if not isinstance(manifest, dict):
+            raise DataError("manifest", f"expected an object, got {type(manifest).__name__}", where)
+        fmt = manifest.get("format")
+        if type(fmt) is not int or fmt != RECORDS_FORMAT:  # true and 1.0 equal 1 but are no format
+            raise DataError("format", f"expected step records format {RECORDS_FORMAT}, got {fmt!r:.40}", where)
+        for key in ("n_steps", "n_layers", "d_model", "rules"):
+            if key not in manifest:
+                raise DataError(key, "missing", where)
+        n = int(check_number(manifest["n_steps"], "n_steps", 0, None, integer=True, path=where))
+        layers = int(check_number(manifest["n_layers"], "n_layers", 0, None, integer=True, path=where))
+        d = int(check_number(manifest["d_model"], "d_model", 1, None, integer=True, path=where))
+        rules = _names(manifest["rules"], "rules", None, where)
+        candidates = _names(manifest.get("candidates", []), "candidates", CANDIDATES, where)
+        for key, lo, integer in (("n_samples", 0, True), ("seed", None, True), ("temperature", 0, False)):
+            if key in manifest:
+                check_number(manifest[key], key, lo, None, integer=integer, path=where)
+        if "temperature" in manifest and not manifest["temperature"] > 0:
+            raise DataError("temperature", f"must be > 0, got {manifest['temperature']!r}", where)
         rows = []
-        where = str(folder / "steps.jsonl")
-        for line, row in read_jsonl(folder / "steps.jsonl"):
-            if not isinstance(row, dict):
-                raise DataError("steps.jsonl", f"line {line}: expected an object", where)
-            missing = [k for k in ROW_FIELDS if k not in row]
-            if missing:
-                raise DataError(missing[0], f"line {line}: missing", where)
-            rows.append(row)
-            for name, conditions, cast in (("hits", CONDITIONS, bool), ("sampled", SAMPLED_CONDITIONS, float)):
-                try:
-                    for rule in rules:
-                        for c in conditions:
-                            row[name][rule][c] = cast(row[name][rule][c])
-                except (KeyError, TypeError, ValueError) as err:
-                    raise DataError(name, f"line {line}: missing or malformed {err}", where) from None
+        steps = str(folder / "steps.jsonl")
+        for line, row in read_jsonl(file_inside(folder, "steps.jsonl", "file", steps)):
+            rows.append(_row(row, rules, f"{steps}, line {line}"))
         if len(rows) != n:
             raise DataError("n_steps", f"the manifest says {n}, steps.jsonl holds {len(rows)}", str(folder))
         hits = {rule: {c: np.array([r["hits"][rule][c] for r in rows], dtype=bool) for c in CONDITIONS}
@@ -195,12 +205,55 @@ class StepRecords:
                           for c in SAMPLED_CONDITIONS} for rule in rules}
         for r in rows:
             del r["hits"], r["sampled"]
-        hidden = {c: read_npy(folder / f"hidden_{c}.npy", f"hidden_{c}", np.float32, (n, layers + 1, d))
-                  for c in HIDDEN_CONDITIONS}
-        cands = {c: read_npy(folder / f"candidate_{c}.npy", f"candidate_{c}", np.float32, (n, d)) for c in candidates}
+        hidden = {c: read_npy(file_inside(folder, f"hidden_{c}.npy", f"hidden_{c}"), f"hidden_{c}", np.float32,
+                              (n, layers + 1, d)) for c in HIDDEN_CONDITIONS}
+        cands = {c: read_npy(file_inside(folder, f"candidate_{c}.npy", f"candidate_{c}"), f"candidate_{c}",
+                             np.float32, (n, d)) for c in candidates}
         meta = {k: v for k, v in manifest.items() if k not in ("format", "n_steps", "n_layers", "d_model", "rules",
                                                                "conditions", "hidden_conditions", "candidates")}
         return cls(rows, hits, sampled, hidden, cands, meta)
+
+
+def _names(raw: Any, field: str, allowed: Sequence[str] | None, where: str) -> list[str]:
+    """A manifest's list of distinct non-empty names (each among ``allowed`` where given)."""
+    if not isinstance(raw, list):
+        raise DataError(field, f"expected a list of names, got {type(raw).__name__}", where)
+    for i, name in enumerate(raw):
+        if not isinstance(name, str) or not name or (allowed is not None and name not in allowed):
+            want = "a non-empty name" if allowed is None else f"one of {list(allowed)}"
+            raise DataError(f"{field}[{i}]", f"expected {want}, got {name!r:.60}", where)
+        if name in raw[:i]:
+            raise DataError(f"{field}[{i}]", f"{name!r:.60} is named twice", where)
+    return list(raw)
+
+
+def _row(row: Any, rules: Sequence[str], where: str) -> dict[str, Any]:
+    """One row of ``steps.jsonl``, every field :data:`ROW_FIELDS` names of its type and range."""
+    if not isinstance(row, dict):
+        raise DataError("steps.jsonl", f"expected an object, got {type(row).__name__}", where)
+    missing = [k for k in ROW_FIELDS if k not in row]
+    if missing:
+        raise DataError(missing[0], "missing", where)
+    for key in ("episode_id", "memory_kind", "target_type"):
+        if not isinstance(row[key], str) or not row[key]:
+            raise DataError(key, f"expected a non-empty string, got {row[key]!r:.60}", where)
+    check_number(row["step"], "step", 0, None, integer=True, path=where)
+    check_number(row["n_elements"], "n_elements", 0, None, integer=True, path=where)
+    if not isinstance(row["groups"], list) or not all(isinstance(g, str) for g in row["groups"]):
+        raise DataError("groups", f"expected a list of group names, got {row['groups']!r:.60}", where)
+    for name, conditions in (("hits", CONDITIONS), ("sampled", SAMPLED_CONDITIONS)):
+        by_rule = row[name]
+        for rule in rules:
+            values = by_rule.get(rule) if isinstance(by_rule, dict) else None
+            if not isinstance(values, dict):
+                raise DataError(f"{name}.{rule}", "missing, or not an object of conditions", where)
+            for c in conditions:
+                field, value = f"{name}.{rule}.{c}", values.get(c)
+                if name == "hits" and not isinstance(value, bool):
+                    raise DataError(field, f"expected true or false, got {value!r:.60}", where)
+                if name == "sampled":  # a share of samples that match
+                    values[c] = float(check_number(value, field, 0, 1, path=where))
+    return row
 
 
 def concat(parts: Sequence[StepRecords]) -> StepRecords:

@@ -21,21 +21,34 @@ no action, reward, success or preference of the new steps
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 import torch
 import torch.nn.functional as F
+from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 from torch import nn
 
 from guimem.core.data import DataError
-from guimem.core.io import atomic_write_dir, check_finite, file_inside, read_json, readable_dir, write_json
+from guimem.core.io import (
+    atomic_write_dir,
+    check_finite,
+    check_number,
+    check_safetensors,
+    file_inside,
+    read_json,
+    readable_dir,
+    write_json,
+)
 
 ROUTER_KIND = "guimem.router"
 RouterTarget = Literal["probe", "binary"]
+MIN_STD = 1e-8  # a standard deviation at or below this is stored as 1 (:func:`_standardiser`)
+MAX_HIDDEN = 1 << 16  # the scorer's width: far beyond a router's, bounded so a config cannot ask for terabytes
+MAX_INPUT = 1 << 20  # widths of the state and candidate vectors (a hidden size)
 
 
 @dataclass(frozen=True)
@@ -51,9 +64,13 @@ class RouterConfig:
 
     def __post_init__(self) -> None:
         if self.target not in ("probe", "binary"):
-            raise DataError("target", f"expected probe or binary, got {self.target!r}")
-        if self.hidden < 1 or self.epochs < 1 or not self.lr > 0:
-            raise DataError("router", f"hidden, epochs and lr must be positive, got {self}")
+            raise DataError("target", f"expected probe or binary, got {self.target!r:.60}")
+        check_number(self.hidden, "hidden", 1, MAX_HIDDEN, integer=True)
+        check_number(self.epochs, "epochs", 1, None, integer=True)
+        check_number(self.seed, "seed", None, None, integer=True)
+        check_number(self.weight_decay, "weight_decay", 0, None)
+        if not check_number(self.lr, "lr") > 0:
+            raise DataError("lr", f"must be > 0, got {self.lr!r}")
 
 
 class SharedScorer(nn.Module):
@@ -113,28 +130,88 @@ class Router:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "Router":
+        """Read a router written by :meth:`save`: every value of ``router.json`` of its type and range
+        (τ finite, standard deviations above :data:`MIN_STD`), the weights exactly the scorer's tensors,
+        float32 (or float64), finite; else a :class:`DataError` naming the file and field."""
         folder = readable_dir(Path(path), "saved router")
         where = str(folder / "router.json")
-        meta = read_json(folder / "router.json")
-        try:
-            config = RouterConfig(**meta["config"])
-            d_s, d_c = int(meta["d_state"]), int(meta["d_candidate"])
-            arrays = {k: check_finite(np.asarray(meta[k], dtype=np.float64), k, where)
-                      for k in ("state_mean", "state_std", "cand_mean", "cand_std")}
-            tau, rate = float(meta["tau"]), float(meta["train_image_rate"])
-        except (KeyError, TypeError, ValueError) as err:
-            raise DataError("router.json", f"missing or malformed field: {err}", where) from None
-        for k, d in (("state_mean", d_s), ("state_std", d_s), ("cand_mean", d_c), ("cand_std", d_c)):
-            if arrays[k].shape != (d,):
-                raise DataError(k, f"expected {d} values, got {arrays[k].shape}", where)
-        weights = file_inside(folder, "scorer.safetensors", "file", str(folder))
+        meta = read_json(file_inside(folder, "router.json", "file", where))
+        if not isinstance(meta, dict):
+            raise DataError("router.json", f"expected an object, got {type(meta).__name__}", where)
+        missing = [k for k in _ROUTER_FIELDS if k not in meta]
+        if missing:
+            raise DataError(missing[0], "missing", where)
+        config = _config(meta["config"], where)
+        d_s = int(check_number(meta["d_state"], "d_state", 1, MAX_INPUT, integer=True, path=where))
+        d_c = int(check_number(meta["d_candidate"], "d_candidate", 1, MAX_INPUT, integer=True, path=where))
+        tau = float(check_number(meta["tau"], "tau", path=where))
+        rate = float(check_number(meta["train_image_rate"], "train_image_rate", 0, 1, path=where))
+        arrays = {k: _vector(meta[k], k, d, k.endswith("_std"), where)
+                  for k, d in (("state_mean", d_s), ("state_std", d_s), ("cand_mean", d_c), ("cand_std", d_c))}
+        info = _info(meta.get("info", {}), where)
+        weights = file_inside(folder, "scorer.safetensors", "file", str(folder / "scorer.safetensors"))
+        with torch.device("meta"):  # the shapes the config implies, nothing allocated
+            shapes = {k: tuple(v.shape) for k, v in SharedScorer(d_s, d_c, config.hidden).state_dict().items()}
+        check_safetensors(weights, shapes)
         scorer = SharedScorer(d_s, d_c, config.hidden)
         try:
             scorer.load_state_dict(load_file(str(weights)))
-        except (RuntimeError, OSError) as err:
+        except (RuntimeError, OSError, SafetensorError) as err:
             raise DataError("scorer.safetensors", f"not this router's weights: {str(err)[:160]}", str(weights)) from None
+        for name, w in scorer.state_dict().items():  # float64 beyond float32's range is infinite here
+            check_finite(w.numpy(), name, str(weights))
         return cls(scorer, arrays["state_mean"], arrays["state_std"], arrays["cand_mean"], arrays["cand_std"], config,
-                   tau, rate, dict(meta.get("info", {})))
+                   tau, rate, info)
+
+
+_ROUTER_FIELDS = ("config", "d_state", "d_candidate", "tau", "train_image_rate", "state_mean", "state_std",
+                  "cand_mean", "cand_std")
+"""What ``router.json`` must hold (``info`` may be left out)."""
+
+
+def _config(raw: Any, where: str) -> RouterConfig:
+    """The :class:`RouterConfig` of ``router.json``: an object of exactly its fields, each checked."""
+    names = [f.name for f in fields(RouterConfig)]
+    if not isinstance(raw, dict):
+        raise DataError("config", f"expected an object, got {type(raw).__name__}", where)
+    unknown = sorted(set(raw) - set(names), key=str)
+    if unknown:
+        raise DataError(f"config.{unknown[0]!s:.40}", f"not a router setting (expected {names})", where)
+    try:
+        return RouterConfig(**raw)
+    except DataError as err:
+        raise DataError(f"config.{err.field}", err.message, where) from None
+
+
+def _vector(raw: Any, field: str, d: int, positive: bool, where: str) -> np.ndarray:
+    """``[d]`` float64 from a JSON list of ``d`` finite numbers (standard deviations above :data:`MIN_STD`)."""
+    if not isinstance(raw, list) or len(raw) != d:
+        got = f"{len(raw)} values" if isinstance(raw, list) else type(raw).__name__
+        raise DataError(field, f"expected a list of {d} values, got {got}", where)
+    for i, v in enumerate(raw):
+        check_number(v, f"{field}[{i}]", path=where)
+        if positive and not v > MIN_STD:
+            raise DataError(f"{field}[{i}]", f"a standard deviation must be > {MIN_STD:g}, got {v!r}", where)
+    return np.asarray(raw, dtype=np.float64)
+
+
+_INFO_NUMBERS = {"final_loss": (0, None), "first_loss": (0, None), "target_scale": (0, None)}
+
+
+def _info(raw: Any, where: str) -> dict[str, Any]:
+    """``info``: an object; the values the router's code reads of their type (``state_layer`` an integer)."""
+    if not isinstance(raw, dict):
+        raise DataError("info", f"expected an object, got {type(raw).__name__}", where)
+    if "state_layer" in raw:
+        check_number(raw["state_layer"], "info.state_layer", -1, None, integer=True, path=where)
+    if "steps" in raw:
+        check_number(raw["steps"], "info.steps", 2, None, integer=True, path=where)
+    for key, (lo, hi) in _INFO_NUMBERS.items():
+        if key in raw:
+            check_number(raw[key], f"info.{key}", lo, hi, path=where)
+    if "target_scale" in raw and not raw["target_scale"] > 0:  # the targets were divided by it
+        raise DataError("info.target_scale", f"must be > 0, got {raw['target_scale']!r}", where)
+    return dict(raw)
 
 
 def _standardiser(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

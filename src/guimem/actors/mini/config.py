@@ -8,9 +8,12 @@ described in :mod:`guimem.actors.mini.model`.
 
 from __future__ import annotations
 
+from typing import Any
+
 from transformers import PretrainedConfig
 
 from guimem.core.data import ACTION_TYPES, DataError
+from guimem.core.io import check_number
 from guimem.eval.metrics import MatchConfig
 
 DIRECTIONS: tuple[str, ...] = ("up", "down", "left", "right")
@@ -43,6 +46,42 @@ def history_tokens() -> list[str]:
     kinds = [f"[H:{t}]" for t in ACTION_TYPES]
     cells = [f"[H:at_{r}_{c}]" for r in range(3) for c in range(3)]
     return kinds + cells + [f"[H:{d}]" for d in DIRECTIONS] + ["[H:-]"]
+
+
+MAX_SIDE = 1 << 12  # pixels of a screen or memory image the actor reads: far beyond its 96 x 48
+MAX_TOKENS = 1 << 14  # a token budget: far beyond any prompt, and bounded so a batch stays small
+MAX_LOSS_WEIGHT = 1e6
+# (field, lo, hi) of the config's integers: sizes of the model and the prompt
+_INTEGERS: tuple[tuple[str, int, int], ...] = (
+    ("vocab_size", 1, 1 << 24), ("hidden_size", 1, 1 << 16), ("num_hidden_layers", 1, 1024),
+    ("num_attention_heads", 1, 1 << 16), ("intermediate_size", 1, 1 << 18),
+    ("screen_height", 1, MAX_SIDE), ("screen_width", 1, MAX_SIDE), ("memory_image_height", 1, MAX_SIDE),
+    ("memory_image_width", 1, MAX_SIDE), ("patch_size", 1, MAX_SIDE), ("max_elements", 1, MAX_TOKENS),
+    ("max_element_words", 1, 1024), ("crop_size", 2, 1024), ("max_goal_tokens", 1, MAX_TOKENS),
+    ("max_history", 0, MAX_TOKENS), ("max_memory_tokens", 1, MAX_TOKENS), ("max_span_tokens", 1, MAX_TOKENS),
+)
+# (field, lo, hi, lo excluded) of the config's real numbers
+_NUMBERS: tuple[tuple[str, float, float, bool], ...] = (
+    ("dropout", 0.0, 0.99, False), ("attention_dropout", 0.0, 0.99, False), ("layer_norm_eps", 0.0, 1.0, True),
+    ("initializer_range", 0.0, 10.0, False), ("swipe_length", 0.0, 1.0, True),
+    ("type_loss_weight", 0.0, MAX_LOSS_WEIGHT, False), ("mimetic_init", -100.0, 100.0, False),
+    ("word_init_scale", 0.0, 100.0, False),
+)
+_FLAGS = ("exact_match", "role_channel", "act_context", "wide_type_head")
+
+
+def unique_names(names: Any, field: str, path: str | None = None) -> list[str]:
+    """``names`` if it is a list of distinct strings (the classes of a head, in order); else a DataError."""
+    if not isinstance(names, list):
+        raise DataError(field, f"expected a list of names, got {type(names).__name__}", path)
+    seen: set[str] = set()
+    for i, name in enumerate(names):
+        if not isinstance(name, str):
+            raise DataError(f"{field}[{i}]", f"expected a string, got {name!r:.60}", path)
+        if name in seen:
+            raise DataError(f"{field}[{i}]", f"{name!r:.60} is named twice", path)
+        seen.add(name)
+    return names
 
 
 # ============================================================================ config
@@ -112,7 +151,25 @@ class ActorConfig(PretrainedConfig):
         return self.max_elements + self.n_screen_patches
 
     def check(self) -> None:
-        """Raise :class:`DataError` naming the first inconsistent field."""
+        """Raise :class:`DataError` naming the first field of the wrong type or range, or inconsistent."""
+        for name, lo, hi in _INTEGERS:
+            check_number(getattr(self, name), name, lo, hi, integer=True)
+        for name, lo, hi, open_lo in _NUMBERS:
+            value = check_number(getattr(self, name), name, lo, hi)
+            if open_lo and value <= lo:
+                raise DataError(name, f"must be > {lo}, got {value!r}")
+        for name in _FLAGS:
+            if not isinstance(getattr(self, name), bool):
+                raise DataError(name, f"expected true or false, got {getattr(self, name)!r:.60}")
+        for name in ("app_names", "widget_roles"):
+            unique_names(getattr(self, name), name)
+        weights = self.type_class_weights
+        if weights is not None:
+            if not isinstance(weights, list) or len(weights) != len(ACTION_TYPES):
+                raise DataError("type_class_weights", f"expected one weight per action type ({len(ACTION_TYPES)}), "
+                                                      f"got {weights!r:.60}")
+            for i, w in enumerate(weights):
+                check_number(w, f"type_class_weights[{i}]", 0, MAX_LOSS_WEIGHT)
         for name in ("screen_height", "screen_width", "memory_image_height", "memory_image_width"):
             if getattr(self, name) % self.patch_size:
                 raise DataError(name, f"must be a multiple of patch_size={self.patch_size}, got {getattr(self, name)}")

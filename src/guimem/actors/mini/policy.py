@@ -2,9 +2,11 @@
 
 Saved as a folder of kind ``guimem.actor`` (:func:`guimem.core.io.atomic_write_dir`):
 ``config.json``, ``model.safetensors`` and ``vocab.json``. Loading checks each file before the
-model is built: the config must describe an actor, the weights file must hold exactly the
-actor's tensors in the config's shapes, every weight must be finite, and the vocabulary must
-match the model's word ids; a :class:`~guimem.core.data.DataError` names the file and field.
+model is built: the config must describe an actor (every value of its type and range, names of
+apps and roles distinct, float32), the weights file must hold exactly the actor's tensors in the
+config's shapes, as float32 (or float64, read back exactly), every weight finite, and the
+vocabulary must match the model's word ids; a :class:`~guimem.core.data.DataError` names the
+file and field (:func:`guimem.core.io.check_safetensors` reads the weights' header first).
 """
 
 from __future__ import annotations
@@ -16,13 +18,20 @@ from typing import Sequence
 import numpy as np
 import torch
 import torch.nn.functional as F
-from safetensors import SafetensorError, safe_open
 
 from guimem.actors.mini.config import SEG_MEMORY_CROP, SEG_MEMORY_IMAGE, SEG_MEMORY_TEXT, VOCAB_FILE, ActorConfig
 from guimem.actors.mini.features import Features, ImagePatcher, collate, decode, featurise, sample_decode
 from guimem.actors.mini.model import GuiActor
 from guimem.core.data import DataError
-from guimem.core.io import atomic_write_dir, check_finite, file_inside, read_json, readable_dir, saved_before_markers
+from guimem.core.io import (
+    atomic_write_dir,
+    check_finite,
+    check_safetensors,
+    file_inside,
+    read_json,
+    readable_dir,
+    saved_before_markers,
+)
 from guimem.core.policy import Modality, PolicyInput, PolicyOutput
 from guimem.models.tokenizer import Vocabulary
 
@@ -127,8 +136,8 @@ class MiniActor:
             if not (folder / name).is_file():
                 raise DataError(name, "missing from the actor folder", str(folder))
         vocab = Vocabulary.load(folder / VOCAB_FILE)
-        _check_weights(folder / WEIGHTS_FILE, _weight_shapes(folder / CONFIG_FILE))
-        model = GuiActor.from_pretrained(folder)
+        check_safetensors(folder / WEIGHTS_FILE, _weight_shapes(folder / CONFIG_FILE))
+        model = GuiActor.from_pretrained(folder, dtype=torch.float32)  # float32 whatever config.json's dtype says
         for name, weight in model.state_dict().items():
             check_finite(weight.numpy(), name, str(folder / WEIGHTS_FILE))
         try:
@@ -144,6 +153,9 @@ def _weight_shapes(config_path: Path) -> dict[str, tuple[int, ...]]:
     if not isinstance(raw, dict) or raw.get("model_type") != ActorConfig.model_type:
         got = raw.get("model_type") if isinstance(raw, dict) else raw
         raise DataError("model_type", f"expected {ActorConfig.model_type!r}, got {got!r:.60}", str(config_path))
+    for key in ("dtype", "torch_dtype"):  # the weights are float32 (wider ones are read back exactly)
+        if raw.get(key) not in (None, "float32"):
+            raise DataError(key, f"expected float32, got {raw.get(key)!r:.60}", str(config_path))
     try:
         with torch.device("meta"):
             model = GuiActor(ActorConfig.from_dict(raw))
@@ -153,22 +165,6 @@ def _weight_shapes(config_path: Path) -> dict[str, tuple[int, ...]]:
         raise DataError("config", f"does not describe an actor: {type(err).__name__}: {str(err)[:120]}",
                         str(config_path)) from None
     return {name: tuple(w.shape) for name, w in model.state_dict().items()}
-
-
-def _check_weights(path: Path, shapes: dict[str, tuple[int, ...]]) -> None:
-    """Refuse a weights file that is not safetensors or does not hold exactly ``shapes``."""
-    try:
-        with safe_open(str(path), framework="pt") as f:
-            found = {name: tuple(f.get_slice(name).get_shape()) for name in f.keys()}
-    except (SafetensorError, OSError) as err:
-        raise DataError("weights", f"not a readable safetensors file: {str(err)[:120]}", str(path)) from None
-    for name in sorted(shapes.keys() | found.keys()):
-        if name not in found:
-            raise DataError(name, "missing (the config describes it)", str(path))
-        if name not in shapes:
-            raise DataError(name, "not a weight of the actor config.json describes", str(path))
-        if found[name] != shapes[name]:
-            raise DataError(name, f"has shape {list(found[name])}, config.json makes it {list(shapes[name])}", str(path))
 
 
 def is_legacy_actor(folder: Path) -> bool:
