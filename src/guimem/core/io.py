@@ -379,6 +379,9 @@ def check_finite(array: np.ndarray, field: str, path: str | None = None) -> np.n
     return array
 
 
+_MAX_FLOAT = 1.7976931348623157e308  # sys.float_info.max
+
+
 def check_number(value: Any, field: str, lo: float | None = None, hi: float | None = None,
                  integer: bool = False, path: str | None = None) -> float | int:
     """``value`` if it is a finite number (an integer if ``integer``) within ``[lo, hi]``; else a DataError."""
@@ -387,6 +390,8 @@ def check_number(value: Any, field: str, lo: float | None = None, hi: float | No
         raise DataError(field, f"expected {kind}, got {type(value).__name__} {value!r:.60}", path)
     if isinstance(value, float) and not math.isfinite(value):
         raise DataError(field, f"expected a finite number, got {value!r}", path)
+    if not integer and isinstance(value, int) and abs(value) > _MAX_FLOAT:  # read as a real number, it is infinite
+        raise DataError(field, f"expected a finite number, got an integer of {len(str(abs(value)))} digits", path)
     if (lo is not None and value < lo) or (hi is not None and value > hi):
         span = f"[{'-inf' if lo is None else lo}, {'inf' if hi is None else hi}]"
         raise DataError(field, f"must be in {span}, got {value!r}", path)

@@ -205,9 +205,10 @@ class StepRecords:
                           for c in SAMPLED_CONDITIONS} for rule in rules}
         for r in rows:
             del r["hits"], r["sampled"]
-        hidden = {c: read_npy(file_inside(folder, f"hidden_{c}.npy", f"hidden_{c}"), f"hidden_{c}", np.float32,
+        hidden = {c: read_npy(file_inside(folder, f"hidden_{c}.npy", f"hidden_{c}", str(folder / f"hidden_{c}.npy")), f"hidden_{c}", np.float32,
                               (n, layers + 1, d)) for c in HIDDEN_CONDITIONS}
-        cands = {c: read_npy(file_inside(folder, f"candidate_{c}.npy", f"candidate_{c}"), f"candidate_{c}",
+        cands = {c: read_npy(file_inside(folder, f"candidate_{c}.npy", f"candidate_{c}", str(folder / f"candidate_{c}.npy")),
+                             f"candidate_{c}",
                              np.float32, (n, d)) for c in candidates}
         meta = {k: v for k, v in manifest.items() if k not in ("format", "n_steps", "n_layers", "d_model", "rules",
                                                                "conditions", "hidden_conditions", "candidates")}
