@@ -223,3 +223,41 @@ def test_save_replaces_an_actor_saved_before_markers(folder):
     a.save(folder)
     assert (folder / MARKER).read_text() == "guimem.actor\n"
     torch.testing.assert_close(MiniActor.load(folder).model.type_head.bias, a.model.type_head.bias, rtol=0, atol=0)
+
+
+# ============================================================================= a Hugging Face checkpoint folder
+@pytest.fixture(scope="module")
+def saved_hf(tmp_path_factory) -> Path:
+    from guimem.actors.hf.tiny import save_tiny_random_llava
+
+    folder = tmp_path_factory.mktemp("saved") / "llava"
+    save_tiny_random_llava(str(folder))
+    return folder
+
+
+def text_config(value: Any) -> Callable[[Path], None]:
+    return config(text_config=value)
+
+
+# (case id, mutation of a local checkpoint folder, field, file ("." = the folder itself))
+HF_CASES: list[tuple[str, Callable[[Path], None], str, str]] = [
+    ("weights_truncated", cut(WEIGHTS, 5000), "weights", WEIGHTS),
+    ("weights_header_only", cut(WEIGHTS, 8), "weights", WEIGHTS),
+    ("weights_not_safetensors", write(WEIGHTS, b"PK\x03\x04 a zip, say"), "weights", WEIGHTS),
+    ("config_truncated", cut("config.json", 20), "json", "config.json"),
+    ("config_a_list", write("config.json", b"[]"), "config.json", "config.json"),
+    ("processor_config_a_string", write("processor_config.json", b'"x"'), "processor_config.json",
+     "processor_config.json"),
+    ("tokenizer_config_not_utf8", write("tokenizer_config.json", b'{"a": "\xff"}'), "file", "tokenizer_config.json"),
+    ("text_config_a_number", text_config(5), "actor_model", "."),
+]
+
+
+@pytest.mark.parametrize("case, mutate, field, file", HF_CASES, ids=[c[0] for c in HF_CASES])
+def test_a_broken_hugging_face_checkpoint_names_file_and_field(saved_hf, tmp_path, case, mutate, field, file):
+    from guimem.actors.hf.policy import HFVLMActor
+
+    folder = Path(shutil.copytree(saved_hf, tmp_path / "llava"))
+    mutate(folder)
+    err = error(lambda: HFVLMActor(str(folder), device="cpu", dtype=torch.float32))
+    assert (err.field, os.path.relpath(err.path, folder)) == (field, file), str(err)

@@ -29,6 +29,8 @@ carries :data:`FALLBACK_ACTION` (``impossible``) and ``info["parse_error"]`` say
 from __future__ import annotations
 
 import copy
+import os
+from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
@@ -47,7 +49,20 @@ from guimem.actors.hf.parsing import (
 )
 from guimem.actors.hf.prompts import build_messages, system_prompt
 from guimem.core.data import DataError
+from guimem.core.io import read_json, safetensors_header
 from guimem.core.policy import PolicyInput, PolicyOutput
+
+
+def check_checkpoint_folder(folder: Path) -> None:
+    """Refuse a local checkpoint folder whose JSON files (config, processor, tokenizer) are not JSON
+    objects or whose safetensors files are unreadable or cut short: a :class:`DataError` naming the
+    file, before ``transformers`` reads them (and raises its libraries' own errors)."""
+    for path in sorted(folder.iterdir()):
+        if path.suffix == ".json" and path.is_file():
+            if not isinstance(read_json(path), dict):
+                raise DataError(path.name, "expected a JSON object", str(path))
+        elif path.suffix == ".safetensors" and path.is_file():
+            safetensors_header(path)
 
 
 class HFVLMActor:
@@ -72,8 +87,17 @@ class HFVLMActor:
         from transformers import AutoModelForImageTextToText, AutoProcessor
 
         device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-        processor = AutoProcessor.from_pretrained(model_id_or_path, local_files_only=True)
-        model = AutoModelForImageTextToText.from_pretrained(model_id_or_path, local_files_only=True, dtype=dtype)
+        local = os.path.isdir(model_id_or_path)
+        if local:
+            check_checkpoint_folder(Path(model_id_or_path))
+        try:
+            processor = AutoProcessor.from_pretrained(model_id_or_path, local_files_only=True)
+            model = AutoModelForImageTextToText.from_pretrained(model_id_or_path, local_files_only=True, dtype=dtype)
+        except Exception as err:  # noqa: BLE001 - transformers reads a folder with many libraries' errors
+            if not local:
+                raise  # an id neither on disk nor in the offline cache: its own OSError (no download)
+            raise DataError("actor_model", f"the checkpoint does not load: {type(err).__name__}: {str(err)[:160]}",
+                            str(model_id_or_path)) from None
         self._setup(model.to(device).eval(), processor, coords, answer_format, max_new_tokens, batch_size,
                     swipe_length, system, name=str(model_id_or_path))
 
