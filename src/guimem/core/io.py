@@ -390,11 +390,11 @@ def check_number(value: Any, field: str, lo: float | None = None, hi: float | No
         raise DataError(field, f"expected {kind}, got {type(value).__name__} {value!r:.60}", path)
     if isinstance(value, float) and not math.isfinite(value):
         raise DataError(field, f"expected a finite number, got {value!r}", path)
+    if (lo is not None and value < lo) or (hi is not None and value > hi):  # exact, for integers of any size
+        span = f"[{'-inf' if lo is None else lo}, {'inf' if hi is None else hi}]"
+        raise DataError(field, f"must be in {span}, got {value!r:.80}", path)
     if not integer and isinstance(value, int) and abs(value) > _MAX_FLOAT:  # read as a real number, it is infinite
         raise DataError(field, f"expected a finite number, got an integer of {len(str(abs(value)))} digits", path)
-    if (lo is not None and value < lo) or (hi is not None and value > hi):
-        span = f"[{'-inf' if lo is None else lo}, {'inf' if hi is None else hi}]"
-        raise DataError(field, f"must be in {span}, got {value!r}", path)
     return value
 
 
