@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 from pathlib import Path
 
 import numpy as np
@@ -132,11 +133,31 @@ def test_atomic_write_dir_writes_a_marked_folder(tmp_path):
 
 
 def test_atomic_write_dir_replaces_a_store_of_the_same_kind(tmp_path):
-    target = atomic_write_dir(tmp_path / "store", _writer("v1"), KIND)
-    (target / "stale.txt").write_text("from v1")
-    atomic_write_dir(target, _writer("v2"), KIND)
+    """What the kind owns and the new version does not write goes; everything else stays."""
+    target = atomic_write_dir(tmp_path / "store", _writer("v1"), KIND, owned=("*.txt", "sub"))
+    (target / "stale.txt").write_text("from v1")  # the kind's: a file an earlier version wrote
+    (target / "sub" / "mine.md").write_text("inside the kind's own folder")
+    (target / "NOTES.md").write_text("a user's notes")
+    (target / "notes").mkdir()
+    (target / "notes" / "deep.txt").write_text("a user's folder")
+    os.symlink("NOTES.md", target / "link")
+    os.mkfifo(target / "pipe")
+    atomic_write_dir(target, _writer("v2"), KIND, owned=("*.txt", "sub"))
     assert (target / "a.txt").read_text() == "v2" and not (target / "stale.txt").exists()
+    assert not (target / "sub" / "mine.md").exists()
+    assert (target / "NOTES.md").read_text() == "a user's notes" and (target / "notes" / "deep.txt").is_file()
+    assert os.readlink(target / "link") == "NOTES.md" and stat.S_ISFIFO(os.lstat(target / "pipe").st_mode)
     assert os.listdir(tmp_path) == ["store"]
+
+
+def test_files_a_user_added_survive_every_save_even_a_crashed_one(tmp_path):
+    target = atomic_write_dir(tmp_path / "store", _writer("v1"), KIND, owned=("a.txt", "sub"))
+    (target / "README").write_text("kept")
+    os.replace(target, tmp_path / ".store.old")  # a crash between the two renames left only the backup
+    atomic_write_dir(target, _writer("v2"), KIND, owned=("a.txt", "sub"))
+    assert (target / "README").read_text() == "kept" and os.listdir(tmp_path) == ["store"]
+    atomic_write_dir(target, _writer("v3"), KIND)  # nothing declared: nothing dropped
+    assert (target / "README").read_text() == "kept" and (target / "a.txt").read_text() == "v3"
 
 
 def test_atomic_write_dir_accepts_an_empty_folder(tmp_path):

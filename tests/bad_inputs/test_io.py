@@ -1,8 +1,10 @@
 """Bad input to core.io beyond its unit tests (``tests/test_io.py``): files that block, loop or
-take quadratic time to scan, and paths that cannot be written; each with its exact outcome."""
+take quadratic time to scan, paths that cannot be written, and transaction journals guimem did not
+write; each with its exact outcome."""
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import time
@@ -91,3 +93,54 @@ def test_write_refuses_an_impossible_path(case, write, fragment, tmp_path):
         write(tmp_path)
     assert info.value.field == "path" and Path(info.value.path).is_relative_to(tmp_path) and fragment in info.value.message
     assert sorted(os.listdir(tmp_path)) == ["f"] and (tmp_path / "f").read_text() == "a file"
+
+
+# ----------------------------------------------------------------------------- transaction journals
+def _journal(doc: Any) -> Callable[[Path], None]:
+    return lambda p: p.write_text(doc if isinstance(doc, str) else json.dumps(doc))
+
+
+def _swaps(*pairs: Any) -> dict:
+    return {"format": "guimem.transaction", "version": 1, "swaps": list(pairs)}
+
+
+JOURNAL_CASES = [
+    # (case id, make the journal at path, field, fragment): a save of several folders completes a
+    # journal a crash left (atomic_write_dirs); one guimem did not write is never followed
+    ("a symbolic link", lambda p: p.symlink_to(p.parent / "elsewhere.json"), "journal", "not a regular file"),
+    ("a FIFO", _fifo, "journal", "not a regular file"),
+    ("not JSON", _journal("{swaps"), "json", "malformed JSON"),
+    ("another format", _journal({"format": "x", "version": 1, "swaps": []}), "journal", "not a guimem.transaction"),
+    ("version true", _journal({"format": "guimem.transaction", "version": True, "swaps": []}), "journal",
+     "version 1"),
+    ("version 2", _journal({"format": "guimem.transaction", "version": 2, "swaps": []}), "journal", "version 1"),
+    ("swaps not a list", _journal({"format": "guimem.transaction", "version": 1, "swaps": {}}), "journal",
+     "version 1"),
+    ("a target up the tree", _journal(_swaps(["..", "...tmp-abc"])), "swaps[0]", "a folder name"),
+    ("a target in another folder", _journal(_swaps(["a/b", ".a/b.tmp-abc"])), "swaps[0]", "a folder name"),
+    ("a temporary folder not the target's", _journal(_swaps(["train", ".test.tmp-abc"])), "swaps[0]",
+     "temporary folder"),
+    ("a temporary name that leaves the folder", _journal(_swaps(["train", ".train.tmp-../../x"])), "swaps[0]",
+     "temporary folder"),
+    ("a pair of three", _journal(_swaps(["train", ".train.tmp-abc", "x"])), "swaps[0]", "a folder name"),
+]
+
+
+@pytest.mark.parametrize("case, make, field, fragment", JOURNAL_CASES, ids=[c[0] for c in JOURNAL_CASES])
+def test_a_journal_guimem_did_not_write_is_refused_and_nothing_moves(case, make, field, fragment, tmp_path):
+    from guimem.core.io import readable_dir
+
+    (tmp_path / "train").mkdir()
+    (tmp_path / "train" / "data.txt").write_text("mine")
+    (tmp_path / ".train.tmp-abc").mkdir()  # what a planted journal would swap in
+    journal = tmp_path / ".guimem-txn-planted.json"
+    make(journal)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    for call in (lambda: atomic_write_dir(tmp_path / "test", lambda f: (f / "x").write_text("1"), "guimem.t"),
+                 lambda: readable_dir(tmp_path / "train")):
+        with pytest.raises(DataError) as info:
+            call()
+        err = info.value
+        assert err.field == field and fragment in err.message and err.path == str(journal), case
+        assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing swapped, written or removed
+    assert (tmp_path / "train" / "data.txt").read_text() == "mine"

@@ -37,7 +37,8 @@ from PIL import Image
 
 from guimem.core.data import DataError, Episode, Observation, Subgoal, check_json
 from guimem.core.io import (
-    atomic_write_dir,
+    FolderWrite,
+    atomic_write_dirs,
     check_number,
     json_text,
     read_json,
@@ -50,6 +51,7 @@ from guimem.core.io import (
 FORMAT = "guimem.episodes"
 VERSION = 1
 SPLITS = ("train", "test", "memory")
+STORE_OWNED = ("manifest.json", "episodes", "screens")  # a store's own entries; anything else in its folder is kept
 """The episode stores a world writes (``data/world/<split>/``): training episodes (on the train
 variants), test episodes and memory (past experience on the evaluation variants)."""
 MAX_PIXELS = 40_000_000
@@ -207,7 +209,16 @@ def save_episodes(episodes: Sequence[Episode], images: Mapping[str, bytes | Imag
     reads, which are converted to PNG, or a PIL image); it is rewritten to the store path of those
     pixels, identical screens stored once. A ``root`` that holds anything but an episode store is
     refused (:class:`DataError`), as is an episode a load would refuse; nothing is written then.
+    Files a user put in the store's folder beside its own (:data:`STORE_OWNED`) are kept.
     """
+    return atomic_write_dirs([episodes_write(episodes, images, root, meta)])[0]
+
+
+def episodes_write(episodes: Sequence[Episode], images: Mapping[str, bytes | Image.Image], root: str | os.PathLike,
+                   meta: Mapping[str, Any] | None = None) -> FolderWrite:
+    """The save :func:`save_episodes` makes, not yet made: several go together into
+    :func:`guimem.core.io.atomic_write_dirs` (the stores of a split, all or none). The episodes
+    and ``meta`` are checked here, before any save begins."""
     _check_episodes(episodes)
     meta = check_json(dict(meta or {}), "meta")
 
@@ -222,7 +233,7 @@ def save_episodes(episodes: Sequence[Episode], images: Mapping[str, bytes | Imag
                     "steps": sum(len(ep.steps) for ep in episodes), "screens": len(set(stored.values())), "meta": meta}
         (folder / "manifest.json").write_bytes(json_text(manifest, indent=1).encode())
 
-    return atomic_write_dir(root, write, kind=FORMAT, legacy=_is_unmarked_store)
+    return FolderWrite(Path(root), write, FORMAT, STORE_OWNED, _is_unmarked_store)
 
 
 class StoredScreens(Mapping):

@@ -358,7 +358,8 @@ class ProjectedImageEmbedder:
             np.save(tmp / PROJECTION_BASIS, self.basis, allow_pickle=False)
             write_json(tmp / PROJECTION_META, {"name": self.name, "inner": self.inner.name,
                                                "inner_dim": self.inner.dim, "rank": self.dim})
-        return atomic_write_dir(Path(folder), write, kind=PROJECTION_KIND, legacy=is_legacy_projection)
+        return atomic_write_dir(Path(folder), write, kind=PROJECTION_KIND, legacy=is_legacy_projection,
+                                owned=(PROJECTION_BASIS, PROJECTION_META))
 
     @classmethod
     def load(cls, folder: str | Path, inner: ImageEmbedder) -> "ProjectedImageEmbedder":

@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 
 from guimem.core.data import DataError, Episode
-from guimem.core.io import check_number, readable_dir, refuse_overlap
-from guimem.core.store import SPLITS, StoredScreens, load_episodes, read_manifest, save_episodes
+from guimem.core.io import atomic_write_dirs, check_number, readable_dir, refuse_overlap
+from guimem.core.store import SPLITS, StoredScreens, episodes_write, load_episodes, read_manifest
 
 
 def split_counts(n: int, weights: Sequence[float]) -> tuple[int, ...]:
@@ -67,8 +67,10 @@ def write_splits(store: str | os.PathLike, out_dir: str | os.PathLike, weights: 
                  ) -> dict[str, list[Episode]]:
     """Save the episodes of the store ``store`` (an import) as ``out_dir/{train,test,memory}``
     episode stores (:func:`assign_splits`), each manifest's meta naming the import and the split.
-    The split and every screenshot file are checked before the first store is written; each store
-    is then replaced atomically, one after the other. Returns each split's episodes as stored."""
+    The split and every screenshot file are checked before the first store is written, and the
+    three stores are saved as one (:func:`guimem.core.io.atomic_write_dirs`): after a crash at any
+    instant they are the old draw or the new one, never a mix (a mix would put an episode in two
+    splits). Returns each split's episodes as stored."""
     root = readable_dir(store, "episode store")  # or the backup a crashed save left
     for name in SPLITS:  # a split written into (or around) its source corrupts it
         refuse_overlap(root, Path(out_dir) / name, "out_dir", str(Path(out_dir) / name))
@@ -80,8 +82,6 @@ def write_splits(store: str | os.PathLike, out_dir: str | os.PathLike, weights: 
     for key in sorted(set().union(*keys.values())):
         if not (root / key).is_file():
             raise DataError("screenshot", "missing, or not a file", str(root / key))
-    out = {}
-    for name, part in parts.items():
-        save_episodes(part, StoredScreens(root, keys[name]), Path(out_dir) / name, meta={**meta, "split": name})
-        out[name] = load_episodes(Path(out_dir) / name, verify_images=False)
-    return out
+    atomic_write_dirs([episodes_write(part, StoredScreens(root, keys[name]), Path(out_dir) / name,
+                                      meta={**meta, "split": name}) for name, part in parts.items()])
+    return {name: load_episodes(Path(out_dir) / name, verify_images=False) for name in parts}

@@ -165,7 +165,8 @@ class StepRecords:
             for c, v in self.candidates.items():
                 np.save(folder / f"candidate_{c}.npy", np.ascontiguousarray(v, dtype=np.float32))
 
-        return atomic_write_dir(Path(path), write, kind=RECORDS_KIND)
+        return atomic_write_dir(Path(path), write, kind=RECORDS_KIND,
+                                owned=("manifest.json", "steps.jsonl", "hidden_*.npy", "candidate_*.npy"))
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "StepRecords":

@@ -126,7 +126,7 @@ class Router:
             write_json(folder / "router.json", meta)
             save_file({k: v.contiguous() for k, v in self.scorer.state_dict().items()}, str(folder / "scorer.safetensors"))
 
-        return atomic_write_dir(Path(path), write, kind=ROUTER_KIND)
+        return atomic_write_dir(Path(path), write, kind=ROUTER_KIND, owned=("router.json", "scorer.safetensors"))
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "Router":

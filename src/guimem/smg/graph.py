@@ -412,7 +412,7 @@ class MemoryGraph:
     # ------------------------------------------------------------------ files
     def save(self, path: str | Path) -> Path:
         """Write the graph as a folder of plain files, atomically (see the module docstring)."""
-        return atomic_write_dir(Path(path), self.write_files, kind=FORMAT, legacy=is_legacy_graph)
+        return atomic_write_dir(Path(path), self.write_files, kind=FORMAT, legacy=is_legacy_graph, owned=GRAPH_FILES)
 
     def write_files(self, folder: Path) -> None:
         """The graph's files into ``folder`` (a memory's save adds its own beside them)."""

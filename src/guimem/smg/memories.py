@@ -105,6 +105,7 @@ from guimem.smg.screens import screen_contexts
 MEMORIES: tuple[str, ...] = ("smg", "flat", "action_graph", "task_graph")
 KINDS = {"smg": "subgoal", "flat": "subgoal", "action_graph": "step", "task_graph": "task"}
 MEMORY_FILE, ITEMS_FILE, FLAT_VECTORS = "memory.json", "items.jsonl", "flat_vectors.npy"
+MEMORY_OWNED = tuple(sorted(GRAPH_FILES | {MEMORY_FILE, ITEMS_FILE, FLAT_VECTORS}))  # a graph or a flat memory's files
 MEMORY_FORMAT_VERSION = 1
 MEMORY_KIND = "guimem.memory"
 MIN_PANEL = 8  # pixels: the smallest side of one item's panel in the memory image
@@ -522,7 +523,7 @@ class GraphMemory(_Base):
             self._write_items(folder)
             write_json(folder / MEMORY_FILE, {**self._meta(), "rank_by": self.rank_by,
                                               "tau": self.graph.config.tau, "theta": self.graph.config.theta})
-        return atomic_write_dir(Path(path), write, kind=MEMORY_KIND, legacy=is_legacy_memory)
+        return atomic_write_dir(Path(path), write, kind=MEMORY_KIND, legacy=is_legacy_memory, owned=MEMORY_OWNED)
 
 
 class TaskGraphMemory(GraphMemory):
@@ -614,7 +615,7 @@ class FlatMemory(_Base):
             np.save(folder / FLAT_VECTORS, self.index.vectors, allow_pickle=False)
             write_json(folder / MEMORY_FILE, {**self._meta(), "units": self.units,
                                               "episodes": sorted(self.episodes)})
-        return atomic_write_dir(Path(path), write, kind=MEMORY_KIND, legacy=is_legacy_memory)
+        return atomic_write_dir(Path(path), write, kind=MEMORY_KIND, legacy=is_legacy_memory, owned=MEMORY_OWNED)
 
 
 # ============================================================================ factory, files

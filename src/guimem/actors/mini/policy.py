@@ -125,7 +125,7 @@ class MiniActor:
         def write(folder: Path) -> None:
             self.model.save_pretrained(folder)
             self.vocab.save(folder / VOCAB_FILE)
-        atomic_write_dir(Path(path), write, kind=ACTOR_KIND, legacy=is_legacy_actor)
+        atomic_write_dir(Path(path), write, kind=ACTOR_KIND, legacy=is_legacy_actor, owned=ACTOR_FILES)
 
     @classmethod
     def load(cls, path: str | os.PathLike, batch_size: int = 64) -> "MiniActor":
