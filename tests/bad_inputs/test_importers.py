@@ -1,8 +1,11 @@
 """Importers: files that lead out of their source, two screenshots at one step, sources and stores
-that overlap, a store left as its backup, and the command line's failures as one line."""
+that overlap (the source file or its images folder), a store left as its backup, step numbers out of
+order, an episode named twice or changing its goal, boxes off the screen, and the command line's
+failures as one line."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -86,3 +89,148 @@ def test_the_cli_reports_an_os_error_as_one_line(tmp_path, capsys, monkeypatch):
     assert main(["import", "agent_run", str(run), str(tmp_path / "ro" / "store")]) == 2
     err = capsys.readouterr().err
     assert err == f"error: {tmp_path / 'ro' / 'store'}: Permission denied\n"
+
+
+# ----------------------------------------------------------------------------- step order and identity
+@pytest.mark.parametrize("ids, field, said", [
+    ([2, 1, 3], "steps[0].step_id", "should be 1"),            # the list does not start where the steps do
+    ([1, 1, 2], "steps[1].step_id", "step number 1 again"),    # a duplicate
+    ([1, 3, 2], "steps[1].step_id", "out of order"),           # a swap
+    ([1, 2, 4], "steps[2].step_id", "skips a number"),         # a gap
+])
+def test_learngui_step_ids_out_of_order_or_twice_are_refused(tmp_path, ids, field, said):
+    from guimem.real.importers.learngui import import_learngui
+    from tests.test_importers import learngui_step, write_learngui
+
+    steps = [{**learngui_step(i, "CLICK[10,10]"), "step_id": n} for i, n in enumerate(ids)]
+    src = write_learngui(tmp_path, {"ep1": {"instruction": "g", "steps": steps}})
+    err = error(lambda: import_learngui(src, tmp_path / "store"))
+    assert err.field == f"ep1.{field}" and said in err.message and located(err, tmp_path) == src.name
+    assert not (tmp_path / "store").exists()
+
+
+def test_aitw_step_ids_must_follow_the_order_of_the_steps(tmp_path):
+    from guimem.real.importers.aitw import import_aitw
+    from tests.test_importers import aitw_step, write_aitw
+
+    src = write_aitw(tmp_path, {"general": [[aitw_step(step=0, step_id=1), aitw_step(step=1, step_id=0)]]})
+    err = error(lambda: import_aitw(src, tmp_path / "store", images=tmp_path / "images"))
+    assert err.field == "general[0].steps[1].step_id" and "out of order" in err.message
+    ok = write_aitw(tmp_path / "ok", {"general": [[aitw_step(step=0, step_id=0), aitw_step(step=1, step_id=1)]]})
+    assert len(import_aitw(ok, tmp_path / "store", images=tmp_path / "ok" / "images")[0].steps) == 2
+
+
+def test_a_screenshot_beyond_the_after_screen_is_refused(tmp_path):
+    run = write_run(tmp_path / "run", LINES, screens=3)  # screens 0..2 for 2 lines: fine
+    shutil.copy(run / "screenshot_0.png", run / "screenshot_7.png")
+    err = error(lambda: import_agent_runs(run, tmp_path / "store"))
+    assert err.field == "screenshot_7.png" and "2 lines" in err.message and located(err, tmp_path) == "run"
+
+
+def test_jsonl_episode_1_and_the_string_1_are_not_merged(tmp_path):
+    from guimem.real.importers.jsonl import import_jsonl
+    from tests.test_importers import write_jsonl
+
+    tap = {"type": "tap", "point": [0.5, 0.5]}
+    src = write_jsonl(tmp_path, [{"episode": 1, "goal": "g", "screenshot": "shots/0.png", "action": tap},
+                                 {"episode": "1", "screenshot": "shots/1.png", "action": tap}])
+    err = error(lambda: import_jsonl(src, tmp_path / "store"))
+    assert err.field == "line 2: episode" and "earlier line" in err.message and located(err, tmp_path) == src.name
+
+
+@pytest.mark.parametrize("key, value", [("goal", "another goal"), ("app", "another app")])
+def test_jsonl_a_later_line_that_changes_its_episodes_goal_or_app_is_refused(tmp_path, key, value):
+    from guimem.real.importers.jsonl import import_jsonl
+    from tests.test_importers import write_jsonl
+
+    tap = {"type": "tap", "point": [0.5, 0.5]}
+    first = {"episode": "a", "goal": "g", "app": "settings", "screenshot": "shots/0.png", "action": tap}
+    same = {"episode": "a", "goal": "g", "app": "settings", "screenshot": "shots/1.png", "action": tap}
+    src = write_jsonl(tmp_path, [first, same, {**same, key: value}])
+    err = error(lambda: import_jsonl(src, tmp_path / "store"))
+    assert err.field == f"line 3: {key}" and "first line" in err.message
+    src.write_text("\n".join(json.dumps(x) for x in (first, same)) + "\n")  # repeating them is fine
+    assert len(import_jsonl(src, tmp_path / "store")[0].steps) == 2
+
+
+@pytest.mark.parametrize("box", [[0.2, 1.0, 0.1, 0.1], [1.5, 0.2, 0.1, 0.1]])
+def test_aitw_a_box_wholly_off_the_screen_is_refused(tmp_path, box):
+    from guimem.real.importers.aitw import import_aitw
+    from tests.test_importers import aitw_step, write_aitw
+
+    src = write_aitw(tmp_path, {"general": [[aitw_step(annot_position=[0.1, 0.1, 0.2, 0.2, *box])]]})
+    err = error(lambda: import_aitw(src, tmp_path / "store", images=tmp_path / "images"))
+    assert err.field == "general[0].steps[0].annot_position[4:8]" and "off the screen" in err.message
+
+
+# ----------------------------------------------------------------------------- files that lead out of their source
+def _link_out(tmp_path: Path, target: Path) -> Path:
+    """A PNG outside the source, and ``target`` made a symbolic link to it."""
+    outside = tmp_path / "elsewhere" / "secret.png"
+    outside.parent.mkdir(exist_ok=True)
+    Image.new("RGB", (40, 80), (1, 2, 3)).save(outside)
+    target.unlink()
+    target.symlink_to(outside)
+    return outside
+
+
+def test_every_importer_refuses_a_screenshot_linked_out_of_its_source(tmp_path):
+    from guimem.real.importers.aitw import import_aitw
+    from guimem.real.importers.jsonl import import_jsonl
+    from guimem.real.importers.learngui import import_learngui
+    from tests.test_importers import aitw_step, learngui_step, write_aitw, write_jsonl, write_learngui
+
+    src = write_learngui(tmp_path / "lg", {"ep1": {"instruction": "g", "steps": [learngui_step(0, "CLICK[1,1]")]}})
+    _link_out(tmp_path, tmp_path / "lg" / "screenshot" / "s0.png")
+    err = error(lambda: import_learngui(src, tmp_path / "s1"))
+    assert err.field == "ep1.steps[0].image_path" and "outside" in err.message
+
+    src = write_aitw(tmp_path / "aitw", {"general": [[aitw_step()]]})
+    _link_out(tmp_path, tmp_path / "aitw" / "images" / "general" / "9001_0.png")
+    err = error(lambda: import_aitw(src, tmp_path / "s2", images=tmp_path / "aitw" / "images"))
+    assert err.field == "general[0].steps[0].img_filename" and "outside" in err.message
+
+    src = write_jsonl(tmp_path / "jl", [{"episode": "a", "goal": "g", "screenshot": "shots/0.png",
+                                         "action": {"type": "tap", "point": [0.5, 0.5]}}])
+    _link_out(tmp_path, tmp_path / "jl" / "shots" / "0.png")
+    err = error(lambda: import_jsonl(src, tmp_path / "s3"))
+    assert err.field == "line 1: screenshot" and "outside" in err.message
+    assert not any((tmp_path / s).exists() for s in ("s1", "s2", "s3"))
+
+
+def test_a_run_folder_or_action_file_linked_out_of_the_source_is_refused(tmp_path):
+    elsewhere = write_run(tmp_path / "elsewhere" / "run", LINES)
+    (tmp_path / "runs").mkdir()
+    write_run(tmp_path / "runs" / "a", LINES)
+    (tmp_path / "runs" / "b").symlink_to(elsewhere)
+    err = error(lambda: import_agent_runs(tmp_path / "runs", tmp_path / "store"))
+    assert err.field == "src" and "outside" in err.message
+
+    run = write_run(tmp_path / "run", LINES)
+    (run / "action.jsonl").unlink()
+    (run / "action.jsonl").symlink_to(elsewhere / "action.jsonl")
+    err = error(lambda: import_agent_runs(run, tmp_path / "store"))
+    assert err.field == "action.jsonl" and "outside" in err.message
+    assert not (tmp_path / "store").exists()
+
+
+@pytest.mark.parametrize("fmt", ["learngui", "aitw"])
+@pytest.mark.parametrize("where", ["inside", "holds"])
+def test_a_store_that_overlaps_the_images_folder_is_refused(tmp_path, fmt, where):
+    from guimem.real.importers.aitw import import_aitw
+    from guimem.real.importers.learngui import import_learngui
+    from tests.test_importers import aitw_step, learngui_step, write_aitw, write_learngui
+
+    if fmt == "learngui":
+        src = write_learngui(tmp_path / "src", {"e": {"instruction": "g", "steps": [learngui_step(0, "CLICK[1,1]")]}})
+        images = tmp_path / "src" / "screenshot"
+        run = lambda store: import_learngui(src, store, images=images)  # noqa: E731
+    else:
+        src = write_aitw(tmp_path / "src", {"general": [[aitw_step()]]})
+        images = tmp_path / "src" / "images"
+        run = lambda store: import_aitw(src, store, images=images)  # noqa: E731
+    store = images / "store" if where == "inside" else tmp_path
+    before = sorted(p.relative_to(tmp_path) for p in images.rglob("*"))
+    err = error(lambda: run(store))
+    assert err.field == "store"
+    assert sorted(p.relative_to(tmp_path) for p in images.rglob("*")) == before

@@ -9,6 +9,12 @@ One run is one folder::
 (``screenshot_resized_<i>.png`` and any other file are ignored.) ``src`` is one run folder or a
 folder of them, imported in name order.
 
+**Checked.** The screenshots must be numbered 0 .. steps (the last optional) with no gap, no
+number twice (``screenshot_1.png`` and ``screenshot_01.png`` are both step 1) and none past the
+after-screen (a ``screenshot_9.png`` beside 3 action lines means lines or screens are missing).
+Every file read — ``action.jsonl``, each screenshot, each run folder of ``src`` — must stay inside
+its folder once symbolic links are followed (:func:`~guimem.core.io.file_inside`).
+
 **Actions** (``arguments.action``), coordinates integers on a 0..999 grid of the screen
 (:data:`GRID`: 999 is the right or bottom edge):
 
@@ -63,13 +69,15 @@ KNOWN_ACTIONS = ("click", "long_press", "swipe", "type", "open", "answer", "term
 
 def run_folders(src: str | os.PathLike) -> list[Path]:
     """``src`` itself if it is a run folder (it holds ``action.jsonl``), else its sub-folders that
-    are, in name order; none is a DataError."""
+    are, in name order; none, or one that is a symbolic link leading out of ``src``, is a DataError."""
     root = Path(src)
     if not root.is_dir():
         raise DataError("src", "not a folder", str(root))
     if (root / ACTIONS_FILE).is_file():
         return [root]
     runs = sorted(p for p in root.iterdir() if p.is_dir() and (p / ACTIONS_FILE).is_file())
+    for run in runs:  # a run folder that is a link out of src would import files from elsewhere
+        file_inside(root, run.name, "src", str(root))
     if not runs:
         raise DataError("src", f"no run folder (one holding {ACTIONS_FILE}) in it", str(root))
     return runs
@@ -122,7 +130,7 @@ def read_run(folder: Path, episode_id: str, goal: str | None = None,
              app: str | None = None) -> tuple[Episode, dict[str, Path]]:
     """One run folder as an :class:`Episode` (screenshot keys are the files' paths) and its
     screenshot files by key; every line and screenshot header checked."""
-    actions_path = folder / ACTIONS_FILE
+    actions_path = file_inside(folder, ACTIONS_FILE, ACTIONS_FILE, str(folder))  # a link out of the run is refused
     actions, notes = [], {}
     for lineno, doc in read_jsonl(actions_path):
         where = f"line {lineno}"
@@ -138,20 +146,25 @@ def read_run(folder: Path, episode_id: str, goal: str | None = None,
         actions.append(action)
     if not actions:
         raise DataError("steps", "no action lines", str(actions_path))
-    shots: dict[int, Path] = {}
+    names: dict[int, str] = {}
     for p in sorted(folder.iterdir()):
         if (m := _SCREENSHOT.match(p.name)):
             i = int(m.group(1))
-            if i in shots:  # screenshot_1.png and screenshot_01.png: which one is step 1 is not known
-                raise DataError(p.name, f"step {i} has two screenshots ({shots[i].name!r:.60} too)", str(folder))
-            shots[i] = file_inside(folder, p.name, p.name, str(folder))  # a link out of the run is refused
+            if i in names:  # screenshot_1.png and screenshot_01.png: which one is step 1 is not known
+                raise DataError(p.name, f"step {i} has two screenshots ({names[i]!r:.60} too)", str(folder))
+            names[i] = p.name
+    beyond = sorted(i for i in names if i > len(actions))
+    if beyond:  # lines or screens are missing: which screen goes with which action is not known
+        raise DataError(names[beyond[0]], f"step {beyond[0]}'s screen, but {ACTIONS_FILE} has {len(actions)} "
+                                          f"lines (screens 0..{len(actions)} at most)", str(folder))
+    shots: dict[int, Path] = {}
     files: dict[str, Path] = {}
     for i in range(len(actions) + 1):
-        if i not in shots:
+        if i not in names:
             if i == len(actions):
                 break  # no after-screen: final_screen() decides
             raise DataError(f"screenshot_{i}.png", f"missing: step {i} of {len(actions)} has no screen", str(folder))
-        check_image_file(shots[i], f"screenshot_{i}.png")
+        shots[i], _ = check_image_file(folder, names[i], names[i], str(folder))  # a link out of the run is refused
         files[str(shots[i])] = shots[i]
     observations = [Observation(screenshot=str(shots[i])) for i in range(len(actions))]
     steps = tuple(Step(o, a) for o, a in zip(observations, actions))

@@ -38,6 +38,11 @@ usually its closing status, which leaves the screen as it is, so the last step's
 final one (``provenance["final_screen"]``: ``repeated``; ``not recorded`` after any other action,
 see :func:`~.common.final_screen`). Success is unknown
 (AITW's demonstrations are not judged); the scenario and AITW's episode id stay in provenance.
+
+**Checked.** Every step of an episode has its ``ep_id`` and ``goal``; a ``step_id``, where given,
+counts up by one in the order of the steps (a duplicate, gap or swap is refused); a box that starts
+off the screen is refused; screenshots stay inside ``images`` once symbolic links are followed,
+and the store may neither lie in that folder nor hold it.
 """
 
 from __future__ import annotations
@@ -49,10 +54,11 @@ from typing import Any, Mapping, Sequence
 
 from guimem.core.data import Action, DataError, Episode, Observation, Step, UIElement, as_object, get_field
 from guimem.core.executor import Executor
-from guimem.core.io import check_number, file_inside, read_json
+from guimem.core.io import check_number, read_json
 from guimem.core.store import load_episodes
 from guimem.real.importers.common import (
-    ScreenshotFiles, check_image_file, check_max_side, final_screen, safe_id, write_import,
+    ScreenshotFiles, check_image_file, check_images_folder, check_max_side, check_step_numbers, final_screen,
+    safe_id, write_import,
 )
 
 FORMAT = "aitw"
@@ -60,6 +66,7 @@ TAP_LIFT = 0.04
 """AITW's tap rule: a dual-point gesture whose lift is within this (normalized) of its touch is a tap."""
 _SIMPLE = {5: "back", 6: "home", 7: "enter", 10: "done", 11: "impossible"}
 _IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".webp")
+STEP_STARTS = (0, 1)  # AITW's step_id counts from 0; a release counting from 1 is read the same
 
 
 def _unit_pair(value: Any, field: str) -> tuple[float, float]:
@@ -93,14 +100,16 @@ def parse_boxes(value: Any) -> tuple[UIElement, ...]:
     out = []
     for i in range(0, len(value), 4):
         y, x, h, w = (float(check_number(v, f"annot_position[{i + j}]", 0.0)) for j, v in enumerate(value[i:i + 4]))
+        if x >= 1.0 or y >= 1.0:  # clipped, it would be an element of no width at the screen's edge
+            raise DataError(f"annot_position[{i}:{i + 4}]", f"box (y={y:.4g}, x={x:.4g}) starts off the screen "
+                                                            "(fractions of it are below 1)")
         bounds = (min(x, 1.0), min(y, 1.0), min(x + w, 1.0), min(y + h, 1.0))
         out.append(UIElement(id=f"box{i // 4}", role="view", bounds=bounds))
     return tuple(out)
 
 
 def _image(images: Path, name: str, field: str) -> Path:
-    path = file_inside(images, name if name.lower().endswith(_IMAGE_EXTENSIONS) else f"{name}.png", field)
-    check_image_file(path, field)
+    path, _ = check_image_file(images, name if name.lower().endswith(_IMAGE_EXTENSIONS) else f"{name}.png", field)
     return path
 
 
@@ -109,6 +118,10 @@ def read_episode(steps: Sequence[Any], images: Path, episode_id: str, scenario: 
     """One episode's steps (dicts) as an :class:`Episode`, screenshot keys being file paths."""
     if not isinstance(steps, list) or not steps:
         raise DataError("", f"an episode is a non-empty list of steps, got {steps!r:.60}")
+    numbers = [s.get("step_id") if isinstance(s, dict) else None for s in steps]
+    fields = [f"steps[{i}].step_id" for i in range(len(steps))]
+    check_step_numbers([None if n is None else check_number(n, f, 0, integer=True) for n, f in zip(numbers, fields)],
+                       fields, STEP_STARTS)
     out, files, goal, ep_id = [], {}, None, None
     for i, raw in enumerate(steps):
         try:
@@ -153,6 +166,7 @@ def import_aitw(src: str | os.PathLike, store: str | os.PathLike, images: str | 
     if not images.is_dir():
         raise DataError("images", "not a folder", str(images))
     check_max_side(max_side)
+    check_images_folder(images, store)
     doc = read_json(path)
     groups = ([(None, doc)] if isinstance(doc, list) else
               sorted(as_object(doc, "").items()) if isinstance(doc, dict) else None)

@@ -24,7 +24,7 @@ from PIL import Image
 
 from guimem.core.data import ENDING_TYPES, DataError, Episode, Observation, Step, SubgoalLabel
 from guimem.core.executor import Executor, LocalExecutor, RayExecutor
-from guimem.core.io import check_number, refuse_overlap
+from guimem.core.io import check_number, file_inside, refuse_overlap
 from guimem.core.store import MAX_PIXELS, save_episodes
 from guimem.real.ocr import STATUS_BAR, OcrReader
 
@@ -50,9 +50,14 @@ def safe_id(name: str, taken: set[str]) -> str:
     raise DataError("id", f"cannot make a unique id for {name!r:.80}")  # pragma: no cover - a full SHA-256 collision
 
 
-def check_image_file(path: Path, field: str) -> tuple[int, int]:
-    """``(width, height)`` of the image at ``path`` read from its header (no decoding); a missing,
-    unreadable or oversized file is a DataError naming ``path`` and ``field``."""
+def check_image_file(root: Path, rel: str, field: str, where: str | None = None) -> tuple[Path, tuple[int, int]]:
+    """The screenshot ``rel`` of the source folder ``root``: its path and ``(width, height)`` read
+    from its header (no decoding). The path goes through :func:`~guimem.core.io.file_inside` first,
+    so a name with ``..``, an absolute one or a symbolic link that leads out of ``root`` is refused
+    before any byte is read (an import copies what it reads into the store: a link must not carry
+    a file from elsewhere in). A missing, unreadable or oversized file is a DataError naming the
+    file and ``field``; a path that leaves ``root``, one at ``where`` (default: ``root``)."""
+    path = file_inside(root, rel, field, where)
     if not path.is_file():
         raise DataError(field, "missing", str(path))
     try:
@@ -62,7 +67,43 @@ def check_image_file(path: Path, field: str) -> tuple[int, int]:
         raise DataError(field, f"not an image PIL can read ({err})", str(path)) from None
     if size[0] < 1 or size[1] < 1 or size[0] * size[1] > MAX_PIXELS:
         raise DataError(field, f"{size[0]}x{size[1]} pixels: outside 1..{MAX_PIXELS} pixels", str(path))
-    return size
+    return path, size
+
+
+def check_step_numbers(numbers: Sequence[int | None], fields: Sequence[str], starts: tuple[int, ...]) -> None:
+    """Refuse step numbers a recording gives that do not match the order of its steps.
+
+    ``numbers[i]`` is the number the source gives its ``i``-th step (None: it gives none) and
+    ``fields[i]`` the field that holds it. The numbers must count up by one in the order the steps
+    are stored, from one of ``starts`` (AITW counts from 0, LearnGUI from 1): an importer keeps the
+    steps in the order it reads them, so a duplicated, skipped or swapped number means the file's
+    order is not the episode's, and importing it as read would replay the wrong action on each
+    screen. A DataError names the step's field (and the other step of a duplicate)."""
+    base, seen = None, {}
+    for i, (n, field) in enumerate(zip(numbers, fields)):
+        if n is None:
+            continue
+        if n in seen:
+            raise DataError(field, f"step number {n} again: {seen[n]} has it too (each step of an episode "
+                                   "has its own number)")
+        seen[n] = field
+        if base is None:
+            if n - i not in starts:
+                first = " or ".join(str(s) for s in starts)
+                raise DataError(field, f"step number {n} at position {i}: the steps count from {first}, "
+                                       f"so this one should be {starts[0] + i}")
+            base = n - i
+        elif n != base + i:
+            how = "skips a number" if n > base + i and base + i not in numbers[i + 1:] else "is out of order"
+            raise DataError(field, f"step number {n} at position {i} {how}: expected {base + i} "
+                                   f"(numbers count up by one from {base} in the order of the steps)")
+
+
+def check_images_folder(images: Path, store: str | os.PathLike) -> None:
+    """Refuse a ``store`` that is, lies inside or holds the folder ``images`` screenshots are read
+    from (:func:`~guimem.core.io.refuse_overlap`, both ways): written there, the store would
+    replace or shadow the screenshots the import reads, as one overlapping its source file would."""
+    refuse_overlap(images, store, "store")
 
 
 def downscaled_size(size: tuple[int, int], max_side: int | None) -> tuple[int, int]:

@@ -19,6 +19,10 @@ a screen has no elements. A line ``{"episode": "run-1", "final_screenshot": "...
 screen stands for it when that action leaves the screen as it is, and otherwise there is none
 (``provenance["final_screen"]``: ``recorded``, ``repeated`` or ``not recorded``). ``success`` (true, false or null) on
 any line of an episode is its outcome; ``provenance`` (an object) on its first line is kept.
+
+**Checked.** A later line of an episode may repeat its ``goal`` and ``app``, never change them;
+episode ``1`` and ``"1"`` are refused (one episode or two is not known); every path stays inside
+the file's folder once symbolic links are followed (:func:`~guimem.core.io.file_inside`).
 """
 
 from __future__ import annotations
@@ -53,8 +57,7 @@ def _observation(src: Path, line: Mapping[str, Any], shot_key: str, xml_key: str
                  files: dict[str, Path]) -> Observation:
     """A line's screen: its screenshot (and dump), paths relative to the folder of ``src``."""
     root = src.parent
-    shot = file_inside(root, get_field(line, shot_key, str), shot_key, str(src))
-    size = check_image_file(shot, shot_key)
+    shot, size = check_image_file(root, get_field(line, shot_key, str), shot_key, str(src))
     elements = ()
     if line.get(xml_key) is not None:
         xml_path = file_inside(root, get_field(line, xml_key, str), xml_key, str(src))
@@ -92,11 +95,16 @@ def import_jsonl(src: str | os.PathLike, store: str | os.PathLike, max_side: int
     steps: dict[str, list[Step]] = {}
     heads: dict[str, dict[str, Any]] = {}
     finals: dict[str, Observation] = {}
+    kinds: dict[str, type] = {}  # each episode name's JSON type (int or str)
     files: dict[str, Path] = {}
     for lineno, doc in read_jsonl(path):
         try:
             line = as_object(doc, "")
-            name = str(get_field(line, "episode", (str, int)))
+            raw_name = get_field(line, "episode", (str, int))
+            name = str(raw_name)
+            if kinds.setdefault(name, type(raw_name)) is not type(raw_name):  # 1 and "1": one episode or two?
+                raise DataError("episode", f"{raw_name!r:.60} is a {type(raw_name).__name__}, but an earlier "
+                                           f"line names episode {name!r:.60} as a {kinds[name].__name__}")
             if name in finals:
                 raise DataError("episode", f"{name!r:.60} already ended with its final screenshot")
             if "final_screenshot" in line:
@@ -110,6 +118,11 @@ def import_jsonl(src: str | os.PathLike, store: str | os.PathLike, max_side: int
                 given = dict(get_field(line, "provenance", Mapping, optional=True) or {})
                 heads[name] = {"goal": get_field(line, "goal", str), "app": get_field(line, "app", str, optional=True),
                                "provenance": check_json(given, "provenance")}
+            else:  # a later line may repeat its episode's goal and app, never change them
+                for key in ("goal", "app"):
+                    if line.get(key) is not None and line[key] != heads[name][key]:
+                        raise DataError(key, f"{line[key]!r:.60}, but the episode's first line gives "
+                                             f"{heads[name][key]!r:.60}")
             if "success" in line:
                 if line["success"] is not None and not isinstance(line["success"], bool):
                     raise DataError("success", f"expected true, false or null, got {line['success']!r:.60}")

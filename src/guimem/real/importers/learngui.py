@@ -27,6 +27,11 @@ provenance (``action_descriptions``, one per step). The app is the episode's ``a
 recorded after the last action: after TASK_COMPLETE or TASK_IMPOSSIBLE the last step's screen is
 the final one, after another action there is none (``provenance["final_screen"]``, see
 :func:`~.common.final_screen`).
+
+**Checked.** A step's ``step_id``, where given, counts up by one in the order of the steps (from 1,
+or 0): a duplicate, a gap or a swap means the list is not in the episode's order. Screenshots stay
+inside the screenshot folder once symbolic links are followed, and the store may neither lie in
+that folder nor hold it.
 """
 
 from __future__ import annotations
@@ -38,13 +43,15 @@ from typing import Any, Mapping
 
 from guimem.core.data import Action, DataError, Episode, Observation, Step, as_object, get_field
 from guimem.core.executor import Executor
-from guimem.core.io import file_inside, read_json
+from guimem.core.io import check_number, read_json
 from guimem.core.store import load_episodes
 from guimem.real.importers.common import (
-    ScreenshotFiles, check_image_file, check_max_side, final_screen, safe_id, write_import,
+    ScreenshotFiles, check_image_file, check_images_folder, check_max_side, check_step_numbers, final_screen,
+    safe_id, write_import,
 )
 
 FORMAT = "learngui"
+STEP_STARTS = (1, 0)  # LearnGUI numbers its steps from 1; a release counting from 0 is read the same
 _POINT = re.compile(r"^(CLICK|LONG_PRESS)\[\s*(-?\d+(?:\.\d+)?)\s*,\s*(-?\d+(?:\.\d+)?)\s*\]$", re.IGNORECASE)
 _SWIPE = re.compile(r"^SWIPE\[\s*(\w+)\s*\]$", re.IGNORECASE)
 _TEXT = re.compile(r"^(TYPE|TASK_COMPLETE)\[(.*)\]$", re.IGNORECASE | re.DOTALL)
@@ -86,12 +93,17 @@ def read_episode(name: str, raw: Any, screenshots: Path, episode_id: str,
     raw_steps = get_field(entry, "steps", list)
     if not raw_steps:
         raise DataError("steps", "no steps")
+    numbers, fields = [], []
+    for i, raw_step in enumerate(raw_steps):
+        given = raw_step.get("step_id") if isinstance(raw_step, dict) else None
+        numbers.append(None if given is None else check_number(given, f"steps[{i}].step_id", 0, integer=True))
+        fields.append(f"steps[{i}].step_id")
+    check_step_numbers(numbers, fields, STEP_STARTS)
     steps, files, descriptions = [], {}, []
     for i, raw_step in enumerate(raw_steps):
         try:
             step = as_object(raw_step, "")
-            path = file_inside(screenshots, get_field(step, "image_path", str), "image_path")
-            size = check_image_file(path, "image_path")
+            path, size = check_image_file(screenshots, get_field(step, "image_path", str), "image_path")
             action = parse_action(get_field(step, "action", str), size)
             descriptions.append(get_field(step, "action_description", str, optional=True) or "")
         except DataError as err:
@@ -127,6 +139,7 @@ def import_learngui(src: str | os.PathLike, store: str | os.PathLike, images: st
     if not screenshots.is_dir():
         raise DataError("images", "not a folder (the screenshots; --images names it)", str(screenshots))
     check_max_side(max_side)
+    check_images_folder(screenshots, store)
     doc = read_json(path)
     if not isinstance(doc, dict) or not doc:
         raise DataError("", "expected an object mapping episode ids to episodes", str(path))
