@@ -9,7 +9,7 @@ Layout of a store at ``root``::
 
 Screenshot paths inside episodes are relative to ``root`` (``screens/ab12....png``).
 
-**Saving** goes through :func:`guimem.core.io.atomic_write_dir`: a reader sees the old store or
+**Saving** goes through :func:`guimem.core.io.atomic_write_dirs`: a reader sees the old store or
 the new one, never half of one, and a folder that is not an episode store is refused, not
 replaced. What a save writes, a load reads: every episode is checked as a load would check it
 before anything is written, and screenshot bytes that are not PNG are converted (or refused).
