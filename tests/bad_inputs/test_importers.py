@@ -18,7 +18,9 @@ from guimem.real.__main__ import main
 from guimem.real.importers.agent_run import import_agent_runs
 from guimem.real.importers.store import import_store
 from tests.bad_inputs.corpus import error, located
-from tests.test_importers import line, write_run
+from tests.recordings import (
+    aitw_step, learngui_step, line, write_aitw, write_jsonl, write_learngui, write_run,
+)
 
 pytestmark = pytest.mark.bad_input
 
@@ -100,7 +102,6 @@ def test_the_cli_reports_an_os_error_as_one_line(tmp_path, capsys, monkeypatch):
 ])
 def test_learngui_step_ids_out_of_order_or_twice_are_refused(tmp_path, ids, field, said):
     from guimem.real.importers.learngui import import_learngui
-    from tests.test_importers import learngui_step, write_learngui
 
     steps = [{**learngui_step(i, "CLICK[10,10]"), "step_id": n} for i, n in enumerate(ids)]
     src = write_learngui(tmp_path, {"ep1": {"instruction": "g", "steps": steps}})
@@ -111,7 +112,6 @@ def test_learngui_step_ids_out_of_order_or_twice_are_refused(tmp_path, ids, fiel
 
 def test_aitw_step_ids_must_follow_the_order_of_the_steps(tmp_path):
     from guimem.real.importers.aitw import import_aitw
-    from tests.test_importers import aitw_step, write_aitw
 
     src = write_aitw(tmp_path, {"general": [[aitw_step(step=0, step_id=1), aitw_step(step=1, step_id=0)]]})
     err = error(lambda: import_aitw(src, tmp_path / "store", images=tmp_path / "images"))
@@ -129,7 +129,6 @@ def test_a_screenshot_beyond_the_after_screen_is_refused(tmp_path):
 
 def test_jsonl_episode_1_and_the_string_1_are_not_merged(tmp_path):
     from guimem.real.importers.jsonl import import_jsonl
-    from tests.test_importers import write_jsonl
 
     tap = {"type": "tap", "point": [0.5, 0.5]}
     src = write_jsonl(tmp_path, [{"episode": 1, "goal": "g", "screenshot": "shots/0.png", "action": tap},
@@ -141,7 +140,6 @@ def test_jsonl_episode_1_and_the_string_1_are_not_merged(tmp_path):
 @pytest.mark.parametrize("key, value", [("goal", "another goal"), ("app", "another app")])
 def test_jsonl_a_later_line_that_changes_its_episodes_goal_or_app_is_refused(tmp_path, key, value):
     from guimem.real.importers.jsonl import import_jsonl
-    from tests.test_importers import write_jsonl
 
     tap = {"type": "tap", "point": [0.5, 0.5]}
     first = {"episode": "a", "goal": "g", "app": "settings", "screenshot": "shots/0.png", "action": tap}
@@ -156,7 +154,6 @@ def test_jsonl_a_later_line_that_changes_its_episodes_goal_or_app_is_refused(tmp
 @pytest.mark.parametrize("box", [[0.2, 1.0, 0.1, 0.1], [1.5, 0.2, 0.1, 0.1]])
 def test_aitw_a_box_wholly_off_the_screen_is_refused(tmp_path, box):
     from guimem.real.importers.aitw import import_aitw
-    from tests.test_importers import aitw_step, write_aitw
 
     src = write_aitw(tmp_path, {"general": [[aitw_step(annot_position=[0.1, 0.1, 0.2, 0.2, *box])]]})
     err = error(lambda: import_aitw(src, tmp_path / "store", images=tmp_path / "images"))
@@ -178,7 +175,6 @@ def test_every_importer_refuses_a_screenshot_linked_out_of_its_source(tmp_path):
     from guimem.real.importers.aitw import import_aitw
     from guimem.real.importers.jsonl import import_jsonl
     from guimem.real.importers.learngui import import_learngui
-    from tests.test_importers import aitw_step, learngui_step, write_aitw, write_jsonl, write_learngui
 
     src = write_learngui(tmp_path / "lg", {"ep1": {"instruction": "g", "steps": [learngui_step(0, "CLICK[1,1]")]}})
     _link_out(tmp_path, tmp_path / "lg" / "screenshot" / "s0.png")
@@ -219,7 +215,6 @@ def test_a_run_folder_or_action_file_linked_out_of_the_source_is_refused(tmp_pat
 def test_a_store_that_overlaps_the_images_folder_is_refused(tmp_path, fmt, where):
     from guimem.real.importers.aitw import import_aitw
     from guimem.real.importers.learngui import import_learngui
-    from tests.test_importers import aitw_step, learngui_step, write_aitw, write_learngui
 
     if fmt == "learngui":
         src = write_learngui(tmp_path / "src", {"e": {"instruction": "g", "steps": [learngui_step(0, "CLICK[1,1]")]}})
