@@ -15,7 +15,7 @@ Commands are plain tuples run by :class:`guimem.phone.world.World`:
 ``("overlay", o, a)`` open menu/dialog ``o`` with argument ``a``
 ``("close",)``      close the overlay
 ``("focus", f)``    focus the text field ``f``
-``("op", name, *a)`` an app operation that changes data (``App.op_<name>``)
+``("op", name, *a)`` an app operation that changes data (``App.operations[name]``)
 ``("open", app)``   open an app (launcher icons)
 ``("dismiss",)``    dismiss the interrupting popup
 ``("accept",)``     accept the popup: it leads to a dead end
@@ -24,6 +24,11 @@ Commands are plain tuples run by :class:`guimem.phone.world.World`:
 
 Every app has at least 8 screen types (``App.screens``), a dead-end ``info`` screen, an
 overflow or tab path to its settings, and per-episode layout shuffles (``View.perm``).
+
+An app declares its screens, overlays and operations by decorating methods with
+:func:`screen` (``s_<name>``), :func:`overlay` (``o_<name>``) and :func:`operation`
+(``op_<name>``); each class then holds them in the registries ``screens``, ``overlays`` and
+``operations`` (name -> method), which is all the world dispatches on.
 """
 
 from __future__ import annotations
@@ -34,11 +39,12 @@ import hashlib
 import random
 import re
 from dataclasses import dataclass, field
-from typing import Any, Sequence, TypeVar
+from typing import Any, Callable, ClassVar, Sequence, TypeVar
 
 from guimem.phone.catalogue import LOGICAL_SIZE
 
 T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., None])
 Cmd = tuple  # a command tuple, see the module docstring
 LBox = tuple[int, int, int, int]  # x0, y0, x1, y1 in logical pixels
 
@@ -444,19 +450,73 @@ class Builder:
 
 
 # ----------------------------------------------------------------------------- apps
+REGISTRIES: dict[str, str] = {"screen": "s_", "overlay": "o_", "operation": "op_"}
+"""What an app registers (see :class:`App`) and the prefix of the method names that register it."""
+
+
+def _registrar(kind: str) -> Callable[[F], F]:
+    prefix = REGISTRIES[kind]
+
+    def register(method: F) -> F:
+        if not method.__name__.startswith(prefix):
+            raise TypeError(f"{method.__qualname__}: a method registered as {kind} is named {prefix}<name>")
+        method.registered_as = (kind, method.__name__[len(prefix):])  # type: ignore[attr-defined]
+        return method
+
+    register.__doc__ = f"Register a method ``{prefix}<name>`` as the app's {kind} ``<name>``."
+    return register
+
+
+screen = _registrar("screen")
+overlay = _registrar("overlay")
+operation = _registrar("operation")
+
+
+class UnknownName(LookupError):
+    """A screen, overlay or operation that the app does not register."""
+
+
+class Registry(dict[str, Callable[..., None]]):
+    """One app's screens, overlays or operations by name; looking up another name raises an
+    :class:`UnknownName` that lists the registered ones."""
+
+    def __init__(self, app: str, kind: str):
+        super().__init__()
+        self.app, self.kind = app, kind
+
+    def __missing__(self, name: str) -> Callable[..., None]:
+        raise UnknownName(f"the {self.app} app has no {self.kind} {name!r}; its {self.kind}s: {', '.join(self)}")
+
+
 class App:
-    """An app: its screens (``s_<name>``), overlays (``o_<name>``) and data operations (``op_<name>``)."""
+    """An app: its screens, overlays and data operations, each registered under its name.
+
+    A subclass's registries (``screens``, ``overlays``, ``operations``: name -> method) hold the
+    methods it and its bases decorate with :func:`screen`, :func:`overlay` and :func:`operation`:
+    its own in the order it defines them, then those it inherits (a method it defines wins).
+    """
 
     key: str = ""
     name: str = ""
     root: str = ""  # screen shown when the app opens
-    screens: tuple[str, ...] = ()  # every base screen type (without the "<key>/" prefix)
-    overlays: tuple[str, ...] = ()  # every overlay type
+    screens: ClassVar[Registry]  # every base screen type (without the "<key>/" prefix) -> its builder
+    overlays: ClassVar[Registry]  # every overlay type -> its builder
+    operations: ClassVar[Registry]  # every data operation -> its method
     search_screens: frozenset[str] = frozenset()  # screens whose search field is focused on entry
     dark_key: str = "dark_mode"  # the pref that switches this app to the dark theme
     # settings pages (screen name) -> their switches (pref key, label) in the reference design; a variant moves some
     TOGGLE_SECTIONS: dict[str, tuple[tuple[str, str], ...]] = {}
     settings: tuple[str, str] | None = None  # (label, screen) of the page a variant may open from a toolbar gear
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        tables = {kind: Registry(cls.name, kind) for kind in REGISTRIES}
+        for klass in cls.__mro__:
+            for method in vars(klass).values():
+                if hasattr(method, "registered_as"):
+                    kind, name = method.registered_as
+                    tables[kind].setdefault(name, method)
+        cls.screens, cls.overlays, cls.operations = (tables[kind] for kind in REGISTRIES)
 
     # -- data
     def init_data(self, rng: random.Random) -> dict:
@@ -491,13 +551,18 @@ class App:
         page = state.page
         name = page.screen.split("/", 1)[1]
         b = Builder(page.screen, page, state.variant(self.key))
-        getattr(self, f"s_{name}")(b, View(state, self.key, page))
+        self.screens[name](self, b, View(state, self.key, page))
         return b
 
     def build_overlay(self, b: Builder, state: PhoneState, oid: str, arg: str) -> None:
-        getattr(self, f"o_{oid.split('/', 1)[1]}")(b, View(state, self.key, state.page), arg)
+        self.overlays[oid.split("/", 1)[1]](self, b, View(state, self.key, state.page), arg)
+
+    def operate(self, state: PhoneState, name: str, *args: Any) -> None:
+        """Run the data operation ``name`` on ``state``."""
+        self.operations[name](self, state, *args)
 
     # -- shared pieces
+    @screen
     def s_info(self, b: Builder, v: View) -> None:
         """A dead end: a page with nothing useful on it."""
         b.topbar(v.page.arg or "About")
@@ -549,6 +614,7 @@ class App:
         b.rows([Entry(wid, label, tap=cmd, chevron=True) for label, wid, cmd in v.perm(f"rows:{v.page.screen}", items)],
                row_h=row_h)
 
+    @operation
     def op_toggle(self, state: PhoneState, where: str, key: str) -> None:
         d = state.data[self.key][where]
         d[key] = not d[key]
