@@ -8,10 +8,11 @@ from guimem.core.data import Action, DataError
 from guimem.core.env import Env
 from guimem.core.store import png_bytes
 from guimem.phone import apps as A
+from guimem.phone.apps.base import UnknownName, screen
 from guimem.phone.config import WorldConfig
 from guimem.phone.subgoals import SUBGOAL_TYPES
 from guimem.phone.tasks import TEMPLATES, make_task, subgoal_reuse, task_from_dict
-from guimem.phone.toolkit import H, Page, UnknownName, W, screen
+from guimem.phone.toolkit import H, Page, W
 from guimem.phone.world import Task, World, run_command, screen_types
 
 

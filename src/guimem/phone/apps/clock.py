@@ -7,21 +7,8 @@ from __future__ import annotations
 import random
 import re
 
-from guimem.phone.toolkit import (
-    TABS_TOP,
-    App,
-    Builder,
-    Entry,
-    Page,
-    PhoneState,
-    View,
-    info_page,
-    operation,
-    overlay,
-    screen,
-    slug,
-    stable_int,
-)
+from guimem.phone.apps.base import App, info_page, operation, overlay, screen
+from guimem.phone.toolkit import TABS_TOP, Builder, Entry, Page, PhoneState, View, slug, stable_int
 
 
 CITIES = ("Amsterdam", "Athens", "Bangkok", "Berlin", "Cairo", "Chicago", "Dubai", "Lima", "Lisbon", "London",

@@ -8,19 +8,8 @@ import random
 from typing import Sequence
 
 from guimem.phone.catalogue import PHOTO_SUBJECTS
-from guimem.phone.toolkit import (
-    App,
-    Builder,
-    Entry,
-    PhoneState,
-    View,
-    Widget,
-    info_page,
-    operation,
-    overlay,
-    screen,
-    slug,
-)
+from guimem.phone.apps.base import App, info_page, operation, overlay, screen
+from guimem.phone.toolkit import Builder, Entry, PhoneState, View, Widget, slug
 
 
 SHARE_TARGETS = ("Messages", "Notes", "Mail", "Drive")

@@ -4,13 +4,14 @@ by lower-case name in ``APP_BY_NAME``) and the launcher's grid of their icons am
 
 from __future__ import annotations
 
+from guimem.phone.apps.base import App
 from guimem.phone.apps.clock import ClockApp
 from guimem.phone.apps.gallery import GalleryApp
 from guimem.phone.apps.messages import MessagesApp
 from guimem.phone.apps.notes import NotesApp
 from guimem.phone.apps.settings import SettingsApp
 from guimem.phone.apps.shop import ShopApp
-from guimem.phone.toolkit import App, Builder, Entry, Page, PhoneState, View, W, Widget
+from guimem.phone.toolkit import Builder, Entry, Page, PhoneState, View, W, Widget
 
 _BESIDE_SETTINGS: tuple[App, ...] = (MessagesApp(), NotesApp(), ShopApp(), GalleryApp(), ClockApp())
 APP_LIST: tuple[App, ...] = (SettingsApp(a.name for a in _BESIDE_SETTINGS), *_BESIDE_SETTINGS)

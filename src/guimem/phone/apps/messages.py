@@ -7,22 +7,8 @@ from __future__ import annotations
 import random
 
 from guimem.phone.catalogue import STICKERS
-from guimem.phone.toolkit import (
-    TABS_TOP,
-    App,
-    Builder,
-    Entry,
-    Page,
-    PhoneState,
-    View,
-    W,
-    Widget,
-    info_page,
-    operation,
-    overlay,
-    screen,
-    slug,
-)
+from guimem.phone.apps.base import App, info_page, operation, overlay, screen
+from guimem.phone.toolkit import TABS_TOP, Builder, Entry, Page, PhoneState, View, W, Widget, slug
 
 
 CONTACTS = ("Alice Chen", "Bob Smith", "Carla Diaz", "David Kim", "Emma Brown", "Farid Khan", "Grace Lee",

@@ -6,20 +6,8 @@ from __future__ import annotations
 
 import random
 
-from guimem.phone.toolkit import (
-    TABS_TOP,
-    App,
-    Builder,
-    Entry,
-    Page,
-    PhoneState,
-    View,
-    info_page,
-    operation,
-    overlay,
-    screen,
-    slug,
-)
+from guimem.phone.apps.base import App, info_page, operation, overlay, screen
+from guimem.phone.toolkit import TABS_TOP, Builder, Entry, Page, PhoneState, View, slug
 
 
 NOTE_TITLES = ("Groceries", "Book club", "Gift ideas", "Packing list", "Recipes", "Workout plan", "Meeting notes",

@@ -7,18 +7,8 @@ from __future__ import annotations
 import random
 from typing import Iterable
 
-from guimem.phone.toolkit import (
-    App,
-    Builder,
-    Entry,
-    PhoneState,
-    View,
-    info_page,
-    operation,
-    overlay,
-    screen,
-    slug,
-)
+from guimem.phone.apps.base import App, info_page, operation, overlay, screen
+from guimem.phone.toolkit import Builder, Entry, PhoneState, View, slug
 
 
 RINGTONES = ("Chime", "Bells", "Breeze", "Crystal", "Echo", "Harp", "Marimba", "Orbit", "Pulse", "Ripple",

@@ -7,24 +7,8 @@ from __future__ import annotations
 import random
 from typing import Callable, Sequence
 
-from guimem.phone.toolkit import (
-    TABS_TOP,
-    App,
-    Builder,
-    Cmd,
-    Entry,
-    Page,
-    PhoneState,
-    View,
-    W,
-    Widget,
-    info_page,
-    operation,
-    overlay,
-    screen,
-    slug,
-    stable_int,
-)
+from guimem.phone.apps.base import App, info_page, operation, overlay, screen
+from guimem.phone.toolkit import TABS_TOP, Builder, Cmd, Entry, Page, PhoneState, View, W, Widget, slug, stable_int
 
 
 CATALOG: dict[str, tuple[str, ...]] = {
