@@ -8,11 +8,12 @@ from guimem.core.data import Action, DataError
 from guimem.core.env import Env
 from guimem.core.store import png_bytes
 from guimem.phone import apps as A
+from guimem.phone.apps.base import UnknownName, screen
 from guimem.phone.config import WorldConfig
 from guimem.phone.subgoals import SUBGOAL_TYPES
 from guimem.phone.tasks import TEMPLATES, make_task, subgoal_reuse, task_from_dict
-from guimem.phone.toolkit import H, W
-from guimem.phone.world import Task, World, screen_types
+from guimem.phone.toolkit import H, Page, W
+from guimem.phone.world import Task, World, run_command, screen_types
 
 
 def task(tid: str, **params: str) -> Task:
@@ -65,9 +66,23 @@ def test_equal_keys_mean_equal_pixels():
     assert again.key == first.key and png_bytes(again.image) == png_bytes(first.image)
 
 
-def test_world_is_an_env():
-    w: Env = quiet()
-    assert isinstance(w.reset(task("clock.timer"), 0).image.size, tuple)
+def test_world_keeps_the_env_contract():
+    """reset gives the first screen; step gives the next one, whether the episode ended, and info;
+    a step before any reset or after the end is refused, and a reset starts the same episode again."""
+    w: Env = quiet(image_width=90, max_steps=2)
+    with pytest.raises(RuntimeError):
+        w.step(Action("back"))
+    first = w.reset(task("clock.timer"), 0)
+    assert first.screen == "clock/alarms" and first.image.size == (90, 180) and first.elements
+    assert all(0 <= v <= 1 for e in first.elements for v in e.bounds)
+    obs, done, info = w.step(Action("back"))
+    assert not done and obs.screen == "launcher/home" and info == {"effect": "left the app", "steps": 1, "screen": obs.screen}
+    obs, done, info = w.step(Action("back"))
+    assert done and info["ended"] == "budget" and info["success"] is False and obs.screen == "launcher/home"
+    with pytest.raises(RuntimeError):
+        w.step(Action("back"))
+    again = w.reset(task("clock.timer"), 0)
+    assert (again.key, again.elements, png_bytes(again.image)) == (first.key, first.elements, png_bytes(first.image))
 
 
 # ----------------------------------------------------------------------------- hit-testing
@@ -297,6 +312,28 @@ def test_every_screen_type_is_reachable_by_its_builder():
             w.state.overlay = (f"{app.key}/{o}", _arg(app.key, o, w))
             w._layout = None
             assert w.layout.screen == f"{app.key}/{o}" and w.layout.overlay
+
+
+def test_registries_name_every_screen_overlay_and_operation_and_refuse_others():
+    notes = A.APPS["notes"]
+    assert list(notes.screens) == ["list", "view", "edit", "search", "preferences", "display", "editor_settings",
+                                   "backup", "trash", "info"]  # its own in the order it defines them, then inherited
+    assert list(notes.overlays) == ["overflow", "item_menu", "confirm_delete", "trash_menu", "confirm_empty"]
+    for app in A.APP_LIST:  # a method named like a builder but not decorated would be unreachable
+        for registry, prefix in ((app.screens, "s_"), (app.overlays, "o_"), (app.operations, "op_")):
+            assert set(registry) == {n[len(prefix):] for n in dir(app) if n.startswith(prefix)}, (app.key, prefix)
+    w = quiet()
+    w.reset(task("notes.display"), 0)
+    w.state.app, w.state.stack, w._layout = "notes", [Page("notes/nope")], None
+    with pytest.raises(UnknownName, match=r"the Notes app has no screen 'nope'; its screens: list, view, .*, info$"):
+        w.layout
+    w.state.stack, w.state.overlay, w._layout = [Page("notes/list")], ("notes/nope", ""), None
+    with pytest.raises(UnknownName, match="the Notes app has no overlay 'nope'; its overlays: overflow, "):
+        w.layout
+    with pytest.raises(UnknownName, match="the Notes app has no operation 'nope'; its operations: pin, "):
+        run_command(w.state, ("op", "nope"))
+    with pytest.raises(TypeError, match="is named s_<name>"):
+        screen(lambda self, b, v: None)
 
 
 def _arg(app: str, screen: str, w: World) -> str:

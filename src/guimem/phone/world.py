@@ -326,7 +326,7 @@ def run_command(state: PhoneState, cmd: Cmd, popup_kind: str = "") -> None:
     elif kind == "focus":
         state.page.focus = cmd[1]
     elif kind == "op":
-        getattr(app, f"op_{cmd[1]}")(state, *cmd[2:])
+        app.operate(state, cmd[1], *cmd[2:])
     elif kind == "open":
         open_app(state, cmd[1])
     elif kind == "dismiss":
