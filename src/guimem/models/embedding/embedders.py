@@ -20,7 +20,7 @@ Image embedders:
   ``AutoImageProcessor`` loaded from a local folder (pooled output, else the mean of the
   last hidden state).
 
-Any of them can be followed by a fitted projection onto fewer dimensions
+Any image embedder can be followed by a fitted projection onto fewer dimensions
 (:mod:`guimem.models.embedding.projection`).
 
 Text embedders:
