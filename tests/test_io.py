@@ -20,6 +20,7 @@ from guimem.core.io import (
     atomic_write_text,
     check_finite,
     check_number,
+    folders,
     json_depth,
     read_json,
     read_jsonl,
@@ -57,7 +58,7 @@ def _replace_failing_from(monkeypatch, call: int) -> list:
             raise OSError("simulated crash")
         real(src, dst)
 
-    monkeypatch.setattr(gio.os, "replace", replace)
+    monkeypatch.setattr(os, "replace", replace)
     return calls
 
 
@@ -241,7 +242,7 @@ def test_failed_second_rename_restores_the_old_store(tmp_path, monkeypatch):
             raise OSError("simulated failure")
         real(src, dst)
 
-    monkeypatch.setattr(gio.os, "replace", replace)
+    monkeypatch.setattr(os, "replace", replace)
     with pytest.raises(OSError, match="simulated failure"):
         atomic_write_dir(target, _writer("v2"), KIND)
     assert (target / "a.txt").read_text() == "v1" and os.listdir(tmp_path) == ["store"]
@@ -259,8 +260,8 @@ def test_folder_leftovers_and_a_stale_backup_are_cleaned(tmp_path):
 
 def test_every_file_and_folder_is_fsynced_before_the_swap(tmp_path, monkeypatch):
     synced: list[Path] = []
-    monkeypatch.setattr(gio, "_fsync_file", lambda p: synced.append(p.relative_to(tmp_path)))
-    monkeypatch.setattr(gio, "_fsync_folder", lambda p: synced.append(Path(p).relative_to(tmp_path)))
+    monkeypatch.setattr(folders, "_fsync_file", lambda p: synced.append(p.relative_to(tmp_path)))
+    monkeypatch.setattr(folders, "_fsync_folder", lambda p: synced.append(Path(p).relative_to(tmp_path)))
     atomic_write_dir(tmp_path / "store", _writer("v1"), KIND)
     tmp = synced[0].parts[0]
     assert tmp.startswith(".store.tmp-")
@@ -419,10 +420,10 @@ def test_kill_during_backup_cleanup_leaves_next_save_working(tmp_path, monkeypat
         (path / gio.MARKER).unlink(missing_ok=True)  # marker gone first, then the "kill"
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(gio.shutil, "rmtree", half_rmtree)
+    monkeypatch.setattr(_shutil, "rmtree", half_rmtree)
     with pytest.raises(KeyboardInterrupt):
         gio.atomic_write_dir(target, fill("two"), kind="guimem.test")
-    monkeypatch.setattr(gio.shutil, "rmtree", real_rmtree)
+    monkeypatch.setattr(_shutil, "rmtree", real_rmtree)
     assert not (tmp_path / ".store.old").exists()
     assert (target / "a.txt").read_text() == "two"
     gio.atomic_write_dir(target, fill("three"), kind="guimem.test")

@@ -17,10 +17,8 @@ from guimem.pipeline.runner import (
     parse_parameters,
     parse_value,
     run_notebook,
-    scrub_notebook,
-    scrub_progress,
-    scrub_text,
 )
+from guimem.pipeline.scrub import scrub_notebook, scrub_progress, scrub_text
 from nbsmoke import notebook_parameters
 
 BAR_0 = "\r  0%|          | 0/3 [00:00<?, ?it/s]"

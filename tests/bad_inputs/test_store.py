@@ -28,7 +28,6 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from guimem.core import io as gio
 from guimem.core.data import DataError, Subgoal, SubgoalLabel
 from guimem.core.io import MARKER, atomic_write_dir
 from guimem.core.store import (
@@ -349,7 +348,7 @@ def test_crash_between_the_renames_leaves_the_old_store_readable(recorded, tmp_p
             raise OSError("simulated crash")
         real(src, dst)
 
-    monkeypatch.setattr(gio.os, "replace", dies_at_second_rename)
+    monkeypatch.setattr(os, "replace", dies_at_second_rename)
     with pytest.raises(OSError, match="simulated crash"):
         save_episodes(episodes[:1], images, root)
     monkeypatch.undo()
@@ -363,7 +362,6 @@ def test_crash_between_the_renames_leaves_the_old_store_readable(recorded, tmp_p
 
 KILL = """
 import os, sys
-from guimem.core import io as gio
 from guimem.core.store import load_episodes, save_episodes
 root = sys.argv[1]
 episodes = load_episodes(root)
@@ -374,7 +372,7 @@ def replace(src, dst):
     if len(calls) == 2:
         os._exit(9)  # the process dies: no handler, no clean-up
     real(src, dst)
-gio.os.replace = replace
+os.replace = replace
 save_episodes(episodes[:1], images, root)
 """
 

@@ -1,0 +1,367 @@
+"""Atomic folder saves, stamped with their kind, and saves of several folders as one.
+
+* :func:`atomic_write_dir`: a fresh sibling temporary folder filled by ``write(folder)``, every
+  file fsynced, then swapped in. The previous folder is first moved aside to ``.<name>.old``
+  and deleted once the new one is in place, so at every instant the target or its backup is
+  complete; :func:`readable_dir` falls back to the backup. Entries of the old folder that are
+  not the kind's own (a user's notes, a README) are carried into the new one.
+* :func:`atomic_write_dirs`: several sibling folders as one save (a split's train, test and
+  memory): a journal written after every new folder is complete is the commit point, so after a
+  crash the set is all old or all new, and the next save (or :func:`readable_dir`) follows it.
+
+A save **never destroys what it did not write**: a folder save stamps its folder with a marker
+file (:data:`MARKER`) naming the *kind* of store (``guimem.episodes``, ``guimem.memory_graph``,
+...), and refuses, writing nothing, to replace a target that exists and is not a store of the
+same kind (an empty folder is fine: there is nothing to lose). Leftovers of interrupted saves
+(``.<name>.tmp-*``) are removed by the next save of the same target.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import os
+import re
+import shutil
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+from guimem.core.data import DataError
+from guimem.core.io.read import read_json
+from guimem.core.io.write import (
+    _TMP,
+    _clean_leftovers,
+    _fsync_file,
+    _fsync_folder,
+    _make_parent,
+    _usual_mode,
+    atomic_write_bytes,
+    json_text,
+)
+
+MARKER = ".guimem-kind"
+"""File inside every folder :func:`atomic_write_dir` writes; its text is the folder's kind."""
+
+
+def _fsync_tree(folder: Path) -> None:
+    """Flush every file under ``folder`` and every folder's entries (a new file's name lives there).
+
+    In threads: an fsync waits on the disk without holding the GIL, and the file system commits
+    concurrent ones together (300 small files: 0.8 s one by one, 0.08 s in 16 threads).
+    """
+    entries = [p for p in folder.rglob("*") if not p.is_symlink()]
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        list(pool.map(_fsync_file, [p for p in entries if p.is_file()]))  # list(): re-raises a failure
+        list(pool.map(_fsync_folder, [p for p in entries if p.is_dir()] + [folder]))
+
+
+def _remove_backup(target: Path, backup: Path) -> None:
+    """Delete ``backup`` by first renaming it to a temporary sibling of ``target`` (one atomic step):
+    a kill during the deletion then leaves a ``.<name>.tmp-*`` leftover the next save removes, never
+    a half-deleted ``.<name>.old`` without its marker that would refuse every later save."""
+    if not backup.exists() and not backup.is_symlink():
+        return
+    doomed = Path(tempfile.mkdtemp(prefix=f".{target.name}{_TMP}", dir=target.parent))
+    os.replace(backup, doomed)  # onto the empty folder just made: a rename, atomic
+    shutil.rmtree(doomed, ignore_errors=True)
+
+
+def folder_kind(folder: Path) -> str | None:
+    """The kind a guimem folder save stamped on ``folder``, or None."""
+    marker = Path(folder) / MARKER
+    if not marker.is_file() or marker.is_symlink():
+        return None
+    try:
+        return marker.read_text(encoding="utf-8").strip() or None
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def check_replaceable(target: Path, kind: str, legacy: Callable[[Path], bool] | None = None) -> None:
+    """Refuse (``DataError``) to replace ``target`` unless it is absent, an empty folder, or a
+    ``kind`` store (by its marker, or by ``legacy(target)`` for stores written before markers)."""
+    if not target.exists() and not target.is_symlink():
+        return
+    if target.is_symlink() or not target.is_dir():
+        raise DataError("path", f"exists and is not a folder; refusing to replace it with a {kind} store",
+                        str(target))
+    if not any(target.iterdir()):
+        return
+    found = folder_kind(target)
+    if found == kind or (found is None and legacy is not None and legacy(target)):
+        return
+    what = f"a {found} store" if found else "files guimem did not write"
+    raise DataError("path", f"holds {what}; refusing to replace it with a {kind} store "
+                            "(choose another folder, or remove it yourself)", str(target))
+
+
+@dataclass(frozen=True)
+class FolderWrite:
+    """One folder save: ``write(folder)`` fills a fresh folder that replaces ``target``.
+
+    Args:
+        target: the folder to (re)write.
+        write: fills the folder it is given; whatever it raises aborts the save, nothing written.
+        kind: what the folder holds (``"guimem.episodes"``, ...), stamped in :data:`MARKER`.
+        owned: patterns (``fnmatch``, on the names of the folder's own entries) of what this kind
+            writes. An entry of the old folder the new write did not produce is dropped when it
+            matches one (a file of an earlier version, an episode no longer there) and kept
+            otherwise: a user's notes or README beside the files survive every save.
+        legacy: recognises a ``kind`` store saved before markers existed (it may be replaced).
+    """
+
+    target: Path
+    write: Callable[[Path], Any]
+    kind: str
+    owned: tuple[str, ...] = ()
+    legacy: Callable[[Path], bool] | None = None
+
+
+def atomic_write_dir(target: str | os.PathLike, write: Callable[[Path], Any], kind: str,
+                     legacy: Callable[[Path], bool] | None = None, owned: Iterable[str] = ()) -> Path:
+    """Fill a fresh sibling temp folder with ``write(folder)`` and swap it in for ``target``
+    (the arguments: :class:`FolderWrite`).
+
+    The old folder is moved aside to ``.<name>.old`` before the new one is renamed in, and deleted
+    after; a crash in between leaves the backup, which :func:`readable_dir` reads. Entries of the
+    old folder that are not the kind's (``owned``) are carried into the new one first.
+    """
+    return atomic_write_dirs([FolderWrite(Path(target), write, kind, tuple(owned), legacy)])[0]
+
+
+def atomic_write_dirs(saves: Sequence[FolderWrite]) -> list[Path]:
+    """Save several sibling folders as one: after a crash at any instant every one of them is its
+    old version or every one its new version, never a mix (the folders of a split must never
+    hold one draw's train and another's test).
+
+    Each new folder is filled and fsynced beside its target; then a journal
+    (``.guimem-txn-*.json`` in the folders' common parent, written atomically) names each
+    temporary folder and its target: its appearance is the commit point. The swaps follow, then
+    the journal is deleted and the backups. A crash before the journal leaves the old set (the
+    temporary folders are leftovers the next save removes); a crash after it leaves a journal that
+    the next save of any folder in that parent completes first (:func:`finish_transactions`), and
+    that :func:`readable_dir` follows meanwhile: the set reads as new from the commit on.
+    Every check (each target replaceable, every ``write``) runs before anything is replaced; any
+    failure then removes what was made and leaves every target as it was.
+    """
+    saves = [dataclasses.replace(s, target=Path(s.target), owned=tuple(s.owned)) for s in saves]
+    if not saves:
+        return []
+    parent = saves[0].target.parent
+    names = [s.target.name for s in saves]
+    if any(s.target.parent != parent for s in saves) or len(set(names)) != len(names):
+        raise DataError("path", "the folders of one save must be distinct siblings in one folder",
+                        ", ".join(str(s.target) for s in saves)[:200])
+    _make_parent(saves[0].target)
+    finish_transactions(parent)  # a set an earlier crash committed is completed before anything else
+    for s in saves:
+        check_replaceable(s.target, s.kind, s.legacy)
+        backup = _backup(s.target)
+        if backup.exists() or backup.is_symlink():
+            check_replaceable(backup, s.kind, s.legacy)  # left by a crash between the renames; replaced below
+    for s in saves:
+        _clean_leftovers(s.target)
+    made: list[Path] = []
+    try:
+        for s in saves:
+            made.append(Path(tempfile.mkdtemp(prefix=f".{s.target.name}{_TMP}", dir=parent)))
+            _fill(made[-1], s)
+    except BaseException:
+        for tmp in made:
+            shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    if len(saves) == 1:
+        _swap_one(saves[0].target, made[0])
+        return [saves[0].target]
+    journal = _write_journal(parent, [(s.target.name, tmp.name) for s, tmp in zip(saves, made)])
+    _roll_forward(parent, journal)
+    return [s.target for s in saves]
+
+
+def _backup(target: Path) -> Path:
+    return target.parent / f".{target.name}.old"
+
+
+def _fill(tmp: Path, save: FolderWrite) -> None:
+    """The new version of ``save.target`` in ``tmp``: written, stamped, foreign entries carried, fsynced."""
+    os.chmod(tmp, _usual_mode(folder=True))
+    save.write(tmp)
+    (tmp / MARKER).write_text(save.kind + "\n", encoding="utf-8")
+    old = save.target if save.target.is_dir() and not save.target.is_symlink() else _backup(save.target)
+    if old.is_dir() and not old.is_symlink() and folder_kind(old) is not None:
+        _carry_foreign(old, tmp, save.owned)
+    _fsync_tree(tmp)
+
+
+def _carry_foreign(old: Path, new: Path, owned: tuple[str, ...]) -> None:
+    """Put into ``new`` every entry of ``old`` (a folder guimem saved) that the new write did not
+    produce and that is not the kind's (``owned``): a file hard-linked (copied where the file system
+    has no links), a link as a link, a folder whole. Nothing of ``old`` changes."""
+    for entry in sorted(old.iterdir()):
+        name = entry.name
+        if name == MARKER or any(fnmatch.fnmatchcase(name, p) for p in owned):
+            continue
+        if (new / name).exists() or (new / name).is_symlink():
+            continue  # written anew: the new version wins
+        _keep(entry, new / name)
+
+
+def _keep(src: Path, dst: Path) -> None:
+    if src.is_symlink():
+        os.symlink(os.readlink(src), dst)
+    elif src.is_dir():
+        dst.mkdir()
+        shutil.copystat(src, dst)
+        for entry in sorted(src.iterdir()):
+            _keep(entry, dst / entry.name)
+    else:
+        try:
+            os.link(src, dst)  # the same file, no copy; a FIFO or socket stays what it is
+        except OSError:
+            if not src.is_file():
+                raise DataError("path", "cannot be kept by the save (not a regular file, and links are not "
+                                        "possible here); move it out of the folder", str(src)) from None
+            shutil.copy2(src, dst)
+
+
+def _swap_one(target: Path, tmp: Path) -> None:
+    """Swap the complete ``tmp`` in for ``target`` (moved aside to its backup, deleted after)."""
+    backup = _backup(target)
+    try:
+        if backup.exists() and target.exists():
+            _remove_backup(target, backup)  # a stale backup (of this kind, checked above); target is complete
+        if target.exists():
+            os.replace(target, backup)
+        os.replace(tmp, target)
+        _fsync_folder(target.parent)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if not target.exists() and backup.exists():
+            os.replace(backup, target)
+        raise
+    try:
+        _remove_backup(target, backup)
+    except OSError:
+        pass  # the new folder is in place; a backup left here is removed by the next save
+
+
+# ----------------------------------------------------------------------------- transactions
+JOURNAL_FORMAT = "guimem.transaction"
+_JOURNAL = re.compile(r"^\.guimem-txn-[A-Za-z0-9_]{1,64}\.json$")
+
+
+def _write_journal(parent: Path, swaps: list[tuple[str, str]]) -> Path:
+    fd, name = tempfile.mkstemp(prefix=".guimem-txn-", suffix=".json", dir=parent)  # reserves a unique name
+    os.close(fd)
+    journal = Path(name)
+    try:
+        atomic_write_bytes(journal, json_text({"format": JOURNAL_FORMAT, "version": 1, "swaps": swaps}).encode())
+    except BaseException:
+        journal.unlink(missing_ok=True)
+        raise
+    return journal
+
+
+def _journals(parent: Path) -> list[Path]:
+    if not parent.is_dir():
+        return []
+    return sorted(p for p in parent.iterdir() if _JOURNAL.match(p.name))
+
+
+def _read_journal(journal: Path) -> list[tuple[str, str]]:
+    """The (target, temporary folder) names a journal lists; a journal guimem did not write is a DataError."""
+    where = str(journal)
+    if journal.is_symlink() or not journal.is_file():
+        raise DataError("journal", "not a regular file; remove it yourself", where)
+    if journal.stat().st_size == 0:
+        return []  # a name reserved by a save that crashed before writing it: nothing was committed
+    data = read_json(journal)
+    if not isinstance(data, dict) or data.get("format") != JOURNAL_FORMAT or type(data.get("version")) is not int \
+            or data.get("version") != 1 or not isinstance(data.get("swaps"), list):
+        raise DataError("journal", f"not a {JOURNAL_FORMAT} journal of version 1; remove it yourself", where)
+    swaps = []
+    for i, pair in enumerate(data["swaps"]):
+        ok = isinstance(pair, list) and len(pair) == 2 and all(isinstance(x, str) for x in pair)
+        target, tmp = pair if ok else ("", "")
+        if not ok or not target or "/" in target or target in (".", "..") or "\x00" in target \
+                or not re.fullmatch(re.escape(f".{target}{_TMP}") + r"[A-Za-z0-9_]{1,64}", tmp):
+            raise DataError(f"swaps[{i}]", f"expected [a folder name, its .<name>{_TMP}* temporary folder], "
+                                           f"got {pair!r:.80}; remove the journal yourself", where)
+        swaps.append((target, tmp))
+    return swaps
+
+
+def _roll_forward(parent: Path, journal: Path) -> None:
+    """Complete the swaps ``journal`` lists (each temporary folder still there goes in for its
+    target), then delete the journal and the backups. Safe to repeat after a crash at any point."""
+    swaps = _read_journal(journal)
+    for target_name, tmp_name in swaps:
+        target, tmp = parent / target_name, parent / tmp_name
+        if not tmp.is_dir() or tmp.is_symlink():
+            continue  # swapped in already
+        backup = _backup(target)
+        if target.exists() or target.is_symlink():
+            if backup.exists() or backup.is_symlink():
+                _remove_backup(target, backup)
+            os.replace(target, backup)
+        os.replace(tmp, target)
+    _fsync_folder(parent)
+    journal.unlink()
+    _fsync_folder(parent)
+    for target_name, _ in swaps:
+        try:
+            _remove_backup(parent / target_name, _backup(parent / target_name))
+        except OSError:
+            pass  # the new set is in place; a backup left here is removed by the next save
+
+
+def finish_transactions(parent: str | os.PathLike) -> None:
+    """Complete every save of several folders in ``parent`` that a crash interrupted after its
+    commit (:func:`atomic_write_dirs`). Every folder save calls it first; a journal guimem did not
+    write is a :class:`DataError` naming it."""
+    for journal in _journals(Path(parent)):
+        _roll_forward(Path(parent), journal)
+    if Path(parent).is_dir():  # a journal's own temporary file, left by a crash before the journal was written
+        for p in Path(parent).iterdir():
+            if p.name.startswith("..guimem-txn-") and _TMP in p.name and not p.is_dir():
+                p.unlink(missing_ok=True)
+
+
+def _committed(target: Path) -> Path | None:
+    """The new version of ``target`` that a committed, unfinished save of several folders left in
+    its temporary folder, if any."""
+    for journal in _journals(target.parent):
+        for name, tmp in _read_journal(journal):
+            if name == target.name and (target.parent / tmp).is_dir() and not (target.parent / tmp).is_symlink():
+                return target.parent / tmp
+    return None
+
+
+def saved_before_markers(folder: Path, manifest: str, files: Callable[[Any], set[str] | None]) -> bool:
+    """Whether ``folder`` is a store saved before kind markers existed: its ``manifest`` reads as
+    JSON and ``files(manifest)`` (None: not such a store) names exactly the files it holds."""
+    try:
+        names = {p.name for p in Path(folder).iterdir()}
+        expected = files(read_json(Path(folder) / manifest))
+    except (DataError, OSError):
+        return False
+    return expected is not None and names == expected
+
+
+def readable_dir(target: str | os.PathLike, what: str = "saved store") -> Path:
+    """``target`` as its last committed save left it: the new folder of a save of several folders
+    that a crash interrupted after its commit (:func:`atomic_write_dirs`), else ``target``, else
+    its backup left by a save that crashed between its two renames."""
+    target = Path(target)
+    committed = _committed(target)
+    if committed is not None:
+        return committed
+    if target.is_dir():
+        return target
+    backup = target.parent / f".{target.name}.old"
+    if backup.is_dir():
+        return backup
+    raise DataError("path", f"no {what} here", str(target))
