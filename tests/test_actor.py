@@ -17,6 +17,7 @@ import torch
 import yaml
 from PIL import Image, ImageDraw
 
+from actor_fixtures import BUTTONS
 from guimem.actors.mini.config import (
     ACT_CONTEXT_SLOTS,
     DIRECTIONS,
@@ -50,6 +51,7 @@ from guimem.actors.mini.features import (
 from guimem.smg.memories import MEMORY_CROPS
 from guimem.actors.mini.model import GuiActor, decision_facts
 from guimem.actors.mini.policy import MiniActor
+from guimem.actors.mini.tiny import TINY
 from guimem.actors.mini.train import TrainConfig, build_vocabulary, modality_batches, train_actor, type_class_weights
 from guimem.core.data import ACTION_TYPES, Action, DataError, Episode, Observation, Step, UIElement
 from guimem.core.describe import swipe_direction
@@ -59,9 +61,6 @@ from guimem.eval.examples import ActorExample, assign_folds, build_kfold_example
 from guimem.models.tokenizer import ACT, Vocabulary, find_span, span_text, tokenize
 
 torch.set_num_threads(1)
-TINY = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64, dropout=0.0,
-            screen_height=32, screen_width=16, memory_image_height=32, memory_image_width=16, patch_size=8,
-            max_memory_tokens=24, max_elements=5, crop_size=4)
 
 
 def screen(colour=(230, 230, 230), mark=None) -> Image.Image:
@@ -71,11 +70,6 @@ def screen(colour=(230, 230, 230), mark=None) -> Image.Image:
         x, y = mark[0] * 90, mark[1] * 180
         ImageDraw.Draw(img).rectangle([x - 12, y - 12, x + 12, y + 12], fill=(200, 30, 30))
     return img
-
-
-BUTTONS = (UIElement("b0", "button", "Display", bounds=(0.0, 0.0, 0.5, 0.25), clickable=True),
-           UIElement("b1", "button", "Sound", bounds=(0.5, 0.5, 1.0, 0.75), clickable=True),
-           UIElement("i0", "icon", "", bounds=(0.0, 0.75, 0.5, 1.0), clickable=True))
 
 
 def an_input(memory: str = "both", goal: str = 'Rename "Yoga" to Errands') -> PolicyInput:

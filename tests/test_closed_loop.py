@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import random
 from dataclasses import dataclass
 
 import pytest
 
+from demonstrations import make_demos
 from guimem.core.data import Action, DataError
 from guimem.core.policy import PolicyOutput
 from guimem.eval.closed_loop import (
@@ -24,9 +24,6 @@ from guimem.eval.closed_loop import (
     success_table,
 )
 from guimem.eval.tables import markdown_table
-from guimem.phone.config import WorldConfig
-from guimem.phone.demonstrator import run_episode
-from guimem.phone.tasks import TEMPLATES, sample_task
 from guimem.phone.world import World
 
 
@@ -73,19 +70,6 @@ class FakeMemory:
 @pytest.fixture(scope="module")
 def demos():
     return make_demos()
-
-
-def make_demos():
-    """Six demonstrations of distinct goals (noisy ones included), with their task and seed."""
-    config = WorldConfig(dialog_prob=0.5, p_wrong_tap=0.2, p_give_up=0.3, p_wrong_state=0.2)
-    world, rng, out, goals = World(config), random.Random(3), [], set()
-    for seed, template in enumerate(sorted(TEMPLATES)[::5]):
-        task = sample_task(template, rng)
-        if task.goal in goals:
-            continue
-        goals.add(task.goal)
-        out.append((task, seed, run_episode(world, task, seed, f"ep{seed}", None, config)))
-    return config, out
 
 
 def test_replaying_demonstrations_reproduces_their_outcomes(demos):

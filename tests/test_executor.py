@@ -157,7 +157,7 @@ def saved_actor(tmp_path_factory):
     """A tiny random miniature actor on disk (workers load it from there), and steps to run it on."""
     import torch
 
-    from test_routing import RULES, examples, tiny_actor
+    from actor_fixtures import RULES, examples, tiny_actor
 
     torch.set_num_threads(1)
     folder = tmp_path_factory.mktemp("actor") / "model"
@@ -190,7 +190,7 @@ MODALITIES = ("none", "text", "image", "both")
 
 def _closed_loop_task(spec, tmp_path):
     """Two seeds of a few demonstrations' tasks, without memory: played whole, then in lock-step batches."""
-    from test_closed_loop import make_demos
+    from demonstrations import make_demos
 
     config, runs = make_demos()
     replays = replay_tasks([ep for _, _, ep in runs], 2)
@@ -274,7 +274,7 @@ def test_an_actor_spec_is_checked_and_reloads_when_its_files_change(saved_actor,
     assert spec.device == "cpu" and ActorSpec("no-such/hub-model").fingerprint() is None  # no files: not resumable
     import torch
 
-    from test_routing import tiny_actor
+    from actor_fixtures import tiny_actor
 
     folder = tmp_path / "model"
     actor = tiny_actor()

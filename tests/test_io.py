@@ -146,7 +146,8 @@ def test_atomic_write_dir_replaces_a_store_of_the_same_kind(tmp_path):
     atomic_write_dir(target, _writer("v2"), KIND, owned=("*.txt", "sub"))
     assert (target / "a.txt").read_text() == "v2" and not (target / "stale.txt").exists()
     assert not (target / "sub" / "mine.md").exists()
-    assert (target / "NOTES.md").read_text() == "a user's notes" and (target / "notes" / "deep.txt").is_file()
+    assert (target / "NOTES.md").read_text() == "a user's notes"
+    assert (target / "notes" / "deep.txt").read_text() == "a user's folder"
     assert os.readlink(target / "link") == "NOTES.md" and stat.S_ISFIFO(os.lstat(target / "pipe").st_mode)
     assert os.listdir(tmp_path) == ["store"]
 

@@ -13,7 +13,6 @@ from guimem.smg.judge import (
     acted_words,
     goal_keywords,
     judge_prompt,
-    parse_yes_no,
     quoted_phrases,
     switch_goal,
     typing_mismatch,
@@ -132,10 +131,3 @@ def test_llm_judge_prompt_shows_no_hidden_state():
     assert "secret" not in text and "tampered" not in text
     assert "Turn on Dark theme" in text and "Dark theme" in text
     assert judge_prompt(ep) == judge_prompt(hm.dark_theme_episode())
-
-
-def test_parse_yes_no():
-    assert parse_yes_no("YES") == "yes"
-    assert parse_yes_no("Answer: no.") == "no"
-    assert parse_yes_no("nobody knows") is None
-    assert parse_yes_no("") is None

@@ -112,3 +112,35 @@ def test_importing_guimem_changes_no_environment_and_picks_no_backend():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "None", f"importing guimem chose the matplotlib backend {out.stdout.strip()!r}"
+
+
+# ----------------------------------------------------------------------------- the tests' own imports
+TESTS = Path(__file__).resolve().parent
+
+
+def imported_names(tree: ast.AST) -> list[tuple[str, int]]:
+    """``(name, line)`` of everything imported anywhere in ``tree``: ``from a import b`` gives ``a`` and
+    ``a.b`` (b may be a module; a relative ``a`` keeps its dots), and ``__import__`` or
+    ``importlib.import_module`` of a literal name counts too."""
+    found: list[tuple[str, int]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(a.name, node.lineno) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = "." * node.level + (node.module or "")
+            dot = "." if node.module else ""
+            found += [(base, node.lineno)] + [(base + dot + a.name, node.lineno) for a in node.names]
+        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
+            func = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", None)
+            if func in ("__import__", "import_module") and isinstance(node.args[0].value, str):
+                found.append((node.args[0].value, node.lineno))
+    return found
+
+
+def test_tests_import_no_test_module():
+    """A test module (``test_*.py``) is never imported by another: what tests share lives in support
+    modules (tests/recordings.py, tests/memory_fixtures.py, ...) or in conftest.py fixtures."""
+    found = [f"{path.relative_to(TESTS)}:{line}: {name}" for path in sorted(TESTS.rglob("*.py"))
+             for name, line in imported_names(ast.parse(path.read_text(encoding="utf-8")))
+             if name.rsplit(".", 1)[-1].startswith("test_")]
+    assert not found, f"tests import test modules: {found}"

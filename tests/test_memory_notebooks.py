@@ -2,7 +2,9 @@
 
 import json
 
+import numpy as np
 import pytest
+from PIL import Image
 
 from guimem.core.store import load_episodes
 
@@ -38,8 +40,11 @@ def retrieval_eval(stage_dir, graph_build):
 def test_graph_build_notebook_runs(stage_dir, graph_build):
     out = stage_dir / "data" / "graph_build"
     for name in ("smg", "flat", "action_graph", "task_graph"):
-        assert (out / name / "memory.json").is_file() and (out / name / "items.jsonl").is_file()
-    assert (out / "projection" / "basis.npy").is_file()
+        assert json.loads((out / name / "memory.json").read_text())["memory"] == name
+        ids = [json.loads(line)["id"] for line in (out / name / "items.jsonl").read_text().splitlines()]
+        assert ids and all(i.startswith(f"{name}:") for i in ids)
+    assert len((out / "flat" / "items.jsonl").read_text().splitlines()) == graph_build["flat"]["items"]
+    assert np.load(out / "projection" / "basis.npy").shape[0] == graph_build["image_dim"] == 8  # pca_dim rows
     for what in ("sweeps", "graph", "memory"):
         assert (stage_dir / "figures" / f"graph_build_{what}.png").stat().st_size > 10_000
 
@@ -70,7 +75,9 @@ def test_retrieval_eval_notebook_runs(stage_dir, retrieval_eval):
         lines = (out / name / "steps.jsonl").read_text().splitlines()
         assert len(lines) == test_steps
         record = json.loads(lines[0])
-        assert (out / name / record["image"]).is_file() and record["text"].startswith("Past experience")
+        style = json.loads((stage_dir / "data" / "graph_build" / name / "memory.json").read_text())["style"]
+        assert list(Image.open(out / name / record["image"]).size) == style["image_size"]  # the memory's own size
+        assert record["text"].startswith("Past experience")
     for what in ("hits", "tau"):
         assert (stage_dir / "figures" / f"retrieval_eval_{what}.png").stat().st_size > 10_000
 

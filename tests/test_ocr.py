@@ -5,14 +5,16 @@ an import with OCR gives the screens elements the rest of the package reads (a s
 from __future__ import annotations
 
 import shutil
+from importlib.util import find_spec
 from pathlib import Path
 
 import pytest
 from PIL import Image
 
-from guimem.real.ocr import OcrLine, OcrReader, ocr_available
+from guimem.real.ocr import OcrLine, OcrReader
 
-pytestmark = pytest.mark.skipif(not ocr_available(), reason="rapidocr-onnxruntime is part of make setup")
+pytestmark = pytest.mark.skipif(find_spec("rapidocr_onnxruntime") is None,
+                                reason="rapidocr-onnxruntime is part of make setup")
 
 RUN = (Path(__file__).resolve().parents[1] / "samples" / "android_world_simple_calendar"
        / "What_is_my_next_upcoming_event_in_Simple_Calendar_")

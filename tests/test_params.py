@@ -3,10 +3,8 @@ kind of check (type, range, choice, relation, name) refuses with the params.yaml
 
 from __future__ import annotations
 
-import re
 import shlex
 from pathlib import Path
-from typing import Any
 
 import nbformat
 import pytest
@@ -28,66 +26,7 @@ from guimem.pipeline.params import (
     config_fields,
 )
 from guimem.pipeline.runner import check_parameters, main, notebook_defaults, read_parameters
-
-REPO = Path(__file__).resolve().parents[1]
-DVC_STAGES: dict[str, dict[str, Any]] = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
-RUNNER = ("python", "-m", "guimem.pipeline.runner")
-
-
-# ----------------------------------------------------------------------------- a dvc.yaml stage's command
-def _dvc_text(value: Any) -> str:
-    """A params.yaml value as DVC writes it into a command (booleans in lower case)."""
-    return str(value).lower() if isinstance(value, bool) else str(value)
-
-
-def stage_argv(stage: str, params_path: Path, output: Path) -> list[str]:
-    """The runner's arguments for ``stage`` of dvc.yaml, as DVC runs it with ``params_path`` as params.yaml.
-
-    ``${section.key}`` is filled in from ``params_path``, ``-f params.yaml:...`` reads it, the
-    notebook path is made absolute and the executed notebook goes to ``output``.
-    """
-    params = yaml.safe_load(params_path.read_text())
-
-    def value(match: re.Match) -> str:
-        section, key = match[1].split(".")
-        return _dvc_text(params[section][key])
-
-    tokens = shlex.split(re.sub(r"\$\{([\w.]+)\}", value, DVC_STAGES[stage]["cmd"]))
-    assert tuple(tokens[:3]) == RUNNER, DVC_STAGES[stage]["cmd"]
-    notebook, _, *options = tokens[3:]
-    options = [f"{params_path}:{o.partition(':')[2]}" if o.startswith("params.yaml:") else o for o in options]
-    return [str(REPO / notebook), str(output), *options]
-
-
-def stage_inputs(stage: str, params_path: Path) -> tuple[Path, dict[str, Any], dict[str, Source]]:
-    """The notebook, parameter values and their sources the runner reads for ``stage`` (see :func:`stage_argv`)."""
-    notebook, _, *options = stage_argv(stage, params_path, Path("unused.ipynb"))
-    specs, pairs = [], []
-    while options:
-        flag, *options = options
-        if flag == "-f":
-            specs.append(options.pop(0))
-        else:
-            assert flag == "-p", flag
-            pairs.append((options.pop(0), options.pop(0)))
-    return Path(notebook), *read_parameters(specs, pairs)
-
-
-def edited_params(folder: Path, section: str, key: str, yaml_value: str) -> Path:
-    """A copy of the committed params.yaml in ``folder`` with ``section.key`` set to ``yaml_value`` (as
-    written in YAML; the key is added when the section lacks it)."""
-    lines = (REPO / "params.yaml").read_text().splitlines()
-    start = lines.index(next(line for line in lines if re.match(rf"{section}:(\s|$)", line)))
-    end = next((i for i in range(start + 1, len(lines)) if not lines[i].startswith(" ")), len(lines))
-    at = next((i for i in range(start + 1, end) if lines[i].startswith(f"  {key}:")), None)
-    if at is None:
-        lines.insert(start + 1, f"  {key}: {yaml_value}")
-    else:  # the key's line, and the item lines of a block list under it
-        after = next((i for i in range(at + 1, end) if not lines[i].startswith("  - ")), end)
-        lines[at:after] = [f"  {key}: {yaml_value}"]
-    path = folder / "params.yaml"
-    path.write_text("\n".join(lines) + "\n")
-    return path
+from params_support import DVC_STAGES, REPO, edited_params, stage_argv
 
 
 # ----------------------------------------------------------------------------- specs, notebooks, params.yaml

@@ -139,5 +139,6 @@ def test_dvc_plots_show_writes_an_offline_page_without_warnings(tmp_path, page):
     html = index.read_text(encoding="utf-8")
     assert "window.vegaEmbed=" in html and "vegaEmbed('#plots_loss_csv', spec);" in html
     assert ("img", "static/workspace_figures_figure.png") in links(html)
-    assert (repo / "dvc_plots" / "static" / "workspace_figures_figure.png").is_file()
+    shown_png = repo / "dvc_plots" / "static" / "workspace_figures_figure.png"
+    assert shown_png.read_bytes() == (repo / "figures" / "figure.png").read_bytes()  # the figure itself, copied
     assert remote(html) == [] and "cdn." not in html

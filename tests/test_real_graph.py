@@ -6,13 +6,13 @@ both label files, a seeded split), 10_real_graph builds the graph on real screen
 from __future__ import annotations
 
 import json
+from importlib.util import find_spec
 from pathlib import Path
 
 import pytest
 import yaml
 
 from guimem.core.store import SPLITS, load_episodes
-from guimem.real.ocr import ocr_available
 
 ROOT = Path(__file__).resolve().parents[1]
 PARAMS = yaml.safe_load((ROOT / "params.yaml").read_text())
@@ -21,7 +21,7 @@ FAST = {"image_embedder": "pixels", "text_embedder": "hashing"}  # the stages' l
 
 @pytest.mark.notebook
 @pytest.mark.slow
-@pytest.mark.skipif(not ocr_available(), reason="rapidocr-onnxruntime is part of make setup")
+@pytest.mark.skipif(find_spec("rapidocr_onnxruntime") is None, reason="rapidocr-onnxruntime is part of make setup")
 def test_recorded_runs_through_the_pipeline(tmp_path):
     from nbsmoke import run_notebook
 

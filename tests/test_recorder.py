@@ -4,8 +4,8 @@ action taken, the final screen; scripted and actor-driven; nothing written when 
 from __future__ import annotations
 
 import pytest
-from test_device import env
 
+from fake_device import env
 from guimem.core.data import Action, DataError
 from guimem.core.env import Task
 from guimem.core.policy import PolicyOutput

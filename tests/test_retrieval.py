@@ -1,8 +1,9 @@
-"""Retrieval evaluation on the hand-made store of test_memories: hit@k, failures, files."""
+"""Retrieval evaluation on the hand-made store of memory_fixtures: hit@k, failures, files."""
 
 import json
 
 import pytest
+from PIL import Image
 
 from guimem.smg.memories import RenderStyle, build_memory
 from guimem.smg.retrieval import (
@@ -16,7 +17,7 @@ from guimem.smg.retrieval import (
     summarize,
     write_results,
 )
-from test_memories import TAP_DISPLAY, TAP_SETTINGS, embedders, episode, store  # noqa: F401 (fixture)
+from memory_fixtures import TAP_DISPLAY, TAP_SETTINGS, embedders, episode, store  # noqa: F401 (fixture)
 
 
 @pytest.fixture()
@@ -71,7 +72,7 @@ def test_written_results_are_complete_and_deduplicated(setup, tmp_path):
     assert len(records) == 6 and records[1]["shown"] == list(results[1].shown)
     assert records[1]["image"] == f"images/{image_name(results[1].shown)}"
     assert len(list((out / "images").iterdir())) == 3  # three distinct shown sets
-    assert all((out / r["image"]).is_file() for r in records)
+    assert all(Image.open(out / r["image"]).size == m.style.image_size for r in records)
     first = (out / "steps.jsonl").read_bytes()
     write_results(tmp_path / "out", m, evaluate_memory(m, queries + queries, vectors, train))
     assert (out / "steps.jsonl").read_bytes() == first  # deterministic, rewritten whole

@@ -10,17 +10,12 @@ import json
 import numpy as np
 import pytest
 import torch
-from PIL import Image
 
-from guimem.actors.mini.config import ActorConfig
+from actor_fixtures import BUTTONS, RULES, an_input, examples, tiny_actor
 from guimem.actors.mini.features import collate, decode, sample_decode
-from guimem.actors.mini.model import GuiActor
 from guimem.actors.mini.policy import MiniActor
-from guimem.actors.mini.train import build_vocabulary
-from guimem.core.data import Action, DataError
-from guimem.core.policy import PolicyInput
+from guimem.core.data import DataError
 from guimem.eval.examples import ActorExample
-from guimem.eval.metrics import MatchConfig
 from guimem.routing.evaluate import (
     at_rate,
     beats_random,
@@ -41,39 +36,13 @@ from guimem.routing.policy import SwitchMemPolicy
 from guimem.routing.probe import PreferenceProbe, cross_validated_decisions, layer_curve, transfer_curve
 from guimem.routing.records import CONDITIONS, StepRecords, collect_records, concat, step_seed
 from guimem.routing.router import Router, RouterConfig, calibrate_tau, train_router
-from test_actor import BUTTONS, TINY  # the tiny actor and screen elements of the actor's own tests
 
 torch.set_num_threads(1)
-
-
-def screen(colour=(230, 230, 230)) -> Image.Image:
-    return Image.new("RGB", (90, 180), colour)
-
-
-def an_input(i: int = 0, goal: str = 'Rename "Yoga" to Errands') -> PolicyInput:
-    return PolicyInput(screen((200 - 10 * i, 200, 200)), BUTTONS, goal, (Action("tap", point=(0.25, 0.12)),),
-                       f"1. succeeded | did: tap \"Display\" {i}", screen((10 * i, 100, 30)))
-
-
-def tiny_actor() -> MiniActor:
-    """A tiny random miniature actor (seeded)."""
-    vocab = build_vocabulary([ActorExample(an_input(), Action("back"))], min_count=1, n_hash_buckets=8)
-    torch.manual_seed(0)
-    model = GuiActor(ActorConfig(vocab_size=len(vocab), app_names=["Notes", "Shop"], **TINY)).eval()
-    return MiniActor(model, vocab, batch_size=4)
 
 
 @pytest.fixture(scope="module")
 def actor() -> MiniActor:
     return tiny_actor()
-
-
-def examples(n: int = 6) -> list[ActorExample]:
-    targets = [Action("tap", point=(0.25, 0.12)), Action("back"), Action("type", text="Yoga"), Action("done")]
-    return [ActorExample(an_input(i), targets[i % 4], f"ep{i // 3}", i % 3, "smg") for i in range(n)]
-
-
-RULES = {"aitw": MatchConfig("aitw"), "learngui": MatchConfig("learngui", screen_size_px=(90, 180))}
 
 
 # ----------------------------------------------------------------------------- sampling

@@ -12,6 +12,7 @@ from PIL import Image
 from guimem.actors.mini.config import ActorConfig
 from guimem.actors.mini.model import GuiActor
 from guimem.actors.mini.policy import MiniActor
+from guimem.actors.mini.tiny import TINY
 from guimem.actors.mini.train import build_vocabulary
 from guimem.core.data import Action, UIElement
 from guimem.core.policy import FeaturisingPolicy, PolicyInput, PolicyOutput
@@ -35,10 +36,7 @@ def tiny_actor_and_examples() -> tuple[MiniActor, list[ActorExample]]:
                                      Action("tap", (0.25, 0.1)) if i % 2 else Action("back"), f"e{i}", 0, "smg"))
     vocab = build_vocabulary(examples, min_count=1, n_hash_buckets=8)
     torch.manual_seed(0)
-    tiny = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64, dropout=0.0,
-                screen_height=32, screen_width=16, memory_image_height=32, memory_image_width=16, patch_size=8,
-                max_memory_tokens=24)
-    actor = MiniActor(GuiActor(ActorConfig(vocab_size=len(vocab), app_names=["Notes"], **tiny)).eval(), vocab,
+    actor = MiniActor(GuiActor(ActorConfig(vocab_size=len(vocab), app_names=["Notes"], **TINY)).eval(), vocab,
                       batch_size=5)
     return actor, examples
 

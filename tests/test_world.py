@@ -6,7 +6,7 @@ import pytest
 
 from guimem.core.data import Action, DataError
 from guimem.core.env import Env
-from guimem.core.store import png_bytes
+from guimem.core.store import png_bytes, read_manifest
 from guimem.phone import apps as A
 from guimem.phone.apps.base import UnknownName, screen
 from guimem.phone.config import WorldConfig
@@ -452,8 +452,8 @@ def test_world_notebook_runs(world_notebook):
     tmp, _ = world_notebook
     for what in ("gallery", "filmstrip", "summary"):
         assert (tmp / "figures" / f"world_{what}.png").stat().st_size > 10_000
-    for split in ("train", "test"):
-        assert (tmp / "data" / "world" / split / "manifest.json").is_file()
+    for split, n in (("train", 10), ("test", 4), ("memory", 6)):
+        assert read_manifest(tmp / "data" / "world" / split)["episodes"] == n
 
 
 @pytest.mark.notebook

@@ -20,14 +20,12 @@ from bad_inputs.corpus import error
 from guimem.actors.mini.config import ActorConfig
 from guimem.actors.mini.model import GuiActor
 from guimem.actors.mini.policy import MiniActor
+from guimem.actors.mini.tiny import TINY
 from guimem.core.io import MARKER
 from guimem.models.tokenizer import Vocabulary
 
 pytestmark = pytest.mark.bad_input
 
-TINY = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
-            screen_height=32, screen_width=16, memory_image_height=32, memory_image_width=16, patch_size=8,
-            max_memory_tokens=24)
 WEIGHTS = "model.safetensors"
 
 

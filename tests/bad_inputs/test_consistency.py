@@ -26,12 +26,12 @@ import numpy as np
 import pytest
 
 from bad_inputs.corpus import error, located
-from bad_inputs.test_graph import CONFIG, array, edit_edges, edit_json, graph, manifest, set_node
-from bad_inputs.test_memories import STORED, build, item, items, meta, store  # noqa: F401 (fixture)
+from bad_inputs.graph_files import CONFIG, array, edit_edges, graph, manifest, set_node
+from bad_inputs.memory_files import STORED, build, item, items, meta, store  # noqa: F401 (fixture)
 from guimem.core.store import load_subgoals, read_manifest, save_subgoals
 from guimem.smg.graph import MemoryGraph
 from guimem.smg.memories import load_memory
-from test_memories import embedders
+from memory_fixtures import draw_screen, embedders
 
 pytestmark = pytest.mark.bad_input
 
@@ -48,7 +48,7 @@ def edit_subgoal(line: int, **values: Any) -> Callable[[Path], None]:
     return edit_edges(lambda rows: rows[line]["subgoal"].update(values))
 
 
-# (case id, mutation of the saved graph of test_graph.graph(), field, file)
+# (case id, mutation of the saved graph of graph_files.graph(), field, file)
 GRAPHS: list[tuple[str, Callable[[Path], None], str, str]] = [
     ("edge_of_an_absent_episode", edit_subgoal(0, episode_id="e9"), "subgoal.episode_id", "edges.jsonl"),
     ("edge_from_a_node_without_its_screenshot", edit_edges(lambda rows: rows[0].update(source=2)), "source",
@@ -160,7 +160,7 @@ def test_a_loaded_memory_renders_its_own_store_only(store):
     m = build("smg", store)
     m.save(root / "m")
     loaded = load_memory(root / "m", *embedders(root))
-    r = loaded.retrieve(m._query_vector(__import__("test_memories").draw_screen("list")), "turn on dark mode")
+    r = loaded.retrieve(m._query_vector(draw_screen("list")), "turn on dark mode")
     assert loaded.store_root == root and {i.anchor for i in r.items} <= set(STORED.values())
     assert loaded.render_image(r).size == m.render_image(r).size
 

@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 from typing import Any, Callable
@@ -19,69 +18,22 @@ import pytest
 from PIL import Image
 
 from bad_inputs.corpus import error, files_of, located
-from guimem.core.data import Subgoal
+from bad_inputs.graph_files import CONFIG, D, E, array, edit_edges, edit_json, graph, manifest, set_node, sub
 from guimem.core.io import MARKER
 from guimem.models.embedding import HashingTextEmbedder, PixelEmbedder
 from guimem.smg.graph import GraphConfig, MemoryGraph, add_subgoals, build_graph
 
 pytestmark = pytest.mark.bad_input
 
-D = 4
-CONFIG = GraphConfig("hand", D, "hand-text", D, 0.9, 0.9)
-E = np.eye(D, dtype=np.float32)
-
-
-def sub(eid: str, index: int, first: int, last: int, text: str = "open it", success: str = "yes",
-        shot: str | None = None) -> Subgoal:
-    return Subgoal(eid, index, first, last, shot or f"{eid}/s{first}.png", f"{eid}/s{last + 1}.png", text,
-                   "", "", success, None)
-
-
-def graph() -> MemoryGraph:
-    """Three nodes, two edges (one a failure), one episode."""
-    g = MemoryGraph(CONFIG)
-    g.add_episode([sub("e0", 0, 0, 0), sub("e0", 1, 1, 1, "close it", "no")],
-                  {"e0/s0.png": E[0], "e0/s1.png": E[1], "e0/s2.png": E[2]}, np.stack([E[0], E[1]]))
-    return g
-
-
 # ============================================================================= a saved graph, one file broken
-def edit_json(name: str, change: Callable[[Any], Any]) -> Callable[[Path], None]:
-    """A mutation rewriting the JSON file ``name`` with ``change(document)`` (in place or returned)."""
-    def mutate(folder: Path) -> None:
-        doc = json.loads((folder / name).read_text())
-        out = change(doc)
-        (folder / name).write_text(json.dumps(doc if out is None else out))
-    return mutate
-
-
-def manifest(**values: Any) -> Callable[[Path], None]:
-    return edit_json("manifest.json", lambda m: m.update(values))
-
-
 def drop_key(key: str) -> Callable[[Path], None]:
     def drop(m: dict) -> None:
         del m[key]
     return edit_json("manifest.json", drop)
 
 
-def edit_edges(change: Callable[[list], Any]) -> Callable[[Path], None]:
-    def mutate(folder: Path) -> None:
-        rows = [json.loads(line) for line in (folder / "edges.jsonl").read_text().splitlines()]
-        change(rows)
-        (folder / "edges.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return mutate
-
-
 def write_text(name: str, text: str) -> Callable[[Path], None]:
     return lambda folder: (folder / name).write_text(text)
-
-
-def array(name: str, change: Callable[[np.ndarray], np.ndarray]) -> Callable[[Path], None]:
-    def mutate(folder: Path) -> None:
-        x = np.load(folder / name)
-        np.save(folder / name, change(x.copy()), allow_pickle=True)
-    return mutate
 
 
 def poke(value: float) -> Callable[[np.ndarray], np.ndarray]:
@@ -114,10 +66,6 @@ def link_out(name: str) -> Callable[[Path], None]:
         (folder / name).unlink()
         (folder / name).symlink_to(outside)
     return mutate
-
-
-def set_node(i: int, **values: Any) -> Callable[[Path], None]:
-    return edit_json("nodes.json", lambda nodes: nodes[i].update(values))
 
 
 # (case id, mutation of a saved graph folder, field, file)

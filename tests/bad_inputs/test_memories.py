@@ -21,65 +21,18 @@ import numpy as np
 import pytest
 
 from bad_inputs.corpus import error, files_of, located
+from bad_inputs.memory_files import STORED, build, item, items, meta, store  # noqa: F401 (store: a fixture)
 from guimem.core.io import MARKER
-from guimem.core.store import load_episodes, png_bytes, save_episodes, screen_path
-from guimem.smg.memories import RenderStyle, build_memory, load_memories, load_memory, make_memory
+from guimem.smg.memories import RenderStyle, load_memories, load_memory, make_memory
 from guimem.smg.retrieval import evaluate_memory, read_results, step_queries, write_results
-from test_memories import SCREENS, TAP_DISPLAY, TAP_GEAR, TAP_SETTINGS, draw_screen, embedders, episode, subgoal
+from memory_fixtures import TAP_GEAR, TAP_SETTINGS, draw_screen, embedders, episode, subgoal
 
 pytestmark = pytest.mark.bad_input
 
-STORED = {name: screen_path(png_bytes(draw_screen(name))) for name in SCREENS}  # each screen's path in the store
 NAME = {path: name for name, path in STORED.items()}
 
 
-@pytest.fixture
-def store(tmp_path) -> tuple[Path, list, list]:
-    """The hand-made three screens as an episode store (a memory reads only such a store's screens),
-    two episodes and their subgoals; the screens also under their hand names (screens/home.png ...)
-    for the episodes added in code."""
-    hand = [episode("e0", "turn on dark mode", [("home", TAP_SETTINGS, "a"), ("list", TAP_DISPLAY, "b")], "detail"),
-            episode("e1", "turn on dark mode", [("home", TAP_SETTINGS, "a"), ("list", TAP_GEAR, "b")], "list")]
-    save_episodes(hand, {f"screens/{name}.png": draw_screen(name) for name in SCREENS}, tmp_path)
-    eps = load_episodes(tmp_path)
-    for name in SCREENS:
-        draw_screen(name).save(tmp_path / "screens" / f"{name}.png")
-    subs = [subgoal(eps[0], 0, 0, 0, "open the settings", "yes"), subgoal(eps[0], 1, 1, 1, "open display", "yes"),
-            subgoal(eps[1], 0, 0, 0, "open the settings", "yes"), subgoal(eps[1], 1, 1, 1, "open display", "no")]
-    return tmp_path, eps, subs
-
-
-def build(name: str, store, **params: Any):
-    root, eps, subs = store
-    return build_memory(name, eps, subs, root, *embedders(root), tau=0.99, theta=0.9, **params)
-
-
 # ============================================================================= a saved memory, one file broken
-def meta(**values: Any) -> Callable[[Path], None]:
-    def mutate(folder: Path) -> None:
-        m = json.loads((folder / "memory.json").read_text())
-        for key, value in values.items():
-            target = m["style"] if key.startswith("style_") else m
-            target[key.removeprefix("style_")] = value
-        (folder / "memory.json").write_text(json.dumps(m))
-    return mutate
-
-
-def item(line: int, **values: Any) -> Callable[[Path], None]:
-    def mutate(folder: Path) -> None:
-        rows = [json.loads(s) for s in (folder / "items.jsonl").read_text().splitlines()]
-        rows[line].update(values)
-        (folder / "items.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return mutate
-
-
-def items(change: Callable[[list[str]], list[str]]) -> Callable[[Path], None]:
-    def mutate(folder: Path) -> None:
-        lines = (folder / "items.jsonl").read_text().splitlines()
-        (folder / "items.jsonl").write_text("".join(s + "\n" for s in change(lines)))
-    return mutate
-
-
 def write_text(name: str, text: str) -> Callable[[Path], None]:
     return lambda folder: (folder / name).write_text(text)
 

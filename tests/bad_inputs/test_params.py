@@ -13,7 +13,7 @@ import pytest
 
 from guimem.core.data import DataError
 from guimem.pipeline.runner import check_parameters, main
-from test_params import REPO, edited_params, stage_argv, stage_inputs
+from params_support import REPO, edited_params, stage_argv, stage_inputs
 
 pytestmark = pytest.mark.bad_input
 

@@ -24,7 +24,7 @@ from guimem.pipeline.runner import (
     read_parameters,
     yaml12_reading,
 )
-from test_params import REPO, edited_params, stage_inputs
+from params_support import REPO, edited_params, stage_inputs
 
 pytestmark = pytest.mark.bad_input
 

@@ -66,15 +66,6 @@ class OcrLine:
     score: float
 
 
-def ocr_available() -> bool:
-    """Whether ``rapidocr-onnxruntime`` can be imported here."""
-    try:
-        import rapidocr_onnxruntime  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 class OcrReader:
     """PP-OCR on screenshots, as elements; ``min_score`` and ``status_bar`` as in the module doc;
     ``cache_dir`` None keeps no cache."""

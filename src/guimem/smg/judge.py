@@ -237,12 +237,6 @@ def judge_prompt(episode: Episode) -> list[dict[str, str]]:
             {"role": "user", "content": f"{trajectory_text(ep)}\n{final}\nDid the agent complete the goal? yes or no?"}]
 
 
-def parse_yes_no(answer: str) -> str | None:
-    """``yes`` or ``no`` from the first such word in an answer, or None when neither appears."""
-    m = re.search(r"\b(yes|no)\b", answer.lower())
-    return m.group(1) if m else None
-
-
 YES_WORDS, NO_WORDS = ("yes", "Yes", " yes", " Yes"), ("no", "No", " no", " No")  # spellings of the answer's first word
 
 

@@ -16,8 +16,6 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from guimem.core.data import DataError, Episode
 from guimem.smg.annotate import span_intent
 from guimem.smg.screens import blind, trajectory_text
@@ -184,11 +182,6 @@ class LLMStats:
     def count(self, status: str) -> int:
         """How many answers had ``status`` (ok, repaired, unparseable)."""
         return sum(r.status == status for r in self.records)
-
-    @property
-    def seconds_per_episode(self) -> float:
-        """Mean generation time per episode (0.0 before any call)."""
-        return float(np.mean([r.seconds for r in self.records])) if self.records else 0.0
 
     def summary(self) -> dict[str, int]:
         """Counts of episodes and of each status (deterministic: no times)."""

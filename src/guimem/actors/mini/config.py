@@ -136,11 +136,6 @@ class ActorConfig(PretrainedConfig):
         return self.screen_height // self.patch_size, self.screen_width // self.patch_size
 
     @property
-    def memory_grid(self) -> tuple[int, int]:
-        """(rows, columns) of memory-image patches."""
-        return self.memory_image_height // self.patch_size, self.memory_image_width // self.patch_size
-
-    @property
     def n_screen_patches(self) -> int:
         rows, cols = self.screen_grid
         return rows * cols
