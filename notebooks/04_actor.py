@@ -26,7 +26,7 @@
 # **Running it yourself.** `dvc repro` runs this notebook with the paths above. Opened in
 # JupyterLab (`make lab`), it reads the pipeline's `data/` and its defaults below write under
 # `scratch/`, so trying a parameter here never touches the pipeline's outputs (training takes
-# about 5 minutes on 2 cores; `max_train_episodes` and `epochs` shrink it). Saving the notebook
+# about 5 minutes on 2 cores; `max_train_episodes` and `training["epochs"]` shrink it). Saving the notebook
 # keeps only your edits to its cells (`git checkout notebooks/04_actor.py` undoes them).
 #
 # **Paper.** The actor of the SMG paper's main table (there: Qwen3-VL-8B prompted with the
