@@ -38,8 +38,7 @@ out_dir = "scratch/graph_build"  # one folder per memory, plus projection/ (the 
 image_embedder = "efficientnet_lite0"  # screen embedder: efficientnet_lite0[-squash|-pad], pixels, hf:<local path>
 text_embedder = "minilm"  # intent embedder: minilm (all-MiniLM-L6-v2) or hashing
 pca_dim = 64  # project screen embeddings onto their top principal directions (0: keep every dimension)
-tau = 0.9  # a screen merges into its nearest node when their cosine is at least tau
-theta = 0.9  # an edge is a duplicate when its intent cosine to an earlier one (same source, target, success) is at least theta
+graph = {}  # the graph memories' thresholds, GraphConfig's tau (node merge) and theta (edge dedup); unset: its defaults
 k_nodes = 1  # nodes a graph memory retrieves per query
 flat_k = 3  # subgoals Subgoal-Flat retrieves per query
 task_k = 1  # trajectories Task-Graph retrieves per query
@@ -124,9 +123,9 @@ print(f"screen embedder: {images.name} ({images.dim}-d); intent embedder: {texts
 style = RenderStyle(max_items=max_items, max_actions=max_actions,
                     image_size=(memory_image_width, memory_image_height))
 search = NodeSearch(kind=node_index, exact_below=exact_below)
-params = {"smg": dict(tau=tau, theta=theta, k=k_nodes, rank_by=rank_by), "flat": dict(k=flat_k),
-          "action_graph": dict(tau=tau, theta=theta, k=k_nodes, rank_by=rank_by),
-          "task_graph": dict(tau=tau, theta=theta, k=task_k, alpha=task_alpha)}
+params = {"smg": dict(**graph, k=k_nodes, rank_by=rank_by), "flat": dict(k=flat_k),
+          "action_graph": dict(**graph, k=k_nodes, rank_by=rank_by),
+          "task_graph": dict(**graph, k=task_k, alpha=task_alpha)}
 memories = {}
 for name in MEMORIES:
     memories[name] = build_memory(name, episodes, subgoals, memory_root, images, texts, style=style, search=search,
@@ -157,11 +156,11 @@ print(f"SMG: {smg.n_nodes} nodes from {smg.stats()['screens_merged']} screens, {
 # %%
 tau_rows = []
 for t in tau_sweep:
-    g = build_graph(subgoals, images, texts, memory_root, tau=t, theta=theta, search=search)
+    g = build_graph(subgoals, images, texts, memory_root, tau=t, theta=smg.config.theta, search=search)
     tau_rows.append({"tau": t, "nodes": g.n_nodes, "edges": g.n_edges, "purity": node_purity(g, screen_of)})
 theta_rows = []
 for th in theta_sweep:
-    g = build_graph(subgoals, images, texts, memory_root, tau=tau, theta=th, search=search)
+    g = build_graph(subgoals, images, texts, memory_root, tau=smg.config.tau, theta=th, search=search)
     theta_rows.append({"theta": th, "edges": g.n_edges, "dedup_ratio": g.stats()["dedup_ratio"]})
 fig, (a, b, c) = plt.subplots(1, 3, figsize=(10.5, 3.2), layout="constrained")
 a.plot([r["tau"] for r in tau_rows], [r["purity"] for r in tau_rows], "o-", color=MEMORY_COLORS["smg"])
@@ -171,7 +170,7 @@ b.axhline(len(set(screen_of.values())), color="#999999", ls="--", lw=1, label="t
 b.set(xlabel="τ (merge threshold)", ylabel="nodes", ylim=(0, None), title="... and more of them")
 b.legend(fontsize=7)
 c.plot([r["theta"] for r in theta_rows], [r["dedup_ratio"] for r in theta_rows], "o-", color=MEMORY_COLORS["smg"])
-c.set(xlabel="θ (dedup threshold)", ylabel="share of subgoals dropped", ylim=(0, 1), title=f"Dedup at τ = {tau}")
+c.set(xlabel="θ (dedup threshold)", ylabel="share of subgoals dropped", ylim=(0, 1), title=f"Dedup at τ = {smg.config.tau}")
 save_figure(fig, figure_path(figures_dir, "graph_build", "sweeps"))
 write_plot_data(plots_dir, "graph_build", "tau_sweep", [{k: round(v, 4) for k, v in r.items()} for r in tau_rows])
 write_plot_data(plots_dir, "graph_build", "theta_sweep", [{k: round(v, 4) for k, v in r.items()} for r in theta_rows])

@@ -26,7 +26,7 @@
 # **Running it yourself.** `dvc repro` runs this notebook with the paths above. Opened in
 # JupyterLab (`make lab`), it reads the pipeline's `data/` and its defaults below write under
 # `scratch/`, so trying a parameter here never touches the pipeline's outputs (training takes
-# about 5 minutes on 2 cores; `max_train_episodes` and `epochs` shrink it). Saving the notebook
+# about 5 minutes on 2 cores; `max_train_episodes` and `training["epochs"]` shrink it). Saving the notebook
 # keeps only your edits to its cells (`git checkout notebooks/04_actor.py` undoes them).
 #
 # **Paper.** The actor of the SMG paper's main table (there: Qwen3-VL-8B prompted with the
@@ -44,29 +44,8 @@ text_embedder = "minilm"  # must be the intent embedder the memories were built 
 seed = 0  # folds, modality draws, initialisation and batch order
 k_folds = 4  # training memories are rebuilt k times, each without one fold of the training episodes
 kinds_per_step = 1  # memory kinds (of smg, flat, action_graph, task_graph) drawn per training step
-max_history = 4  # earlier actions the actor sees
-epochs = 5  # passes over the training examples (5 keeps the stage within its 5-minute budget on 2 cores)
-batch_size = 32  # examples per optimizer step
-lr = 0.003  # AdamW peak learning rate (linear warm-up, cosine decay)
-weight_decay = 0.01  # AdamW weight decay
-warmup_steps = 50  # optimizer steps of learning-rate warm-up
-goal_dropout = 0.0  # chance per example and epoch that the goal is hidden (forces reading the memory)
-modality_weights = [1.0, 1.0, 1.0, 1.0]  # odds of showing memory as none / text / image / both per example and epoch
-hidden_size = 64  # d_model
-num_hidden_layers = 6  # transformer blocks (hidden states: this + 1)
-num_attention_heads = 2  # attention heads per block
-intermediate_size = 128  # MLP width
-dropout = 0.0  # dropout on embeddings and residual branches
-max_memory_tokens = 224  # memory text budget in tokens: covers the p95 SMG block of 03_retrieval_eval (3 items)
-mimetic_init = 1.0  # attention query and key projections start equal, at this times identity (0: plain init)
-word_init_scale = 3.0  # word embeddings start this many times larger than the other embeddings
-exact_match = True  # element tokens carry exact-match codes against the goal and the memory text
-role_channel = True  # element tokens carry their UI-tree role and state (toggle:on, a focused field, ...)
-act_context = True  # the [ACT] token carries the types of the last two actions (or "none yet")
-wide_type_head = True  # action-type logits also read those last types and the on-screen roles linearly
-wide_lr_scale = 30.0  # the wide head's learning rate, in multiples of lr
-type_loss_weight = 1.0  # weight of the action-type loss among the heads' losses
-type_balance = 0.0  # action-type loss weights (count / mean) ** -type_balance (0: unweighted)
+model = {}  # the actor's shape: fields of ActorConfig (guimem.actors.mini.config); unset: its defaults
+training = {}  # behaviour cloning: fields of TrainConfig (guimem.actors.mini.train); unset: its defaults
 dagger_rounds = 1  # DAgger rounds after behaviour cloning: roll out, relabel with the expert, train on (0: none)
 dagger_tasks = 200  # training tasks rolled out per round (each in a fresh world seed, on its own variant)
 dagger_epochs = 2  # epochs over the aggregated examples per round
@@ -89,7 +68,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from guimem.actors.mini.config import STRICT_MATCH
+from guimem.actors.mini.config import STRICT_MATCH, ActorConfig
 from guimem.actors.mini.train import TrainConfig, majority_action, train_actor
 from guimem.core.data import group_by_episode
 from guimem.core.io import write_metrics, write_stage_results
@@ -117,6 +96,7 @@ from guimem.viz.plotting import MEMORY_LABELS, MODALITY_COLORS, figure_path, sav
 
 enter_repo_root()
 torch.set_num_threads(torch_threads)
+shape = ActorConfig(**model)  # the actor's shape: actor.model's fields over ActorConfig's defaults
 train_root, test_root = Path(world_dir) / "train", Path(world_dir) / "test"
 train = load_episodes(train_root, verify_images=False)  # validated by 00_world
 train = train[:max_train_episodes] if max_train_episodes else train
@@ -151,7 +131,7 @@ def rebuild(kind, episodes):
 
 folds = fold_memories(train, rebuild, MEMORIES, k_folds, seed)  # kept: DAgger's rollouts read them too
 examples = build_kfold_examples(train, train_root, rebuild, MEMORIES, k_folds, seed, kinds_per_step,
-                                max_history, query_vectors=queries, folds=folds)
+                                shape.max_history, query_vectors=queries, folds=folds)
 print(f"{len(examples)} training examples; kinds:",
       {k: sum(ex.memory_kind == k for ex in examples) for k in MEMORIES})
 print("\nOne of them — goal:", examples[3].input.goal, "| demonstrated:", examples[3].target.describe())
@@ -166,12 +146,12 @@ print(examples[3].input.memory_text)
 # condition: memory kind x modality (none, text, image, both).
 
 # %%
-held = sample_held_out(examples_from_retrieval(test, test_root, retrieval_dir, MEMORIES, max_history),
+held = sample_held_out(examples_from_retrieval(test, test_root, retrieval_dir, MEMORIES, shape.max_history),
                        max_eval_steps, seed)
 steps = sorted({(ex.episode_id, ex.step) for ex in held})
 watch = [ex for ex in held if ex.memory_kind == "smg"][:200]  # scored after every epoch
 print(f"{len(steps)} held-out steps x {len(MEMORIES)} memories = {len(held)} examples")
-memory_cut = {kind: float(np.mean([count_tokens(ex.input.memory_text) > max_memory_tokens
+memory_cut = {kind: float(np.mean([count_tokens(ex.input.memory_text) > shape.max_memory_tokens
                                    for ex in held if ex.memory_kind == kind])) for kind in MEMORIES}
 print("share of memory blocks longer than the actor's budget (cut):", {k: f"{v:.1%}" for k, v in memory_cut.items()})
 
@@ -207,17 +187,7 @@ print("share of memory blocks longer than the actor's budget (cut):", {k: f"{v:.
 # coordinates), a swipe direction, a span of the goal to type, and the app to open.
 
 # %%
-config = TrainConfig(
-    epochs=epochs, batch_size=batch_size, lr=lr, weight_decay=weight_decay, warmup_steps=warmup_steps,
-    modality_weights=tuple(modality_weights), goal_dropout=goal_dropout, type_balance=type_balance,
-    wide_lr_scale=wide_lr_scale,
-    max_eval_examples=len(watch),
-    model=dict(hidden_size=hidden_size, num_hidden_layers=num_hidden_layers, num_attention_heads=num_attention_heads,
-               intermediate_size=intermediate_size, dropout=dropout, max_memory_tokens=max_memory_tokens,
-               max_history=max_history, mimetic_init=mimetic_init, word_init_scale=word_init_scale,
-               exact_match=exact_match, role_channel=role_channel, act_context=act_context,
-               wide_type_head=wide_type_head,
-               type_loss_weight=type_loss_weight))
+config = TrainConfig(**training, max_eval_examples=len(watch), model=model)
 actor, history = train_actor(examples, config, seed, eval_examples=watch)
 n_params = sum(p.numel() for p in actor.model.parameters())
 print(f"{n_params:,} parameters")  # speed: benchmarks/bench_actor.py (timings would make this report differ run to run)
@@ -237,8 +207,8 @@ bc_epochs = len(history.train_loss)
 rollout_world = replay_world_config(train_root, dagger_max_steps)
 dagger = []
 for r in range(dagger_rounds):
-    rollouts = plan_rollouts(train, *folds, dagger_tasks, seed + r, modality_weights, run=r + 1)
-    new, stats = dagger_examples(actor, rollouts, rollout_world, max_history, seed + r)
+    rollouts = plan_rollouts(train, *folds, dagger_tasks, seed + r, config.modality_weights, run=r + 1)
+    new, stats = dagger_examples(actor, rollouts, rollout_world, shape.max_history, seed + r)
     examples = examples + new
     dagger.append(stats.to_dict())
     print(f"round {r + 1}: the actor succeeded on {stats.success} of {stats.episodes} rollouts; {stats.kept} new "

@@ -33,8 +33,7 @@ recorded_dir = "data/recorded"  # 00_recorded's output: the import (imported/) i
 image_embedder = "efficientnet_lite0"  # screen embedder (as 02_graph_build's)
 text_embedder = "minilm"  # intent embedder
 pca_dim = 0  # project screen embeddings onto this many principal directions (0: keep all; at most the screens)
-tau = 0.9  # node merge threshold (paper: 0.9)
-theta = 0.9  # edge dedup threshold (paper: 0.9)
+graph = {}  # the graph's thresholds, GraphConfig's tau (node merge) and theta (edge dedup); unset: its defaults
 tau_sweep = [0.8, 0.85, 0.9, 0.93, 0.95, 0.97]  # merge thresholds compared
 out_dir = "scratch/real_graph"  # the graph (smg/) (the pipeline: data/real_graph)
 cache_dir = ".cache/guimem/embeddings"  # content-hash embedding cache (not tracked)
@@ -153,12 +152,12 @@ texts = cached_text_embedder(text_embedder, cache_dir)
 vectors = embed_screenshots(images, store, sorted(screen_of), progress=False)
 if pca_dim:
     images = fit_projection(images, [vectors[s] for s in sorted(vectors)], pca_dim)
-graph = build_graph(subgoals, images, texts, store, tau=tau, theta=theta)
-graph.save(Path(out_dir) / "smg")
-purity = node_purity(graph, screen_of) if labels else float("nan")
-fig = draw_node_strips(graph, store, screen_of)
+smg = build_graph(subgoals, images, texts, store, **graph)
+smg.save(Path(out_dir) / "smg")
+purity = node_purity(smg, screen_of) if labels else float("nan")
+fig = draw_node_strips(smg, store, screen_of)
 save_figure(fig, figure_path(figures_dir, "real_graph", "nodes"))
-print(f"τ = {tau}: {graph.n_nodes} nodes, {graph.n_edges} edges, purity {purity:.3f}")
+print(f"τ = {smg.config.tau}: {smg.n_nodes} nodes, {smg.n_edges} edges, purity {purity:.3f}")
 
 # %% [markdown]
 # ## τ, and what splits and what merges
@@ -166,7 +165,7 @@ print(f"τ = {tau}: {graph.n_nodes} nodes, {graph.n_edges} edges, purity {purity
 # %%
 rows = []
 for t in tau_sweep:
-    g = build_graph(subgoals, images, texts, store, tau=t, theta=theta)
+    g = build_graph(subgoals, images, texts, store, tau=t, theta=smg.config.theta)
     rows.append({"tau": t, "nodes": g.n_nodes, "edges": g.n_edges,
                  "purity": round(node_purity(g, screen_of), 4) if labels else None})
 write_plot_data(plots_dir, "real_graph", "tau_sweep", rows)
@@ -182,7 +181,7 @@ ax.set_xlabel("merge threshold τ")
 ax.set_ylabel("nodes")
 ax.legend(loc="upper left", fontsize=7)
 save_figure(fig, figure_path(figures_dir, "real_graph", "tau_sweep"))
-found = splits_and_merges(graph, screen_of)
+found = splits_and_merges(smg, screen_of)
 split = {t: n for t, n in found["splits"].items() if len(n) > 1}
 merged = {n: c for n, c in found["merges"].items() if len(c) > 1}
 print("τ sweep:", rows)
@@ -198,7 +197,7 @@ write_stage_results(results_path, {
 metrics = {
     "episodes": len(episodes), "steps": sum(len(e.steps) for e in episodes), "screens": len(screen_of),
     "screen_types": len(set(screen_of.values())) if labels else None, "subgoals": len(subgoals),
-    "intents_by_region_only": by_region, "nodes": graph.n_nodes, "edges": graph.n_edges,
+    "intents_by_region_only": by_region, "nodes": smg.n_nodes, "edges": smg.n_edges,
     "purity": round(purity, 4) if labels else None, "types_split": len(split), "nodes_merging_types": len(merged),
     "boundary_f1": round(next(iter(boundary.values()))["tolerance 0"]["f1"], 4) if boundary else None,
 }

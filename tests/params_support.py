@@ -34,8 +34,10 @@ def stage_argv(stage: str, params_path: Path, output: Path) -> list[str]:
     params = yaml.safe_load(params_path.read_text())
 
     def value(match: re.Match) -> str:
-        section, key = match[1].split(".")
-        return _dvc_text(params[section][key])
+        found = params
+        for part in match[1].split("."):
+            found = found[part]
+        return _dvc_text(found)
 
     tokens = shlex.split(re.sub(r"\$\{([\w.]+)\}", value, DVC_STAGES[stage]["cmd"]))
     assert tuple(tokens[:3]) == RUNNER, DVC_STAGES[stage]["cmd"]
@@ -60,16 +62,20 @@ def stage_inputs(stage: str, params_path: Path) -> tuple[Path, dict[str, Any], d
 
 def edited_params(folder: Path, section: str, key: str, yaml_value: str) -> Path:
     """A copy of the committed params.yaml in ``folder`` with ``section.key`` set to ``yaml_value`` (as
-    written in YAML; the key is added when the section lacks it)."""
+    written in YAML; the key is added when the section lacks it). ``section`` is dotted for a group
+    (``graph_build.graph``)."""
     lines = (REPO / "params.yaml").read_text().splitlines()
-    start = lines.index(next(line for line in lines if re.match(rf"{section}:(\s|$)", line)))
-    end = next((i for i in range(start + 1, len(lines)) if not lines[i].startswith(" ")), len(lines))
-    at = next((i for i in range(start + 1, end) if lines[i].startswith(f"  {key}:")), None)
+    start, end, indent = -1, len(lines), ""
+    for part in section.split("."):
+        start = next(i for i in range(start + 1, end) if re.match(rf"{indent}{part}:(\s|$)", lines[i]))
+        indent += "  "
+        end = next((i for i in range(start + 1, end) if not lines[i].startswith(indent)), end)
+    at = next((i for i in range(start + 1, end) if lines[i].startswith(f"{indent}{key}:")), None)
     if at is None:
-        lines.insert(start + 1, f"  {key}: {yaml_value}")
-    else:  # the key's line, and the item lines of a block list under it
-        after = next((i for i in range(at + 1, end) if not lines[i].startswith("  - ")), end)
-        lines[at:after] = [f"  {key}: {yaml_value}"]
+        lines.insert(start + 1, f"{indent}{key}: {yaml_value}")
+    else:  # the key's line, and the item lines of a block list or the keys of a group under it
+        after = next((i for i in range(at + 1, end) if not lines[i].startswith((f"{indent}- ", f"{indent}  "))), end)
+        lines[at:after] = [f"{indent}{key}: {yaml_value}"]
     path = folder / "params.yaml"
     path.write_text("\n".join(lines) + "\n")
     return path

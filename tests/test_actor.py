@@ -447,8 +447,9 @@ def actor_stage(tmp_path_factory):
 def _actor_params(tmp):
     """04_actor's parameters as dvc passes them (params.yaml's actor section), on tiny sizes."""
     stage = yaml.safe_load((Path(__file__).parents[1] / "params.yaml").read_text())["actor"]
-    tiny = dict(epochs=2, k_folds=2, hidden_size=32, num_hidden_layers=6, intermediate_size=64, torch_threads=1,
-                dagger_tasks=6, dagger_epochs=1, dagger_max_steps=8)
+    tiny = dict(k_folds=2, torch_threads=1, dagger_tasks=6, dagger_epochs=1, dagger_max_steps=8,
+                model={**stage["model"], "hidden_size": 32, "num_hidden_layers": 6, "intermediate_size": 64},
+                training={**stage["training"], "epochs": 2})
     return {**stage, **tiny, "seed": SMOKE_SEED, "image_embedder": "pixels", "text_embedder": "hashing",
             "cache_dir": str(tmp / "cache")}
 
@@ -458,11 +459,11 @@ def _actor_params(tmp):
 def test_actor_reporting_knobs_change_nothing_later_stages_read(actor_stage, tmp_path):
     from nbsmoke import rerun_changes_only_the_report
 
-    from guimem.pipeline.params import STAGES
+    from guimem.pipeline.params import find_stage
 
     tmp, _ = actor_stage
     changed = dict(max_eval_steps=5)
-    assert set(changed) == set(STAGES["04_actor"].reporting)
+    assert set(changed) == set(find_stage("04_actor").reporting)
     rerun_changes_only_the_report("04_actor", tmp, tmp_path / "again", **{**_actor_params(tmp), **changed})
 
 
@@ -679,11 +680,11 @@ def test_layer_analysis_and_routing_stats_off_process_write_what_they_write_in_p
     ``play_all`` as 09, which tests/test_executor.py runs on a two-worker Ray.)"""
     from nbsmoke import digest, run_notebook
 
-    from guimem.pipeline.params import STAGES
+    from guimem.pipeline.params import find_stage
 
     tmp, _ = switchmem_stages
     knobs = {"executor", "workers", "gpus_per_worker"}
-    assert all(knobs <= set(STAGES[s].reporting) for s in ("05_closed_loop", "06_layer_analysis", "09_routing_stats"))
+    assert all(knobs <= set(find_stage(s).reporting) for s in ("05_closed_loop", "06_layer_analysis", "09_routing_stats"))
     again = tmp_path / "again"
     shutil.copytree(tmp, again, ignore=shutil.ignore_patterns("*.ipynb"))
     fresh = dict(chunks_dir="")  # every chunk recorded and played again, none read back

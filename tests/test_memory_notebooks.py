@@ -104,10 +104,15 @@ def test_params_yaml_matches_the_notebook_defaults(repo_root, stage, notebook):
 
     from nbsmoke import notebook_parameters
 
+    from guimem.pipeline.params import Group, find_stage
+
     section = yaml.safe_load((repo_root / "params.yaml").read_text())[stage]
-    defaults = notebook_parameters(repo_root / "notebooks" / f"{notebook}.py")
+    defaults = {k: ast.literal_eval(v) for k, v in notebook_parameters(repo_root / "notebooks" / f"{notebook}.py").items()}
     assert set(section) <= set(defaults)
-    assert {k: ast.literal_eval(defaults[k]) for k in section} == section  # the notebook's defaults are the pipeline's
+    for name, field in find_stage(notebook).fields.items():  # a group's defaults are its config's
+        if isinstance(field, Group):
+            defaults[name] = {k: defaults[name].get(k, getattr(field.config, k)) for k in section[name]}
+    assert {k: defaults[k] for k in section} == section  # the notebook's defaults are the pipeline's
 
 
 @pytest.mark.notebook
@@ -115,10 +120,10 @@ def test_params_yaml_matches_the_notebook_defaults(repo_root, stage, notebook):
 def test_graph_build_reporting_knobs_change_nothing_later_stages_read(stage_dir, graph_build, tmp_path):
     from nbsmoke import rerun_changes_only_the_report
 
-    from guimem.pipeline.params import STAGES
+    from guimem.pipeline.params import find_stage
 
     changed = dict(tau_sweep=[0.95], theta_sweep=[0.9], batch_size=3, embed_workers=2, executor="ray")
-    assert set(changed) == set(STAGES["02_graph_build"].reporting)
+    assert set(changed) == set(find_stage("02_graph_build").reporting)
     # a fresh embedding cache, so that the rerun embeds every screen again, on a local two-worker Ray started
     # by the stage (with the pixels embedder the batch size and worker count change nothing;
     # tests/test_embedding.py covers them for EfficientNet): the same vectors, the same memories
@@ -131,9 +136,9 @@ def test_graph_build_reporting_knobs_change_nothing_later_stages_read(stage_dir,
 def test_retrieval_eval_reporting_knobs_change_nothing_later_stages_read(stage_dir, retrieval_eval, tmp_path):
     from nbsmoke import rerun_changes_only_the_report
 
-    from guimem.pipeline.params import STAGES
+    from guimem.pipeline.params import find_stage
 
     changed = dict(ks=[2], tau_sweep=[0.95], embed_workers=1, executor="ray")
-    assert set(changed) == set(STAGES["03_retrieval_eval"].reporting)
+    assert set(changed) == set(find_stage("03_retrieval_eval").reporting)
     rerun_changes_only_the_report("03_retrieval_eval", stage_dir, tmp_path / "again", cache_dir=str(tmp_path / "fresh"),
                                   image_embedder="pixels", text_embedder="hashing", **changed)

@@ -15,7 +15,6 @@ from guimem.phone.config import WorldConfig
 from guimem.pipeline.params import (
     CALLER,
     COMMAND_LINE,
-    STAGES,
     Flag,
     Items,
     Number,
@@ -23,10 +22,14 @@ from guimem.pipeline.params import (
     Source,
     Stage,
     Text,
+    all_stages,
     config_fields,
+    find_stage,
 )
 from guimem.pipeline.runner import check_parameters, main, notebook_defaults, read_parameters
 from params_support import DVC_STAGES, REPO, edited_params, stage_argv
+
+STAGES = all_stages()
 
 
 # ----------------------------------------------------------------------------- specs, notebooks, params.yaml
@@ -200,6 +203,11 @@ def test_a_config_error_is_renamed_to_the_parameter_and_list_item():
 
     with pytest.raises(DataError, match="field 'graph_build.tau_sweep': screen_height: bad"):
         p.build({"tau": "tau_sweep"}, unmapped)
+
+
+def test_a_stage_is_found_by_its_notebook_and_loads_its_schema_alone():
+    assert find_stage("02_graph_build") is STAGES["02_graph_build"]
+    assert [find_stage(s) for s in ("graph_build", "99_graph_build", "02_actor", "02_graph_build.py")] == [None] * 4
 
 
 def test_a_stage_runs_its_checks_after_every_field_passes():

@@ -22,7 +22,8 @@ PARAMS = Path(__file__).resolve().parents[1] / "params.yaml"
 # ``-S`` overrides that set a key to the value it already has: one per kind of value.
 NO_OP = [
     "base.seed=0",
-    "graph_build.tau=0.9",
+    "graph_build.graph.tau=0.9",  # a key of a group (the config it builds)
+    "actor.training.modality_weights=[1.0,1.0,1.0,1.0]",  # a list in a group
     "world.themes=true",
     "segmentation.judge=rule",
     "retrieval_eval.ks=[1,3,5]",
@@ -30,7 +31,10 @@ NO_OP = [
 
 # (override, the key it sets, the value params.yaml must then hold)
 CHANGES = [
-    ("graph_build.tau=0.85", "graph_build.tau", 0.85),  # float
+    ("graph_build.graph.tau=0.85", "graph_build.graph.tau", 0.85),  # float, in a group
+    ("real_graph.graph.theta=0.8", "real_graph.graph.theta", 0.8),
+    ("actor.model.exact_match=false", "actor.model.exact_match", False),  # bool, in a group
+    ("actor.training.modality_weights=[1.0,0.0,1.0,1.0]", "actor.training.modality_weights", [1.0, 0.0, 1.0, 1.0]),
     ("world.n_train=200", "world.n_train", 200),  # int
     ("world.themes=false", "world.themes", False),  # bool
     ("segmentation.judge=llm", "segmentation.judge", "llm"),  # string

@@ -21,7 +21,7 @@ def _exp(name, params, metrics, status="Success"):
     return {"revs": [{"rev": name, "name": name, "error": None, "data": data}]}
 
 
-BASE = {"base": {"seed": 0}, "graph_build": {"tau": 0.9, "tau_sweep": [0.8, 0.9]}}
+BASE = {"base": {"seed": 0}, "graph_build": {"graph": {"tau": 0.9}, "tau_sweep": [0.8, 0.9]}}
 HEADLINE = {"retrieval_eval": {"smg_hit@1": 0.5097, "flat_hit@1": 0.52, "steps": 875},
             "actor": {"step_accuracy_action_graph_text": 0.52916, "held_out_steps": 875}}
 
@@ -64,7 +64,7 @@ def test_the_stage_order_is_the_pipelines():
 
 
 def test_experiments_table_shows_only_what_an_experiment_changed():
-    changed = {**BASE, "graph_build": {**BASE["graph_build"], "tau": 0.85}}
+    changed = {**BASE, "graph_build": {**BASE["graph_build"], "graph": {"tau": 0.85}}}  # a key of a group
     moved = {**HEADLINE, "retrieval_eval": {**HEADLINE["retrieval_eval"], "smg_hit@1": 0.4869}}
     shown = [_rev("workspace", BASE, HEADLINE),
              _rev("main", BASE, HEADLINE, experiments=[_exp("bushy-tau", changed, moved),
@@ -74,7 +74,7 @@ def test_experiments_table_shows_only_what_an_experiment_changed():
     table = experiments_table(shown).splitlines()
     assert table[0].split() == ["workspace", "main", "bushy-tau"]
     assert [line.split() for line in table[1:]] == [
-        ["param", "graph_build.tau", "0.9", "0.9", "0.85"],
+        ["param", "graph_build.graph.tau", "0.9", "0.9", "0.85"],
         ["metric", "retrieval_eval.smg_hit@1", "0.5097", "0.5097", "0.4869"]]
     assert max(map(len, table)) <= WIDTH
     everything = experiments_table(shown, all_rows=True)

@@ -349,11 +349,11 @@ def _segmentation_params(tmp, repo_root):
 def test_segmentation_reporting_knobs_change_nothing_later_stages_read(segmentation_run, repo_root, tmp_path):
     from nbsmoke import rerun_changes_only_the_report
 
-    from guimem.pipeline.params import STAGES
+    from guimem.pipeline.params import find_stage
 
     tmp, _ = segmentation_run
     changed = dict(boundary_tolerance=1, llm_sample=0, llm_mode="free", llm_tokens_per_line=12, text_embedder="minilm")
-    assert set(changed) == set(STAGES["01_segmentation"].reporting)
+    assert set(changed) == set(find_stage("01_segmentation").reporting)
     rerun_changes_only_the_report("01_segmentation", tmp, tmp_path / "again",
                                   **{**_segmentation_params(tmp, repo_root), **changed})
 

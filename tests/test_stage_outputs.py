@@ -20,12 +20,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from guimem.pipeline.params import STAGES
+from guimem.pipeline.params import all_stages
 
 ROOT = Path(__file__).resolve().parent.parent
 DVC = yaml.safe_load((ROOT / "dvc.yaml").read_text(encoding="utf-8"))["stages"]
 PARAMS = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
-SPEC_OF = {spec.section: spec for spec in STAGES.values()}
+SPEC_OF = {spec.section: spec for spec in all_stages().values()}
 
 
 def declaring(key: str) -> set[str]:

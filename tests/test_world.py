@@ -428,10 +428,10 @@ def test_params_yaml_world_section_maps_one_to_one(repo_root):
 
     import yaml
 
-    from guimem.pipeline.params import STAGES
+    from guimem.pipeline.params import find_stage
 
     section = yaml.safe_load((repo_root / "params.yaml").read_text())["world"]
-    reporting = set(STAGES["00_world"].reporting)  # the stage's report-only knobs sit beside the world's
+    reporting = set(find_stage("00_world").reporting)  # the stage's report-only knobs sit beside the world's
     assert set(section) - reporting == {f.name for f in dataclasses.fields(WorldConfig)}
     config = {k: v for k, v in section.items() if k not in reporting}
     assert WorldConfig.from_dict(config) == WorldConfig()  # the code's defaults are the pipeline's defaults

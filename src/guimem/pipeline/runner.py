@@ -15,7 +15,7 @@ passes every key of that section (``-p`` overrides).
 
 Before any kernel starts, a stage notebook's complete parameters (its ``parameters`` cell's
 defaults, then ``-f``, then ``-p``, as papermill would see them) are checked by the stage's
-spec in :mod:`guimem.pipeline.params`: a bad value exits with status 2 and a
+spec in :mod:`guimem.pipeline.stages`: a bad value exits with status 2 and a
 :class:`~guimem.core.data.DataError` naming it where it was set (``params.yaml: field
 'world.themes'``, or ``field 'seed' ... (passed with -p)``), and nothing is written.
 ``--check`` stops there.
@@ -56,7 +56,7 @@ from papermill.translators import papermill_translators
 
 from guimem.core.data import DataError
 from guimem.core.io import atomic_write_text, read_json
-from guimem.pipeline.params import CALLER, COMMAND_LINE, STAGES, Source, check_base
+from guimem.pipeline.params import CALLER, COMMAND_LINE, Source, check_base, find_stage
 from guimem.pipeline.paths import repo_root
 from guimem.pipeline.scrub import scrub_notebook
 
@@ -328,13 +328,13 @@ def notebook_defaults(path: Path) -> dict[str, str]:
 def check_parameters(path: Path, parameters: Mapping[str, Any], sources: Mapping[str, Source] | None = None) -> None:
     """Refuse parameters the notebook would run badly with, before its kernel starts.
 
-    A stage notebook (one of :data:`guimem.pipeline.params.STAGES`, by file stem) gets its
+    A stage notebook (one :func:`guimem.pipeline.params.find_stage` finds, by file stem) gets its
     complete parameters checked, its defaults overridden by ``parameters``, and a bad value
     raises a :class:`DataError` naming it where ``sources`` says it was set (a default: in the
     notebook; not in ``sources``: passed by the caller). Any other notebook only has names its
     ``parameters`` cell does not define refused (a typo would be ignored), with a NotebookError.
     """
-    stage = STAGES.get(path.stem)
+    stage = find_stage(path.stem)
     if stage is None:
         if parameters:
             defined = notebook_defaults(path)

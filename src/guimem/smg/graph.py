@@ -745,7 +745,8 @@ def add_subgoals(graph: MemoryGraph, subgoals: Sequence[Subgoal], image_embedder
 
 
 def build_graph(subgoals: Sequence[Subgoal], image_embedder: ImageEmbedder, text_embedder: TextEmbedder,
-                store_root: str | Path, tau: float = 0.9, theta: float = 0.9, progress: bool = False,
+                store_root: str | Path, tau: float = GraphConfig.tau, theta: float = GraphConfig.theta,
+                progress: bool = False,
                 search: NodeSearch | None = None) -> MemoryGraph:
     """A new graph from ``subgoals`` (see :func:`add_subgoals`), its nodes searched by ``search``."""
     config = GraphConfig(image_embedder.name, image_embedder.dim, text_embedder.name, text_embedder.dim, tau, theta)

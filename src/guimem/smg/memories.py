@@ -462,7 +462,7 @@ class GraphMemory(_Base):
     """The SMG engine over subgoals (``smg``), steps (``action_graph``) or trajectories (``task_graph``)."""
 
     def __init__(self, name: str, image_embedder: ImageEmbedder, text_embedder: TextEmbedder,
-                 tau: float = 0.9, theta: float = 0.9, k: int = 1, rank_by: str = "goal",
+                 tau: float = GraphConfig.tau, theta: float = GraphConfig.theta, k: int = 1, rank_by: str = "goal",
                  style: RenderStyle | None = None, search: NodeSearch | None = None):
         if name not in ("smg", "action_graph", "task_graph"):
             raise DataError("memory", f"{name!r} is not a graph memory")
@@ -535,9 +535,9 @@ class TaskGraphMemory(GraphMemory):
     to its goal, and the ``k`` best are returned (ties: edge id).
     """
 
-    def __init__(self, image_embedder: ImageEmbedder, text_embedder: TextEmbedder, tau: float = 0.9,
-                 theta: float = 0.9, k: int = 1, alpha: float = 0.5, style: RenderStyle | None = None,
-                 search: NodeSearch | None = None):
+    def __init__(self, image_embedder: ImageEmbedder, text_embedder: TextEmbedder,
+                 tau: float = GraphConfig.tau, theta: float = GraphConfig.theta, k: int = 1, alpha: float = 0.5,
+                 style: RenderStyle | None = None, search: NodeSearch | None = None):
         check_number(alpha, "alpha", lo=0.0, hi=1.0)
         super().__init__("task_graph", image_embedder, text_embedder, tau, theta, k, "goal", style, search)
         self.alpha = alpha
@@ -620,7 +620,8 @@ class FlatMemory(_Base):
 
 # ============================================================================ factory, files
 def make_memory(name: str, image_embedder: ImageEmbedder, text_embedder: TextEmbedder,
-                tau: float = 0.9, theta: float = 0.9, k: int | None = None, rank_by: str = "goal",
+                tau: float = GraphConfig.tau, theta: float = GraphConfig.theta, k: int | None = None,
+                rank_by: str = "goal",
                 alpha: float = 0.5, style: RenderStyle | None = None,
                 search: NodeSearch | None = None) -> GraphMemory | FlatMemory:
     """A memory by name (:data:`MEMORIES`).

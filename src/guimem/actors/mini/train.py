@@ -77,6 +77,7 @@ class TrainConfig:
     model: Mapping[str, Any] = field(default_factory=dict)  # ActorConfig overrides
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "modality_weights", tuple(self.modality_weights))  # a list when read from YAML
         if self.epochs < 1 or self.batch_size < 1:
             raise DataError("epochs" if self.epochs < 1 else "batch_size", "must be >= 1")
         if len(self.modality_weights) != 4 or min(self.modality_weights) < 0 or sum(self.modality_weights) <= 0:

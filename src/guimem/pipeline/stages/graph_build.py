@@ -1,0 +1,71 @@
+"""02_graph_build's parameters (params.yaml ``graph_build``): the embedders, the graph's thresholds
+(``graph``: GraphConfig's ``tau`` and ``theta``), the four memories' retrieval and rendering, the sweeps."""
+
+from __future__ import annotations
+
+from guimem.models.embedding import HashingTextEmbedder, PixelEmbedder
+from guimem.pipeline.params import (
+    BATCH,
+    COUNT,
+    EXECUTOR,
+    GRAPH,
+    IMAGE_EMBEDDER,
+    INTEGER,
+    PATH,
+    REAL,
+    SIDE,
+    TEXT_EMBEDDER,
+    WORKERS,
+    Items,
+    Params,
+    Stage,
+    Text,
+    check_image_pca,
+    check_tau_sweep,
+    graph_config,
+    thresholds,
+)
+from guimem.smg.index import NODE_INDEXES
+from guimem.smg.memories import RenderStyle, make_memory
+
+_STAND_INS = (PixelEmbedder(1, 1), HashingTextEmbedder(1))  # a memory built only to run its constructor's checks
+_THRESHOLDS = {"tau": "graph.tau", "theta": "graph.theta"}
+_MEMORY_ARGS: dict[str, dict[str, str]] = {  # each memory's constructor argument -> parameter (beside the thresholds)
+    "smg": {"k": "k_nodes", "rank_by": "rank_by"},
+    "flat": {"k": "flat_k"},
+    "action_graph": {"k": "k_nodes", "rank_by": "rank_by"},
+    "task_graph": {"k": "task_k", "alpha": "task_alpha"},
+}
+
+
+def _memories(p: Params) -> None:
+    """The four memories, built as the notebook builds them (empty), with its RenderStyle."""
+    width, height = p["memory_image_width"], p["memory_image_height"]
+    short_side = "memory_image_width" if width <= height - width // 4 else "memory_image_height"  # the one too small
+    style = p.build({"max_items": "max_items", "max_actions": "max_actions", "image_size": short_side}, RenderStyle,
+                    max_items=p["max_items"], max_actions=p["max_actions"], image_size=(width, height))
+    for name, args in _MEMORY_ARGS.items():
+        graph = {} if name == "flat" else p["graph"]
+        names = args if name == "flat" else {**_THRESHOLDS, **args}
+        p.build(names, make_memory, name, *_STAND_INS, style=style, **graph, **{a: p[n] for a, n in args.items()})
+
+
+def _graph_sweeps(p: Params) -> None:
+    """Each swept tau (at theta) and theta (at tau) makes a valid graph."""
+    tau, theta = thresholds(p)
+    check_tau_sweep(p, theta)
+    for i, t in enumerate(p["theta_sweep"]):
+        p.build({"theta": "theta_sweep"}, graph_config, p, tau, t, item=i)
+
+
+STAGE = Stage("02_graph_build", "graph_build", {
+    "world_dir": PATH, "subgoals_dir": PATH, "out_dir": PATH, "image_embedder": IMAGE_EMBEDDER,
+    "text_embedder": TEXT_EMBEDDER, "pca_dim": COUNT, "graph": GRAPH, "k_nodes": INTEGER,
+    "flat_k": INTEGER, "task_k": INTEGER, "task_alpha": REAL, "rank_by": Text(), "max_items": INTEGER,
+    "max_actions": INTEGER, "memory_image_width": SIDE, "memory_image_height": SIDE,
+    "node_index": Text(NODE_INDEXES), "exact_below": COUNT,
+    "tau_sweep": Items(REAL), "theta_sweep": Items(REAL), "max_memory_episodes": COUNT, "batch_size": BATCH,
+    "embed_workers": WORKERS, "executor": EXECUTOR, "cache_dir": PATH, "figures_dir": PATH, "plots_dir": PATH,
+    "metrics_path": PATH, "results_path": PATH,
+}, (_memories, _graph_sweeps, check_image_pca),
+    reporting=("tau_sweep", "theta_sweep", "batch_size", "embed_workers", "executor"))

@@ -1,0 +1,48 @@
+"""07_probe_router's parameters (params.yaml ``probe_router``): the probe, the shared scorer, the rate sweep."""
+
+from __future__ import annotations
+
+from guimem.eval.metrics import VARIANTS
+from guimem.pipeline.params import (
+    INVERSE_STRENGTH,
+    LEARNING_RATE,
+    MAX_LAYERS,
+    PATH,
+    POSITIVE,
+    SEED,
+    THREADS,
+    Items,
+    Number,
+    Params,
+    Stage,
+    Text,
+    check_probe_dim,
+    check_subset,
+    mini_actor,
+)
+from guimem.smg.memories import MEMORIES
+
+
+def _state_layer(p: Params) -> None:
+    """The router's state layer is one the records hold: 0..n_layers, or -1..-(n_layers + 1) from the end."""
+    layers = p.upstream("actor.model", "num_hidden_layers", POSITIVE) if mini_actor(p) else None
+    if layers is not None and not -layers - 1 <= p["state_layer"] <= layers:
+        raise p.error("state_layer", f"the actor has layers 0..{layers} (actor.model.num_hidden_layers = {layers}; "
+                                     f"-1: the last), got {p['state_layer']}")
+
+
+def _recorded_memories(p: Params) -> None:
+    """A router per memory whose pool steps 06 recorded."""
+    check_subset(p, "memories", "layer_analysis", "memories", "probe-pool records (06_layer_analysis)")
+
+
+STAGE = Stage("07_probe_router", "probe_router", {
+    "records_dir": PATH, "out_dir": PATH, "seed": SEED,
+    "memories": Items(Text(MEMORIES), nonempty=True, unique=True), "rule": Text(VARIANTS),
+    "pca_dim": POSITIVE, "probe_c": INVERSE_STRENGTH,
+    "state_layer": Number(integer=True, lo=-MAX_LAYERS - 1, hi=MAX_LAYERS),
+    "router_hidden": Number(integer=True, lo=1, hi=1 << 16), "router_epochs": Number(integer=True, lo=1, hi=10**6),
+    "router_lr": LEARNING_RATE,
+    "sweep_rates": Items(Number(above=0.0, hi=1.0), nonempty=True, unique=True), "torch_threads": THREADS,
+    "figures_dir": PATH, "plots_dir": PATH, "metrics_path": PATH, "results_path": PATH,
+}, (check_probe_dim, _state_layer, _recorded_memories), reporting=("sweep_rates",))
