@@ -95,24 +95,24 @@ from guimem.core.data import group_by_episode
 from guimem.core.io import write_metrics, write_stage_results
 from guimem.core.policy import MODALITIES
 from guimem.core.store import load_episodes, load_subgoals
+from guimem.eval.action_match import paired_counts, step_accuracy
 from guimem.eval.closed_loop import replay_world_config
-from guimem.eval.dagger import dagger_examples, plan_rollouts
-from guimem.eval.examples import (
+from guimem.eval.figures import accuracy_by_condition_figure, memory_effect_figure, modality_contest_figure
+from guimem.eval.memory_effect import names_target_split, right_experience_split
+from guimem.eval.modality import DETERMINED, contest, contest_by_group, information_groups, step_groups
+from guimem.eval.step_table import step_table
+from guimem.models.embedding import embed_screenshots
+from guimem.pipeline.paths import enter_repo_root
+from guimem.smg.memories import MEMORIES, count_tokens, load_memories, memory_embedders, rebuild_like
+from guimem.smg.retrieval import read_results
+from guimem.train.dagger import dagger_examples, plan_rollouts
+from guimem.train.examples import (
     build_kfold_examples,
     examples_from_retrieval,
     fold_memories,
     memory_names_target,
     sample_held_out,
 )
-from guimem.eval.figures import accuracy_by_condition_figure, memory_effect_figure, modality_contest_figure
-from guimem.eval.memory_effect import names_target_split, right_experience_split
-from guimem.eval.metrics import paired_counts, step_accuracy
-from guimem.eval.modality import DETERMINED, contest, contest_by_group, information_groups, step_groups
-from guimem.eval.scoring import step_table
-from guimem.models.embedding import embed_screenshots
-from guimem.pipeline.paths import enter_repo_root
-from guimem.smg.memories import MEMORIES, count_tokens, load_memories, memory_embedders, rebuild_like
-from guimem.smg.retrieval import read_results
 from guimem.viz.plotting import MEMORY_LABELS, MODALITY_COLORS, figure_path, save_figure, write_plot_data
 
 enter_repo_root()

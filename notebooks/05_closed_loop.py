@@ -76,9 +76,10 @@ import torch
 
 from guimem.actors.loading import ActorSpec, describe_actor
 from guimem.core.executor import ExecutorSpec, make_executor
-from guimem.core.resume import ChunkCache
 from guimem.core.io import atomic_write_text, write_metrics, write_stage_results
+from guimem.core.resume import ChunkCache
 from guimem.core.store import load_episodes
+from guimem.eval.action_match import MatchConfig
 from guimem.eval.closed_loop import (
     NO_MEMORY,
     paired_success,
@@ -89,11 +90,10 @@ from guimem.eval.closed_loop import (
     stalled_share,
     success_table,
 )
-from guimem.eval.examples import examples_from_retrieval
-from guimem.eval.metrics import MatchConfig
+from guimem.eval.jobs import PlayEpisodes, condition_plays, play_all, score_steps
 from guimem.eval.tables import PAPER_SR, comparison_lines, ended_counts, in_short, markdown_table, mean_steps
 from guimem.pipeline.paths import enter_repo_root
-from guimem.routing.jobs import PlayEpisodes, condition_plays, play_all, score_steps
+from guimem.train.examples import examples_from_retrieval
 from guimem.viz.plotting import MEMORY_LABELS, figure_path, save_figure, table_figure
 
 enter_repo_root()
@@ -232,7 +232,7 @@ print("\n" + in_short(table, ended, len(replays), memories, MEMORY_LABELS))
 # %% [markdown]
 # ## Step-level action score by memory modality
 #
-# Single held-out demonstration steps, scored with the AITW rules (`guimem.eval.metrics`): the
+# Single held-out demonstration steps, scored with the AITW rules (`guimem.eval.action_match`): the
 # same retrieved experience shown as nothing, as text, as an image, or both. This is the
 # quantity SwitchMem routes on: which rendering of the same experience leads the frozen actor
 # to the better action. The experience is what `03_retrieval_eval` retrieved for each step

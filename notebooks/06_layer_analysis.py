@@ -78,20 +78,20 @@ from pathlib import Path
 import torch
 
 from guimem.actors.loading import ActorSpec, describe_actor
-from guimem.core.executor import ExecutorSpec, make_executor
-from guimem.core.resume import ChunkCache
 from guimem.core.data import group_by_episode
+from guimem.core.executor import ExecutorSpec, make_executor
 from guimem.core.io import write_metrics, write_stage_results
+from guimem.core.resume import ChunkCache
 from guimem.core.store import load_episodes, load_subgoals
-from guimem.eval.examples import build_kfold_examples, examples_from_retrieval, sample_held_out
-from guimem.eval.metrics import MatchConfig
+from guimem.eval.action_match import MatchConfig
 from guimem.models.embedding import embed_screenshots
 from guimem.pipeline.paths import enter_repo_root
-from guimem.routing.evaluate import preference_shares
 from guimem.routing.figures import layer_curve_figure, modality_wins_figure
 from guimem.routing.jobs import record_steps
 from guimem.routing.probe import layer_curve, transfer_curve
+from guimem.routing.route_scores import preference_shares
 from guimem.smg.memories import MEMORIES, load_memories, memory_embedders, rebuild_like
+from guimem.train.examples import build_kfold_examples, examples_from_retrieval, sample_held_out
 from guimem.viz.plotting import MEMORY_LABELS, figure_path, save_figure, write_plot_data
 
 enter_repo_root()

@@ -11,7 +11,6 @@ import pytest
 from guimem.core.data import Action, DataError
 from guimem.core.policy import PolicyOutput
 from guimem.eval.closed_loop import (
-    MemoryReader,
     Replay,
     Trace,
     TraceStep,
@@ -28,6 +27,7 @@ from guimem.phone.config import WorldConfig
 from guimem.phone.demonstrator import run_episode
 from guimem.phone.tasks import TEMPLATES, sample_task
 from guimem.phone.world import World
+from guimem.smg.reader import MemoryReader, QueryVectors
 
 
 class ReplayPolicy:
@@ -50,6 +50,10 @@ class _Item:
 @dataclass
 class _Retrieved:
     items: list
+
+    @property
+    def ids(self):
+        return tuple(i.id for i in self.items)
 
 
 class FakeMemory:
@@ -188,12 +192,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from guimem.eval.closed_loop import (
-    LoopStats,
-    QueryVectors,
-    pick_tasks,
-    replay_world_config,
-)
+from guimem.eval.closed_loop import LoopStats, pick_tasks, replay_world_config
 
 
 class FixedPolicy:

@@ -19,9 +19,11 @@ from guimem.actors.mini.policy import MiniActor
 from guimem.actors.mini.train import build_vocabulary
 from guimem.core.data import Action, DataError
 from guimem.core.policy import PolicyInput
-from guimem.eval.examples import ActorExample
-from guimem.eval.metrics import MatchConfig
-from guimem.routing.evaluate import (
+from guimem.eval.action_match import MatchConfig
+from guimem.routing.policy import SwitchMemPolicy
+from guimem.routing.probe import PreferenceProbe, cross_validated_decisions, layer_curve, transfer_curve
+from guimem.routing.records import CONDITIONS, StepRecords, collect_records, concat, step_seed
+from guimem.routing.route_scores import (
     at_rate,
     beats_random,
     density_routing,
@@ -37,10 +39,8 @@ from guimem.routing.evaluate import (
     table_one,
     where_image_helps,
 )
-from guimem.routing.policy import SwitchMemPolicy
-from guimem.routing.probe import PreferenceProbe, cross_validated_decisions, layer_curve, transfer_curve
-from guimem.routing.records import CONDITIONS, StepRecords, collect_records, concat, step_seed
 from guimem.routing.router import Router, RouterConfig, calibrate_tau, train_router
+from guimem.train.examples import ActorExample
 from test_actor import BUTTONS, TINY  # the tiny actor and screen elements of the actor's own tests
 
 torch.set_num_threads(1)

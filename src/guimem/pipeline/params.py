@@ -49,9 +49,8 @@ from guimem.core.executor import ExecutorSpec
 from guimem.core.io import check_number
 from guimem.core.policy import MODALITIES
 from guimem.core.store import SPLITS
+from guimem.eval.action_match import VARIANTS
 from guimem.eval.closed_loop import NO_MEMORY
-from guimem.eval.metrics import VARIANTS
-from guimem.eval.examples import assign_folds
 from guimem.models.embedding import (
     IMAGE_EMBEDDERS,
     TEXT_EMBEDDERS,
@@ -68,6 +67,7 @@ from guimem.smg.judge import JUDGES
 from guimem.smg.llm_segmenter import LLM_MODES
 from guimem.smg.memories import MEMORIES, RenderStyle, make_memory
 from guimem.smg.segment import SEGMENTERS
+from guimem.train.folds import assign_folds
 
 T = TypeVar("T")
 
