@@ -10,5 +10,6 @@ image, from the actor's own hidden states.
   routing statistics;
 * :mod:`~guimem.routing.policy` — the routed actor (:class:`~guimem.routing.policy.SwitchMemPolicy`):
   one memory-free forward, the scorer, then only the chosen memory prompt;
+* :mod:`~guimem.routing.jobs` — step records on an executor, and the routed policy closed-loop plays load;
 * :mod:`~guimem.routing.figures` — the figures of stages 06 to 09.
 """
