@@ -1,6 +1,6 @@
-"""Benchmark of the actor's per-step work on the executors (:mod:`guimem.eval.jobs`, :mod:`guimem.routing.jobs`): 06's step
-records and 05's closed-loop plays, in this process, on local worker processes and on a local Ray,
-side by side in one run.
+"""Benchmark of the actor's per-step work on the executors: 06's step records
+(:mod:`guimem.routing.jobs`) and 05's closed-loop plays (:mod:`guimem.eval.jobs`), in this process,
+on local worker processes and on a local Ray, side by side in one run.
 
 * **Step records**: the frozen miniature actor (``data/actor/model``) on the first ``--steps``
   held-out SMG steps (``data/retrieval_eval``), every condition, 8 sampled actions per rendering,
