@@ -37,10 +37,10 @@ from guimem.core.data import Action, UIElement
 from guimem.core.io import write_json
 from guimem.core.policy import MODALITIES, PolicyInput
 from guimem.eval.closed_loop import Replay, run_closed_loop
-from guimem.eval.examples import ActorExample
 from guimem.phone.config import WorldConfig
 from guimem.phone.tasks import TEMPLATES, sample_task
 from guimem.phone.world import World
+from guimem.train.examples import ActorExample
 
 BATCH = 32  # prompts per batched call
 REPEATS = 3  # timed runs per measurement (the fastest is kept)

@@ -1,6 +1,6 @@
-"""Benchmark of the actor's per-step work on the executors (:mod:`guimem.routing.jobs`): 06's step
-records and 05's closed-loop plays, in this process, on local worker processes and on a local Ray,
-side by side in one run.
+"""Benchmark of the actor's per-step work on the executors: 06's step records
+(:mod:`guimem.routing.jobs`) and 05's closed-loop plays (:mod:`guimem.eval.jobs`), in this process,
+on local worker processes and on a local Ray, side by side in one run.
 
 * **Step records**: the frozen miniature actor (``data/actor/model``) on the first ``--steps``
   held-out SMG steps (``data/retrieval_eval``), every condition, 8 sampled actions per rendering,
@@ -37,10 +37,11 @@ from guimem.actors.loading import ActorSpec  # noqa: E402
 from guimem.core.executor import ExecutorSpec, LocalExecutor, RayExecutor  # noqa: E402
 from guimem.core.io import write_json  # noqa: E402
 from guimem.core.store import load_episodes  # noqa: E402
+from guimem.eval.action_match import MatchConfig  # noqa: E402
 from guimem.eval.closed_loop import pick_tasks, replay_tasks, replay_world_config  # noqa: E402
-from guimem.eval.examples import examples_from_retrieval  # noqa: E402
-from guimem.eval.metrics import MatchConfig  # noqa: E402
-from guimem.routing.jobs import PlayEpisodes, condition_plays, play_all, record_steps  # noqa: E402
+from guimem.eval.jobs import PlayEpisodes, condition_plays, play_all  # noqa: E402
+from guimem.routing.jobs import record_steps  # noqa: E402
+from guimem.train.examples import examples_from_retrieval  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = Path(__file__).parent / "results" / "actor_jobs.json"

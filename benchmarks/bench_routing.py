@@ -37,9 +37,9 @@ from guimem.actors.mini.policy import MiniActor
 from guimem.actors.mini.train import build_vocabulary
 from guimem.core.data import Action
 from guimem.core.io import write_json
-from guimem.eval.examples import ActorExample
 from guimem.routing.policy import SwitchMemPolicy
 from guimem.routing.router import RouterConfig, train_router
+from guimem.train.examples import ActorExample
 
 BATCH = 32
 REPEATS = 5

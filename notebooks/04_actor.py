@@ -68,32 +68,25 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from guimem.actors.mini.config import STRICT_MATCH, ActorConfig
-from guimem.actors.mini.train import TrainConfig, majority_action, train_actor
+from guimem.actors.mini.config import ActorConfig
+from guimem.actors.mini.train import STRICT_MATCH, TrainConfig, majority_action, train_actor
 from guimem.core.data import group_by_episode
 from guimem.core.io import write_metrics, write_stage_results
 from guimem.core.policy import MODALITIES
 from guimem.core.store import load_episodes, load_subgoals
 from guimem.eval.closed_loop import replay_world_config
-from guimem.eval.dagger import dagger_examples, plan_rollouts
-from guimem.eval.examples import (
-    build_kfold_examples,
-    examples_from_retrieval,
-    fold_memories,
-    memory_names_target,
-    sample_held_out,
-)
-from guimem.eval.figures import accuracy_by_condition_figure, memory_effect_figure, modality_contest_figure
-from guimem.eval.memory_effect import names_target_split, right_experience_split
-from guimem.eval.metrics import paired_counts, step_accuracy
-from guimem.eval.modality import DETERMINED, contest, contest_by_group, information_groups, step_groups
-from guimem.eval.scoring import step_table
 from guimem.models.embedding import embed_screenshots
 from guimem.pipeline.paths import enter_repo_root
-from guimem.smg.memories import MEMORIES, count_tokens, load_memories, memory_embedders, rebuild_like
-from guimem.smg.retrieval import read_results
+from guimem.smg.memories import MEMORIES, count_tokens, load_memories, memory_embedders
+from guimem.train.dagger import run_dagger
+from guimem.train.examples import examples_from_retrieval, memory_names_target, sample_held_out
+from guimem.train.folds import build_kfold_examples, fold_memories, rebuild_from
 from guimem.viz.plotting import MEMORY_LABELS, MODALITY_COLORS, figure_path, save_figure, write_plot_data
 
+# %% [markdown]
+# The training and held-out episodes, and the subgoals of the training ones:
+
+# %%
 enter_repo_root()
 torch.set_num_threads(torch_threads)
 shape = ActorConfig(**model)  # the actor's shape: actor.model's fields over ActorConfig's defaults
@@ -122,13 +115,7 @@ images, texts = memory_embedders(memories_dir, image_embedder, text_embedder, ca
 saved = load_memories(memories_dir, image_embedder, text_embedder, store_root=Path(world_dir) / "memory",
                       cache_dir=cache_dir)  # their settings are what the training folds' memories copy
 queries = embed_screenshots(images, train_root, [s.screenshot for e in train for s in e.steps])
-
-
-def rebuild(kind, episodes):
-    """The memory ``kind`` with the saved one's settings, built from ``episodes`` only."""
-    return rebuild_like(saved[kind], episodes, [s for e in episodes for s in subgoals.get(e.id, [])], train_root)
-
-
+rebuild = rebuild_from(saved, subgoals, train_root)  # a memory of a kind, with the saved one's settings
 folds = fold_memories(train, rebuild, MEMORIES, k_folds, seed)  # kept: DAgger's rollouts read them too
 examples = build_kfold_examples(train, train_root, rebuild, MEMORIES, k_folds, seed, kinds_per_step,
                                 shape.max_history, query_vectors=queries, folds=folds)
@@ -204,17 +191,18 @@ bc_epochs = len(history.train_loss)
 # visits, and the actor trains on for `dagger_epochs` epochs over all examples so far.
 
 # %%
-rollout_world = replay_world_config(train_root, dagger_max_steps)
-dagger = []
-for r in range(dagger_rounds):
-    rollouts = plan_rollouts(train, *folds, dagger_tasks, seed + r, config.modality_weights, run=r + 1)
-    new, stats = dagger_examples(actor, rollouts, rollout_world, shape.max_history, seed + r)
-    examples = examples + new
-    dagger.append(stats.to_dict())
-    print(f"round {r + 1}: the actor succeeded on {stats.success} of {stats.episodes} rollouts; {stats.kept} new "
-          f"examples ({dagger[-1]['type_disagreement_rate']:.0%} of states: another action type than the expert's)")
-    actor, history = train_actor(examples, dataclasses.replace(config, epochs=dagger_epochs), seed + 1 + r,
-                                 eval_examples=watch, init=actor, history=history)
+def train_on(examples, r, actor):
+    """The actor trained on for ``dagger_epochs`` epochs over ``examples`` after round ``r`` (curve appended)."""
+    return train_actor(examples, dataclasses.replace(config, epochs=dagger_epochs), seed + 1 + r,
+                       eval_examples=watch, init=actor, history=history)[0]
+
+
+actor, examples, dagger = run_dagger(actor, examples, train_on, train, folds,
+                                     replay_world_config(train_root, dagger_max_steps), dagger_rounds, dagger_tasks,
+                                     seed, config.modality_weights, shape.max_history)
+for r, stats in enumerate(dagger):
+    print(f"round {r + 1}: the actor succeeded on {stats['success']} of {stats['episodes']} rollouts; {stats['kept']} "
+          f"new examples ({stats['type_disagreement_rate']:.0%} of states: another action type than the expert's)")
 actor.save(Path(out_dir) / "model")
 
 # %%
@@ -243,6 +231,14 @@ write_plot_data(plots_dir, "actor", "training_curves", [
 # **majority action** of the training set (its commonest type, at that type's commonest patch).
 # Then every held-out step is shown no memory, or the experience its memory retrieved as text,
 # as an image, or both.
+
+# %%
+from guimem.eval.action_match import paired_counts, step_accuracy
+from guimem.eval.figures import accuracy_by_condition_figure, memory_effect_figure, modality_contest_figure
+from guimem.eval.memory_effect import names_target_split, right_experience_split
+from guimem.eval.modality import DETERMINED, contest, contest_by_group, information_groups, step_groups
+from guimem.eval.step_table import step_table
+from guimem.smg.retrieval import read_results
 
 # %%
 train_actions = [ex.target for ex in examples]

@@ -76,8 +76,8 @@ import torch
 
 from guimem.actors.loading import ActorSpec, describe_actor
 from guimem.core.executor import ExecutorSpec, make_executor
-from guimem.core.resume import ChunkCache
 from guimem.core.io import atomic_write_text, write_metrics, write_stage_results
+from guimem.core.resume import ChunkCache
 from guimem.core.store import load_episodes
 from guimem.eval.closed_loop import (
     NO_MEMORY,
@@ -89,16 +89,10 @@ from guimem.eval.closed_loop import (
     stalled_share,
     success_table,
 )
-from guimem.eval.examples import examples_from_retrieval
-from guimem.eval.metrics import MatchConfig
+from guimem.eval.jobs import PlayEpisodes, condition_plays, play_all, score_steps
 from guimem.eval.tables import PAPER_SR, comparison_lines, ended_counts, in_short, markdown_table, mean_steps
 from guimem.pipeline.paths import enter_repo_root
-from guimem.routing.jobs import PlayEpisodes, condition_plays, play_all, score_steps
 from guimem.viz.plotting import MEMORY_LABELS, figure_path, save_figure, table_figure
-
-enter_repo_root()
-torch.manual_seed(seed)
-torch.set_num_threads(torch_threads)
 
 # %% [markdown]
 # ## The held-out tasks, the frozen actor and the memories
@@ -116,6 +110,9 @@ torch.set_num_threads(torch_threads)
 # recover from a few wrong taps without paying for 10 more steps of an actor that is stuck.
 
 # %%
+enter_repo_root()
+torch.manual_seed(seed)
+torch.set_num_threads(torch_threads)
 test_root = Path(world_dir) / "test"
 all_test = load_episodes(test_root)
 test_episodes = pick_tasks(all_test, max_tasks, seed)
@@ -164,6 +161,12 @@ for name in memories:
     w = work[name]
     print(f"{name}: {w.steps} steps, {w.actor_inputs} distinct actor inputs, {w.retrievals} retrievals, "
           f"{w.renders} renderings, {w.embedded} screens embedded")
+
+# %% [markdown]
+# The traces are saved for SwitchMem's analyses; each memory's success rate is the share of its
+# episodes the world judged complete, per seed, then averaged over seeds:
+
+# %%
 save_traces(Path(out_dir) / "traces.jsonl", traces)
 table = success_table(traces)
 ended = ended_counts(traces, memories)
@@ -232,7 +235,7 @@ print("\n" + in_short(table, ended, len(replays), memories, MEMORY_LABELS))
 # %% [markdown]
 # ## Step-level action score by memory modality
 #
-# Single held-out demonstration steps, scored with the AITW rules (`guimem.eval.metrics`): the
+# Single held-out demonstration steps, scored with the AITW rules (`guimem.eval.action_match`): the
 # same retrieved experience shown as nothing, as text, as an image, or both. This is the
 # quantity SwitchMem routes on: which rendering of the same experience leads the frozen actor
 # to the better action. The experience is what `03_retrieval_eval` retrieved for each step
@@ -242,6 +245,9 @@ print("\n" + in_short(table, ended, len(replays), memories, MEMORY_LABELS))
 # episodes (the same table wherever the chunks run).
 
 # %%
+from guimem.eval.action_match import MatchConfig
+from guimem.train.examples import examples_from_retrieval
+
 examples = examples_from_retrieval(all_test, test_root, retrieval_dir, [action_score_memory],
                                    max_history=history_len)
 aitw = MatchConfig(variant="aitw")
@@ -249,6 +255,11 @@ scores = {m: hits.scores() for m, hits in score_steps(actor_spec, examples, acti
                                                       run_on, cache=resumed).items()}
 for m, s in scores.items():
     print(f"{m:>5}: step accuracy {s['step_accuracy']:.3f}  type accuracy {s['type_accuracy']:.3f}  ({s['n_steps']} steps)")
+
+# %% [markdown]
+# The same scores as a table figure:
+
+# %%
 rows = [[m, f"{s['step_accuracy'] * 100:.1f}", f"{s['type_accuracy'] * 100:.1f}", str(s["n_steps"])]
         for m, s in scores.items()]
 fig = table_figure(["memory shown", "step accuracy (%)", "type accuracy (%)", "steps"], rows,

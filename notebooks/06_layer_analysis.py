@@ -78,22 +78,27 @@ from pathlib import Path
 import torch
 
 from guimem.actors.loading import ActorSpec, describe_actor
-from guimem.core.executor import ExecutorSpec, make_executor
-from guimem.core.resume import ChunkCache
 from guimem.core.data import group_by_episode
+from guimem.core.executor import ExecutorSpec, make_executor
 from guimem.core.io import write_metrics, write_stage_results
+from guimem.core.resume import ChunkCache
 from guimem.core.store import load_episodes, load_subgoals
-from guimem.eval.examples import build_kfold_examples, examples_from_retrieval, sample_held_out
-from guimem.eval.metrics import MatchConfig
+from guimem.eval.action_match import MatchConfig
 from guimem.models.embedding import embed_screenshots
 from guimem.pipeline.paths import enter_repo_root
-from guimem.routing.evaluate import preference_shares
 from guimem.routing.figures import layer_curve_figure, modality_wins_figure
 from guimem.routing.jobs import record_steps
 from guimem.routing.probe import layer_curve, transfer_curve
-from guimem.smg.memories import MEMORIES, load_memories, memory_embedders, rebuild_like
+from guimem.routing.route_scores import preference_shares
+from guimem.smg.memories import MEMORIES, load_memories, memory_embedders
+from guimem.train.examples import examples_from_retrieval, sample_held_out
+from guimem.train.folds import build_kfold_examples, rebuild_from
 from guimem.viz.plotting import MEMORY_LABELS, figure_path, save_figure, write_plot_data
 
+# %% [markdown]
+# The frozen actor, the held-out episodes and the pool's (the memory episodes, with their subgoals):
+
+# %%
 enter_repo_root()
 torch.set_num_threads(torch_threads)
 actor_spec = ActorSpec(actor_model, actor_dir, batch_size, hf_coords, hf_answer_format, hf_max_new_tokens,
@@ -125,13 +130,7 @@ print(f"actor: {shown}; {len(test)} held-out episodes, {len(pool_episodes)} pool
 images, texts = memory_embedders(memories_dir, image_embedder, text_embedder, cache_dir)
 saved = load_memories(memories_dir, image_embedder, text_embedder, store_root=memory_root, cache_dir=cache_dir)
 queries = embed_screenshots(images, memory_root, [s.screenshot for e in pool_episodes for s in e.steps])
-
-
-def rebuild(kind, episodes):
-    """The memory ``kind`` with the saved one's settings, built from ``episodes`` only."""
-    return rebuild_like(saved[kind], episodes, [s for e in episodes for s in subgoals.get(e.id, [])], memory_root)
-
-
+rebuild = rebuild_from(saved, subgoals, memory_root)  # a memory of a kind, with the saved one's settings
 pool_examples = build_kfold_examples(pool_episodes, memory_root, rebuild, memories, k_folds, seed, None, history_len,
                                      query_vectors=queries)
 held_kinds = list(memories) + [m for m in MEMORIES if m not in memories]  # the others: Table 1's baselines
@@ -213,6 +212,11 @@ curve_transfer = transfer_curve(pool_smg.shift(), y_pool, held_smg.shift(), y_he
                                 probe_c, seed, n_boot)
 fig = layer_curve_figure({"pool, cross-validated by episode": curve_cv, "pool → held-out steps": curve_transfer})
 save_figure(fig, figure_path(figures_dir, "layer_analysis", "layers"))
+
+# %% [markdown]
+# The curves' data (for `dvc plots`) and their numbers, layer by layer:
+
+# %%
 write_plot_data(plots_dir, "layer_analysis", "layers",
                 [{"layer": a["layer"], "cv_auc": round(a["auc"], 4), "cv_accuracy": round(a["accuracy"], 4),
                   "transfer_auc": round(b["auc"], 4), "transfer_accuracy": round(b["accuracy"], 4)}
@@ -238,6 +242,14 @@ print(f"CV AUC at layer 1: {first['auc']:.3f}, at layer {last['layer']}: {last['
       f"[{last['auc_ci'][0]:.3f}, {last['auc_ci'][1]:.3f}]: the signal "
       + ("grows with depth (the last layer's interval lies above layer 1)." if grows
          else "does not clearly grow with depth here (the last layer's interval reaches layer 1's value)."))
+
+# %% [markdown]
+# ## Metrics
+# The headline numbers (`dvc metrics show`, `make metrics`): the SMG's non-tied shares and image
+# wins on the held-out steps and the probe's AUC; every number behind them goes to
+# `results/layer_analysis.json`.
+
+# %%
 results = {"steps": {"held_out": len(held), "pool": len(pool)}, "rule": rule, "n_samples": n_samples,
            "temperature": temperature, "hit_rates": {split: {r: {c: float(v.mean()) for c, v in rec.hits[r].items()}
                                                             for r in rules} for split, rec in (("held_out", held),

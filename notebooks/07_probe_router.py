@@ -63,10 +63,10 @@ import torch
 from guimem.core.data import DataError
 from guimem.core.io import write_metrics, write_stage_results
 from guimem.pipeline.paths import enter_repo_root
-from guimem.routing.evaluate import density_routing, label_free_tau, rate_sweep, table_one
 from guimem.routing.figures import labelled_table_figure, rate_sweep_figure
 from guimem.routing.probe import PreferenceProbe, cross_validated_decisions, fit_problem
 from guimem.routing.records import StepRecords
+from guimem.routing.route_scores import density_routing, label_free_tau, rate_sweep, table_one
 from guimem.routing.router import RouterConfig, train_router
 from guimem.viz.plotting import MEMORY_LABELS, figure_path, save_figure, write_plot_data
 

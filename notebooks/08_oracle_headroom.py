@@ -38,9 +38,9 @@ from pathlib import Path
 
 from guimem.core.io import write_metrics, write_stage_results
 from guimem.pipeline.paths import enter_repo_root
-from guimem.routing.evaluate import headroom, route_records, where_image_helps
 from guimem.routing.figures import headroom_figure, where_image_helps_figure
 from guimem.routing.records import StepRecords
+from guimem.routing.route_scores import headroom, route_records, where_image_helps
 from guimem.routing.router import Router
 from guimem.viz.plotting import MEMORY_LABELS, figure_path, save_figure
 

@@ -72,10 +72,10 @@ from pathlib import Path
 import torch
 
 from guimem.actors.loading import ActorSpec, describe_actor
-from guimem.core.executor import ExecutorSpec, make_executor
-from guimem.core.resume import ChunkCache
 from guimem.core.data import DataError
+from guimem.core.executor import ExecutorSpec, make_executor
 from guimem.core.io import write_metrics, write_stage_results
+from guimem.core.resume import ChunkCache
 from guimem.core.store import load_episodes
 from guimem.eval.closed_loop import (
     load_traces,
@@ -86,11 +86,12 @@ from guimem.eval.closed_loop import (
     save_traces,
     success_table,
 )
+from guimem.eval.jobs import PlayEpisodes, condition_plays, play_all
 from guimem.pipeline.paths import enter_repo_root
-from guimem.routing.evaluate import route_records, routing_statistics
 from guimem.routing.figures import closed_loop_figure, labelled_table_figure
-from guimem.routing.jobs import PlayEpisodes, condition_plays, play_all
+from guimem.routing.jobs import SwitchMemRouting
 from guimem.routing.records import StepRecords
+from guimem.routing.route_scores import route_records, routing_statistics
 from guimem.routing.router import Router
 from guimem.viz.plotting import MEMORY_LABELS, figure_path, save_figure
 
@@ -141,7 +142,7 @@ actor_spec = ActorSpec(actor_model, actor_dir, actor_batch_size, hf_coords, hf_a
 in_process = executor == "local" and workers == 1  # else only the workers load the actor (a GPU each)
 print("actor:", describe_actor(actor_spec.load(), actor_model) if in_process else f"{actor_model} (loaded by each worker)")
 task = PlayEpisodes(actor_spec, world_config, memories_dir, (memory,), str(Path(world_dir) / "memory"), image_embedder,
-                    text_embedder, cache_dir, routers_dir, k=k or None, history_len=history_len)
+                    text_embedder, cache_dir, SwitchMemRouting(routers_dir), k=k or None, history_len=history_len)
 planned = sorted((r.episode, r.seed) for r in replays)
 earlier = load_traces(Path(closed_loop_dir) / "traces.jsonl")
 reused = {}

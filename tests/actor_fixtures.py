@@ -14,8 +14,8 @@ from guimem.actors.mini.tiny import TINY
 from guimem.actors.mini.train import build_vocabulary
 from guimem.core.data import Action, UIElement
 from guimem.core.policy import PolicyInput
-from guimem.eval.examples import ActorExample
-from guimem.eval.metrics import MatchConfig
+from guimem.eval.action_match import MatchConfig
+from guimem.train.examples import ActorExample
 
 BUTTONS = (UIElement("b0", "button", "Display", bounds=(0.0, 0.0, 0.5, 0.25), clickable=True),
            UIElement("b1", "button", "Sound", bounds=(0.5, 0.5, 1.0, 0.75), clickable=True),

@@ -9,6 +9,7 @@ from __future__ import annotations
 import shutil
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -48,7 +49,6 @@ from guimem.actors.mini.features import (
     targets_for,
     touched,
 )
-from guimem.smg.memories import MEMORY_CROPS
 from guimem.actors.mini.model import GuiActor, decision_facts
 from guimem.actors.mini.policy import MiniActor
 from guimem.actors.mini.tiny import TINY
@@ -57,8 +57,10 @@ from guimem.core.data import ACTION_TYPES, Action, DataError, Episode, Observati
 from guimem.core.describe import swipe_direction
 from guimem.core.policy import MODALITIES, PolicyInput
 from guimem.core.store import load_episodes, save_episodes
-from guimem.eval.examples import ActorExample, assign_folds, build_kfold_examples
 from guimem.models.tokenizer import ACT, Vocabulary, find_span, span_text, tokenize
+from guimem.smg.memories import MEMORY_CROPS
+from guimem.train.examples import ActorExample
+from guimem.train.folds import assign_folds, build_kfold_examples
 
 torch.set_num_threads(1)
 
@@ -405,11 +407,11 @@ def test_kfold_examples_never_show_an_episode_its_own_memory(tmp_path):
         def __init__(self, kind, eps):
             self.kind, self.ids = kind, {e.id for e in eps}
 
-        def retrieve(self, screenshot, goal):
-            return sorted(self.ids)
+        def retrieve(self, screenshot, goal, k=None):
+            return SimpleNamespace(ids=tuple(sorted(self.ids)))
 
         def render_text(self, retrieved):
-            return f"{self.kind}: " + " ".join(retrieved)
+            return f"{self.kind}: " + " ".join(retrieved.ids)
 
         def render_image(self, retrieved):
             return screen()

@@ -11,7 +11,6 @@ from demonstrations import make_demos
 from guimem.core.data import Action, DataError
 from guimem.core.policy import PolicyOutput
 from guimem.eval.closed_loop import (
-    MemoryReader,
     Replay,
     Trace,
     TraceStep,
@@ -25,6 +24,7 @@ from guimem.eval.closed_loop import (
 )
 from guimem.eval.tables import markdown_table
 from guimem.phone.world import World
+from guimem.smg.reader import MemoryReader, QueryVectors
 
 
 class ReplayPolicy:
@@ -47,6 +47,10 @@ class _Item:
 @dataclass
 class _Retrieved:
     items: list
+
+    @property
+    def ids(self):
+        return tuple(i.id for i in self.items)
 
 
 class FakeMemory:
@@ -172,12 +176,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from guimem.eval.closed_loop import (
-    LoopStats,
-    QueryVectors,
-    pick_tasks,
-    replay_world_config,
-)
+from guimem.eval.closed_loop import LoopStats, pick_tasks, replay_world_config
 
 
 class FixedPolicy:

@@ -9,14 +9,14 @@ import pytest
 from guimem.core.data import Action, Step
 from guimem.core.policy import PolicyOutput
 from guimem.eval.closed_loop import Replay
-from guimem.eval.dagger import Rollout, dagger_examples, plan_rollouts
-from guimem.eval.examples import target_of
 from guimem.phone.config import WorldConfig
 from guimem.phone.demonstrator import run_episode
 from guimem.phone.expert import Expert
 from guimem.phone.tasks import make_task
 from guimem.phone.world import World
 from guimem.smg.screens import blind
+from guimem.train.dagger import Rollout, dagger_examples, plan_rollouts
+from guimem.train.examples import target_of
 
 CONFIG = WorldConfig(dialog_prob=0.0, max_steps=12)
 DARK = make_task("notes.display", (("option", "Dark mode"), ("state", "on")))

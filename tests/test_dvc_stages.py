@@ -65,3 +65,11 @@ def test_stage_deps_cover_the_code_it_runs(stage):
 @pytest.mark.parametrize("stage", sorted(STAGES))
 def test_stage_names_what_it_does(stage):
     assert STAGES[stage].get("desc"), f"stage {stage} has no desc"
+
+
+def test_the_smg_closed_loop_runs_no_switchmem_code():
+    """Paper 1's closed loop (05) neither runs nor depends on ``guimem.routing``: editing the router reruns none of it."""
+    spec = STAGES["closed_loop"]
+    routing = ROOT / "src" / "guimem" / "routing"
+    assert not [d for d in spec["deps"] if (ROOT / d) == routing or routing in (ROOT / d).parents]
+    assert not [p for p in code_run_by(ROOT / "notebooks" / "05_closed_loop.py") if routing in p.parents]

@@ -13,6 +13,7 @@ from matplotlib.figure import Figure
 
 from guimem.core.data import DataError
 from guimem.core.policy import MODALITIES
+from guimem.eval.action_match import paired_counts
 from guimem.eval.figures import (
     accuracy_by_condition_figure,
     format_p,
@@ -21,7 +22,6 @@ from guimem.eval.figures import (
     wilson_interval,
 )
 from guimem.eval.memory_effect import names_target_split, right_experience_split
-from guimem.eval.metrics import paired_counts
 
 T, F = True, False
 KINDS = ("smg", "flat")

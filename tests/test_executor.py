@@ -19,11 +19,12 @@ from guimem.core.data import DataError
 from guimem.core.executor import (ExecutorSpec, LocalExecutor, RayExecutor, make_executor, run_all,
                                  start_local_ray)
 from guimem.core.resume import ChunkCache
+from guimem.eval.action_match import MatchConfig
 from guimem.eval.closed_loop import replay_tasks
+from guimem.eval.jobs import Play, PlayEpisodes, condition_plays, play_all, score_steps
+from guimem.eval.step_table import step_table
 from guimem.models.embedding import CHUNK, CachedImageEmbedder, EmbeddingCache, PixelEmbedder
-from guimem.eval.metrics import MatchConfig
-from guimem.eval.scoring import step_table
-from guimem.routing.jobs import Play, PlayEpisodes, condition_plays, play_all, record_steps, score_steps
+from guimem.routing.jobs import record_steps
 from guimem.routing.records import collect_records
 
 

@@ -177,9 +177,9 @@ def test_the_switchmem_functions_run_on_a_hugging_face_actor(tiny, tmp_path):
     """The four SwitchMem stages' functions on the tiny Qwen2-VL: step records (hits, samples, hidden
     states, candidates) in the same on-disk format, the probe's layer curve, the router and its τ,
     Table 1 and the headroom groups, and the routed policy — what a GPU run with a real VLM does."""
-    from guimem.eval.examples import ActorExample
-    from guimem.eval.metrics import MatchConfig
-    from guimem.routing.evaluate import route_records, routing_statistics, table_one, where_image_helps
+    from guimem.train.examples import ActorExample
+    from guimem.eval.action_match import MatchConfig
+    from guimem.routing.route_scores import route_records, routing_statistics, table_one, where_image_helps
     from guimem.routing.policy import SwitchMemPolicy
     from guimem.routing.probe import layer_curve
     from guimem.routing.records import StepRecords, collect_records

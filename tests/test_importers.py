@@ -222,7 +222,7 @@ def test_an_observation_without_elements_reads_from_json():
 def test_answers_are_scored_and_described_and_the_miniature_refuses_them():
     from guimem.actors.mini.features import type_index
     from guimem.core.describe import describe_action, swipe_direction
-    from guimem.eval.metrics import MatchConfig, action_match
+    from guimem.eval.action_match import MatchConfig, action_match
 
     for variant in ("aitw", "learngui"):
         config = MatchConfig(variant, screen_size_px=(1080, 2400))

@@ -1,7 +1,7 @@
 """The package's architecture, checked: every import points down the layers, no cycle, no hidden import.
 
 Layers, bottom to top (docs/CONVENTIONS.md): ``core``; ``viz``; ``phone``, ``real`` and ``models``
-(peers, which do not import each other); ``smg``; ``eval``; ``actors``; ``routing``; and
+(peers, which do not import each other); ``smg``; ``eval``; ``train``; ``actors``; ``routing``; and
 ``pipeline``, the tooling that runs the notebooks. A module may import its own layer and the
 layers below. Imports inside functions are kept for optional heavy dependencies only.
 """
@@ -18,8 +18,8 @@ import networkx as nx
 import pytest
 
 SRC = Path(__file__).resolve().parent.parent / "src" / "guimem"
-RANK = {"core": 0, "viz": 1, "phone": 2, "real": 2, "models": 2, "smg": 3, "eval": 4, "actors": 5, "routing": 6,
-        "pipeline": 7}
+RANK = {"core": 0, "viz": 1, "phone": 2, "real": 2, "models": 2, "smg": 3, "eval": 4, "train": 5, "actors": 6,
+        "routing": 7, "pipeline": 8}
 # Optional heavy dependencies, imported where first needed so that light uses stay light.
 # Each is imported lazily somewhere in the package today; the list holds nothing else.
 LAZY_OK = {"torch", "transformers", "tokenizers", "sentence_transformers", "efficientnet_lite_pytorch",

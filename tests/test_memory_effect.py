@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from guimem.core.data import Action, DataError
+from guimem.eval.action_match import paired_counts
 from guimem.eval.memory_effect import names_target_split, right_experience_split
-from guimem.eval.metrics import paired_counts
 
 T, F = True, False
 HITS = {"none": np.array([T, F, F, T, F, F]), "text": np.array([T, T, T, F, F, T]),
@@ -49,7 +49,7 @@ def test_right_experience_split_pairs_each_modality_on_each_side():
 def test_sample_held_out_keeps_every_kind_of_a_sampled_step():
     from types import SimpleNamespace
 
-    from guimem.eval.examples import sample_held_out
+    from guimem.train.examples import sample_held_out
 
     examples = [SimpleNamespace(episode_id=f"e{i // 4}", step=i % 4, memory_kind=k, target=Action("back"))
                 for i in range(12) for k in ("smg", "flat")]

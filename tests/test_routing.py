@@ -15,8 +15,10 @@ from actor_fixtures import BUTTONS, RULES, an_input, examples, tiny_actor
 from guimem.actors.mini.features import collate, decode, sample_decode
 from guimem.actors.mini.policy import MiniActor
 from guimem.core.data import DataError
-from guimem.eval.examples import ActorExample
-from guimem.routing.evaluate import (
+from guimem.routing.policy import SwitchMemPolicy
+from guimem.routing.probe import PreferenceProbe, cross_validated_decisions, layer_curve, transfer_curve
+from guimem.routing.records import CONDITIONS, StepRecords, collect_records, concat, step_seed
+from guimem.routing.route_scores import (
     at_rate,
     beats_random,
     density_routing,
@@ -32,10 +34,8 @@ from guimem.routing.evaluate import (
     table_one,
     where_image_helps,
 )
-from guimem.routing.policy import SwitchMemPolicy
-from guimem.routing.probe import PreferenceProbe, cross_validated_decisions, layer_curve, transfer_curve
-from guimem.routing.records import CONDITIONS, StepRecords, collect_records, concat, step_seed
 from guimem.routing.router import Router, RouterConfig, calibrate_tau, train_router
+from guimem.train.examples import ActorExample
 
 torch.set_num_threads(1)
 

@@ -37,7 +37,7 @@ from guimem.core.resume import (
     seal_entry,
 )
 from guimem.eval.closed_loop import LoopStats, Trace, TraceStep
-from guimem.eval.scoring import StepHits
+from guimem.eval.step_table import StepHits
 from guimem.models.embedding import EMBEDDING_KIND, CachedImageEmbedder, EmbeddingCache, PixelEmbedder
 from guimem.real.ocr import OCR_KIND, OcrLine, OcrReader
 from guimem.routing.records import StepRecords

@@ -26,12 +26,11 @@ from guimem.core.env import Env, Task, WorldObservation
 from guimem.core.io import read_jsonl, write_jsonl
 from guimem.core.policy import Modality, Policy, PolicyInput
 from guimem.core.store import read_manifest
-from guimem.eval.metrics import paired_counts
+from guimem.eval.action_match import paired_counts
 from guimem.phone.config import WorldConfig
 from guimem.phone.tasks import task_from_dict
 from guimem.smg.memories import Memory
-
-"""The SMG paper's success rates (%), SPA-Bench subset, Qwen3-VL-8B actor."""
+from guimem.smg.reader import MemoryReader, QueryVectors
 
 _SEED_STRIDE = 7919  # replay seed i of an episode = its own seed + i * stride (i = 0: the demonstration's own)
 
@@ -156,77 +155,6 @@ def replay_tasks(episodes: Sequence[Any], n_seeds: int) -> list[Replay]:
             out.append(Replay(ep.id, task_from_dict(prov["task"]), (int(prov["seed"]) + i * _SEED_STRIDE) % 2**31, i,
                               variant))
     return out
-
-
-class QueryVectors:
-    """Retrieval embeddings of live screens, memoised by the screen's content key.
-
-    A screen's key identifies its pixels (:attr:`WorldObservation.key`), so each distinct screen
-    is embedded once per notebook, however many episodes, seeds and memories show it; the new
-    screens of a tick are embedded in one call (the embedder's own micro-batches and content-hash
-    cache apply). Every memory that shares the embedder can share one instance.
-    """
-
-    def __init__(self, embedder: Any):
-        self.embedder = embedder
-        self.vectors: dict[str, np.ndarray] = {}  # screen key -> [dim] embedding
-
-    def add(self, screens: Iterable[WorldObservation]) -> int:
-        """Embed the screens not seen yet (one call); returns how many were new."""
-        todo: dict[str, Any] = {}
-        for obs in screens:
-            if obs.key not in self.vectors and obs.key not in todo:
-                todo[obs.key] = obs.image
-        if todo:
-            self.vectors.update(zip(todo, self.embedder.embed(list(todo.values()))))
-        return len(todo)
-
-    def __getitem__(self, key: str) -> np.ndarray:
-        return self.vectors[key]
-
-
-class MemoryReader:
-    """What ``memory`` shows the actor for a (goal, screen): the retrieved ids and their rendering.
-
-    Retrieval depends only on the screen's pixels and the goal, so it is memoised by
-    ``(goal, screen key)``; a rendering depends only on the retrieved items, so it is memoised
-    by their ids, and only the modality shown is rendered (text runs draw no images). With
-    ``vectors`` the query screen goes to ``memory.retrieve`` as its embedding (computed by
-    :meth:`prepare` in one batch per tick) instead of as an image.
-    """
-
-    def __init__(self, memory: Memory | None, modality: Modality, k: int | None = 1,
-                 vectors: QueryVectors | None = None):
-        self.memory, self.modality, self.k, self.vectors = memory, modality, k, vectors
-        self.active = memory is not None and modality != "none"
-        self._reads: dict[tuple[str, str], tuple[str | None, Any, tuple[str, ...]]] = {}
-        self._renders: dict[tuple[str, ...], tuple[str | None, Any]] = {}
-        self.retrievals = self.renders = 0
-
-    def prepare(self, items: Iterable[tuple[WorldObservation, str]]) -> None:
-        """Embed, in one call, the screens of ``(observation, goal)`` pairs not read yet."""
-        if self.active and self.vectors is not None:
-            self.vectors.add(obs for obs, goal in items if (goal, obs.key) not in self._reads)
-
-    def read(self, obs: WorldObservation, goal: str) -> tuple[str | None, Any, tuple[str, ...]]:
-        """``(memory text or None, memory image or None, retrieved ids)`` for this screen and goal."""
-        if not self.active:
-            return None, None, ()
-        key = (goal, obs.key)
-        hit = self._reads.get(key)
-        if hit is None:
-            query = self.vectors[obs.key] if self.vectors is not None else obs.image
-            retrieved = self.memory.retrieve(query, goal, self.k)
-            self.retrievals += 1
-            ids = tuple(item.id for item in retrieved.items)
-            shown = self._renders.get(ids)
-            if shown is None:
-                shown = (self.memory.render_text(retrieved) if self.modality in ("text", "both") else None,
-                         self.memory.render_image(retrieved) if self.modality in ("image", "both") else None)
-                self._renders[ids] = shown
-                self.renders += 1
-            hit = self._reads[key] = (*shown, ids)
-        return hit
 
 
 @dataclass

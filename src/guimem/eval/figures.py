@@ -2,7 +2,7 @@
 difference of a few points is visible and can be judged (step counts, 95% intervals, p-values).
 
 Every condition is scored on the same held-out steps, so a difference is read step by step
-(:func:`guimem.eval.metrics.paired_counts`): ``fixed`` steps are right only with the memory,
+(:func:`guimem.eval.action_match.paired_counts`): ``fixed`` steps are right only with the memory,
 ``broken`` steps right only without it, and the exact sign test on those discordant steps gives
 the p-value.
 
@@ -31,7 +31,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from guimem.core.data import DataError
-from guimem.eval.metrics import paired_counts
+from guimem.eval.action_match import paired_counts
 from guimem.viz.plotting import MEMORY_LABELS, MODALITY_COLORS
 
 Z95 = NormalDist().inv_cdf(0.975)  # two-sided 95%: 1.96
@@ -143,7 +143,7 @@ def accuracy_by_condition_figure(hits: Mapping[str, np.ndarray], kinds: Sequence
     Left: the absolute accuracy with no memory and of the majority action (shares, axis from 0,
     Wilson intervals). Right: per kind and modality, the paired difference in step accuracy
     against no memory, in percentage points, with its 95% interval, a zero line, and the fixed and
-    broken step counts with the exact sign test's p-value (:func:`~guimem.eval.metrics.paired_counts`).
+    broken step counts with the exact sign test's p-value (:func:`~guimem.eval.action_match.paired_counts`).
     """
     import matplotlib.pyplot as plt
 

@@ -2,7 +2,7 @@
 
 Every held-out step is scored with no memory and with the memory shown (the same steps), so a
 difference can be read step by step: which steps showing the memory *fixes* and which it
-*breaks* (:func:`guimem.eval.metrics.paired_counts`, with the exact sign test). Two splits say
+*breaks* (:func:`guimem.eval.action_match.paired_counts`, with the exact sign test). Two splits say
 where the memory could help at all:
 
 * :func:`names_target_split` — steps where the memory text quotes the element the demonstrator
@@ -21,7 +21,7 @@ import numpy as np
 
 from guimem.core.data import DataError
 from guimem.core.policy import MODALITIES
-from guimem.eval.metrics import paired_counts
+from guimem.eval.action_match import paired_counts
 
 
 def _check(hits: Mapping[str, np.ndarray], mask: np.ndarray) -> None:

@@ -54,7 +54,6 @@ from typing import Any, Protocol, TypeVar
 from guimem.core.data import DataError
 from guimem.core.executor import ExecutorSpec
 from guimem.core.io import check_number
-from guimem.eval.examples import assign_folds
 from guimem.models.embedding import (
     IMAGE_EMBEDDERS,
     TEXT_EMBEDDERS,
@@ -63,6 +62,7 @@ from guimem.models.embedding import (
 )
 from guimem.smg.graph import GraphConfig
 from guimem.smg.memories import MEMORIES
+from guimem.train.folds import assign_folds
 
 T = TypeVar("T")
 

@@ -6,9 +6,10 @@ image, from the actor's own hidden states.
   ``[steps, layers + 1, d]`` per condition);
 * :mod:`~guimem.routing.probe` — the preference probe on ``h_I - h_T`` and its layer curve;
 * :mod:`~guimem.routing.router` — the shared MLP scorer ``q(state, candidate)`` and the label-free τ;
-* :mod:`~guimem.routing.evaluate` — Table 1, random and heuristic baselines, oracle headroom,
+* :mod:`~guimem.routing.route_scores` — Table 1, random and heuristic baselines, oracle headroom,
   routing statistics;
 * :mod:`~guimem.routing.policy` — the routed actor (:class:`~guimem.routing.policy.SwitchMemPolicy`):
   one memory-free forward, the scorer, then only the chosen memory prompt;
+* :mod:`~guimem.routing.jobs` — step records on an executor, and the routed policy closed-loop plays load;
 * :mod:`~guimem.routing.figures` — the figures of stages 06 to 09.
 """

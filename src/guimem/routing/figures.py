@@ -73,7 +73,7 @@ def layer_curve_figure(curves: Mapping[str, Sequence[Mapping[str, Any]]],
 def rate_sweep_figure(sweeps: Mapping[str, Sequence[Mapping[str, float]]], fixed: Mapping[str, float],
                       title: str = "Routing against random routing at every image-use rate") -> Figure:
     """Step accuracy against the share of steps routed to Image: each router's curve (``{label:
-    rows of :func:`guimem.routing.evaluate.rate_sweep`}``), random routing with its 95% band (from
+    rows of :func:`guimem.routing.route_scores.rate_sweep`}``), random routing with its 95% band (from
     the first), and the fixed text and image accuracies at rates 0 and 1."""
     import matplotlib.pyplot as plt
 
@@ -125,7 +125,7 @@ def headroom_figure(rows: Mapping[str, Mapping[str, Any]],
 def where_image_helps_figure(groups: Mapping[str, Mapping[str, Mapping[str, float]]],
                              title: str = "Where the image rendering helps: image minus text, and SwitchMem's image share"
                              ) -> Figure:
-    """Per axis of :func:`guimem.routing.evaluate.where_image_helps`, a bar per group: image minus
+    """Per axis of :func:`guimem.routing.route_scores.where_image_helps`, a bar per group: image minus
     text accuracy (points), with the share of the group's steps SwitchMem routes to Image beside it."""
     import matplotlib.pyplot as plt
 

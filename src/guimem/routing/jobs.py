@@ -1,74 +1,36 @@
-"""The frozen actor's per-step work as executor tasks (:mod:`guimem.core.executor`): run in this
-process, on worker processes or on Ray, with the same results.
+"""SwitchMem's actor work as executor tasks (:mod:`guimem.core.executor`), and its routed policy as
+a value workers load.
 
-**Step records** (06_layer_analysis): :func:`record_steps` runs :func:`~guimem.routing.records.collect_records`
-on chunks of whole forward batches; every worker loads the actor once. **Step scores**
-(05_closed_loop's action score): :func:`score_steps` runs :func:`~guimem.eval.scoring.step_table`
-the same way.
-
-**Closed-loop episodes** (05_closed_loop, 09_routing_stats): the actor, alone or routed by
-SwitchMem, plays replays of held-out tasks with a memory. A :class:`Play` is one chunk: replays
-played with one memory shown one way — a whole condition of 05_closed_loop or 09_routing_stats
-(``batch_size`` 0), or one of its lock-step batches. Every worker loads what :class:`PlayEpisodes` names once (the actor, the memories, the routers), and a
-chunk is one :func:`~guimem.eval.closed_loop.run_closed_loop` call, the same call the stage makes
-in process; so traces are the same wherever the chunks ran::
-
-    task = PlayEpisodes(ActorSpec("mini", "data/actor/model"), world_config, "data/graph_build", ...)
-    traces, work = play_all(task, condition_plays("smg", "smg", "text", replays), executor)
-
-A chunk's memoised answers are its own (one ``run_closed_loop`` call): with ``batch_size`` 0 a
-condition is one chunk; with lock-step batches, an input met again in a later batch is asked again
-(the memo of one call used to span its batches), in another forward batch, whose float noise may
-rarely change an action. So traces may depend on ``batch_size``, never on where the chunks ran.
+:func:`record_steps` runs :func:`~guimem.routing.records.collect_records` on chunks of whole forward
+batches, each worker loading the actor once (:class:`~guimem.eval.jobs.ActorWork`): the records are
+the same, array for array, wherever the chunks ran. :class:`SwitchMemRouting` is what a routed
+closed-loop play (:class:`~guimem.eval.jobs.PlayEpisodes`) loads: the actor routed by the router
+saved for each memory.
 """
 
 from __future__ import annotations
 
 import os
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Mapping, Sequence
 
-import numpy as np
 from tqdm.auto import tqdm
 
 from guimem.actors.loading import ActorSpec
-from guimem.core.data import Action, DataError
+from guimem.core.data import DataError
 from guimem.core.executor import Executor, LocalExecutor
-from guimem.core.resume import ChunkCache, cached_map, check_same_code, code_fingerprint, tree_digest
-from guimem.core.policy import Modality
-from guimem.eval.closed_loop import LoopStats, QueryVectors, Replay, Trace, TraceStep, run_closed_loop
-from guimem.eval.metrics import MatchConfig
-from guimem.eval.scoring import StepHits, step_table
-from guimem.phone.config import WorldConfig
-from guimem.phone.world import World
+from guimem.core.policy import Policy
+from guimem.core.resume import ChunkCache, cached_map, code_fingerprint, tree_digest
+from guimem.eval.action_match import MatchConfig
+from guimem.eval.jobs import ActorWork
 from guimem.routing.policy import SwitchMemPolicy
 from guimem.routing.records import StepRecords, collect_records, concat
 from guimem.routing.router import Router
-from guimem.smg.memories import load_memories
-
-
-# ----------------------------------------------------------------------------- step records
-class _ActorWork:
-    """What the tasks below that run the actor on steps share (each a frozen dataclass with fields
-    ``actor`` and ``code``): keyed by their parameters and the actor's files, and set up by loading
-    the actor once per worker, after checking that the worker runs the code the work was made by."""
-
-    actor: ActorSpec
-    code: str
-
-    def fingerprint(self) -> str | None:
-        actor = self.actor.fingerprint()
-        return None if actor is None else f"{self!r}|{actor}"
-
-    def setup(self) -> Any:
-        check_same_code(self.code)
-        return self.actor.load()
 
 
 @dataclass(frozen=True)
-class RecordSteps(_ActorWork):
+class RecordSteps(ActorWork):
     """:func:`collect_records` as executor work (:class:`guimem.core.executor.Task`): each worker
     loads the actor once; a chunk is ``(seed, examples)`` and comes back as those steps' records (the
     seed travels with the chunk, so 06's two sets of steps, seeded apart, share the workers)."""
@@ -110,171 +72,19 @@ def record_steps(actor: ActorSpec, examples: Sequence[Any], rules: Mapping[str, 
     return concat(parts)
 
 
-# ----------------------------------------------------------------------------- step scores
 @dataclass(frozen=True)
-class ScoreSteps(_ActorWork):
-    """:func:`~guimem.eval.scoring.step_table` as executor work: each worker loads the actor once; a
-    chunk is a run of consecutive examples and comes back as their table (positions within the chunk)."""
+class SwitchMemRouting:
+    """The routed policy of a closed-loop play (:class:`guimem.eval.jobs.Routing`): the actor routed
+    by the router saved under ``<routers_dir>/<memory>``. The path is made absolute, for workers
+    started elsewhere."""
 
-    actor: ActorSpec
-    modalities: tuple[Modality, ...]
-    match: MatchConfig
-    code: str = field(default_factory=code_fingerprint)  # the code the results belong to (checked by workers)
-    result_types: ClassVar[tuple[type, ...]] = (StepHits,)  # what a kept chunk's result is built of (core.resume)
-
-    def run(self, policy: Any, chunk: Sequence[Any]) -> dict[Modality, StepHits]:
-        return step_table(policy, chunk, self.modalities, self.match)
-
-
-def score_steps(actor: ActorSpec, examples: Sequence[Any], modalities: Sequence[Modality], match: MatchConfig,
-                executor: Executor | None = None, chunk_batches: int = 4,
-                cache: ChunkCache | None = None) -> dict[Modality, StepHits]:
-    """:func:`~guimem.eval.scoring.step_table` with the actor ``actor`` names, run by ``executor``
-    (default: this process) on chunks of ``chunk_batches`` forward batches (``actor.batch_size``
-    steps each); with ``cache`` each finished chunk is kept, and a run stopped midway resumes from those.
-
-    Chunks are cut the same way wherever they run, so the table is too. Where every example carries
-    every modality's memory (05_closed_loop's held-out steps do), a chunk starts at a multiple of the
-    batch size and each forward pass holds the inputs it holds in one ``step_table`` call over all
-    the examples: the same table, step for step. (Otherwise a modality's batches are formed within
-    each chunk, which may move float noise.)"""
-    if not examples:
-        raise DataError("examples", "no steps to score")
-    size = max(1, actor.batch_size) * chunk_batches
-    starts = range(0, len(examples), size)
-    task = ScoreSteps(actor, tuple(modalities), match)
-    parts = list(cached_map(executor or LocalExecutor(), task, [list(examples[lo:lo + size]) for lo in starts], cache))
-    return {m: StepHits(m, np.concatenate([p[m].index + lo for p, lo in zip(parts, starts)]).astype(int),
-                        np.concatenate([p[m].step for p in parts]).astype(bool),
-                        np.concatenate([p[m].type for p in parts]).astype(bool))
-            for m in modalities}
-
-
-# ----------------------------------------------------------------------------- closed-loop episodes
-@dataclass(frozen=True)
-class Play:
-    """One chunk of closed-loop work: ``replays`` played with ``memory`` shown as ``modality``."""
-
-    name: str  # the traces' memory name: the condition ("smg", "none"; 09: "image", "switchmem")
-    memory: str | None  # the saved memory read (None: no memory)
-    modality: Modality
-    replays: tuple[Replay, ...]
-    routed: bool = False  # SwitchMem chooses text or image per step (the memory is rendered both ways)
+    routers_dir: str
 
     def __post_init__(self) -> None:
-        if self.routed and self.modality != "both":
-            raise DataError("modality", f"a routed play renders the memory both ways, got {self.modality!r}")
-        if self.memory is None and self.modality != "none":
-            raise DataError("modality", f"a play without memory shows none, got {self.modality!r}")
+        object.__setattr__(self, "routers_dir", os.path.abspath(self.routers_dir))
 
+    def policy(self, actor: Policy, memory: str) -> SwitchMemPolicy:
+        return SwitchMemPolicy(actor, Router.load(Path(self.routers_dir) / memory))
 
-def condition_plays(name: str, memory: str | None, modality: Modality, replays: Sequence[Replay],
-                    batch_size: int = 0, routed: bool = False) -> list[Play]:
-    """One condition's plays: every replay at once (``batch_size`` 0), or lock-step batches of that many."""
-    if not replays:
-        raise DataError("replays", f"no episodes to play for {name!r}")
-    size = batch_size if batch_size > 0 else len(replays)
-    return [Play(name, memory, modality, tuple(replays[lo:lo + size]), routed) for lo in range(0, len(replays), size)]
-
-
-@dataclass(frozen=True)
-class PlayEpisodes:
-    """What a worker loads to play (:class:`guimem.core.executor.Task`): the actor, the world the
-    replays run in, the saved memories ``memories`` of ``memories_dir`` and, for routed plays, the
-    routers in ``routers_dir``. Paths are made absolute, for workers started elsewhere."""
-
-    actor: ActorSpec
-    world: WorldConfig
-    memories_dir: str
-    memories: tuple[str, ...]  # the memories the plays read
-    store_root: str  # the memory episodes' store (the screens the memories show)
-    image_embedder: str = "efficientnet_lite0"
-    text_embedder: str = "minilm"
-    cache_dir: str = ""  # the content-hash embedding cache ("": none)
-    routers_dir: str = ""  # routed plays: <routers_dir>/<memory>
-    k: int | None = None  # anchors per query (None: each memory's own)
-    history_len: int = 4
-    code: str = field(default_factory=code_fingerprint)  # the code the results belong to (checked by workers)
-    result_types: ClassVar[tuple[type, ...]] = (Trace, TraceStep, Action, LoopStats)  # a kept play's result (core.resume)
-
-    def __post_init__(self) -> None:
-        for name in ("memories_dir", "store_root", "cache_dir", "routers_dir"):
-            value = getattr(self, name)
-            if value:
-                object.__setattr__(self, name, os.path.abspath(value))
-        if self.image_embedder.startswith("hf:"):  # a local model folder
-            object.__setattr__(self, "image_embedder", "hf:" + os.path.abspath(self.image_embedder[3:]))
-        object.__setattr__(self, "memories", tuple(self.memories))
-
-    def fingerprint(self) -> str | None:
-        """Its parameters and a digest of what it loads: the actor, the memories (and the screen
-        projection), the routers, and the memory store's files by size and time."""
-        actor = self.actor.fingerprint()
-        if actor is None:
-            return None
-        folder = Path(self.memories_dir)
-        memories = tree_digest(*(folder / m for m in self.memories), folder / "projection", folder / ".projection.old")
-        routers = tree_digest(self.routers_dir) if self.routers_dir else "-"
-        embedder = tree_digest(self.image_embedder[3:], contents=False) if self.image_embedder.startswith("hf:") else "-"
-        return f"{self!r}|{actor}|{memories}|{routers}|{embedder}|{tree_digest(self.store_root, contents=False)}"
-
-    def setup(self) -> "_Player":
-        check_same_code(self.code)
-        return _Player(self)
-
-    def run(self, player: "_Player", play: Play) -> tuple[list[Trace], LoopStats]:
-        return player.play(play)
-
-
-class _Player:
-    """A worker's loaded actor, memories and routers, and the memos its plays share (the retrieval
-    embedding of each screen, the rendered screens): sharing them changes no result, only time."""
-
-    def __init__(self, task: PlayEpisodes):
-        self.task = task
-        self.actor = task.actor.load()
-        self.memories = load_memories(task.memories_dir, task.image_embedder, task.text_embedder,
-                                      store_root=task.store_root, cache_dir=task.cache_dir or None,
-                                      names=task.memories) if task.memories else {}
-        first = next(iter(self.memories.values()), None)
-        self.vectors = QueryVectors(first.image_embedder) if first is not None else None
-        self.screens: OrderedDict = OrderedDict()
-        self.routers: dict[str, SwitchMemPolicy] = {}
-
-    def policy(self, play: Play) -> Any:
-        if not play.routed:
-            return self.actor
-        if play.memory not in self.routers:
-            if not self.task.routers_dir:
-                raise DataError("routers_dir", f"the routed play {play.name!r} needs a router")
-            self.routers[play.memory] = SwitchMemPolicy(self.actor, Router.load(Path(self.task.routers_dir)
-                                                                                / play.memory))
-        return self.routers[play.memory]
-
-    def play(self, play: Play) -> tuple[list[Trace], LoopStats]:
-        if play.memory is not None and play.memory not in self.memories:
-            raise DataError("memory", f"{play.memory!r} is not among the task's memories {list(self.task.memories)}")
-        memory = self.memories[play.memory] if play.memory is not None else None
-        work = LoopStats()
-        traces = run_closed_loop(lambda: World(self.task.world, image_cache=self.screens), list(play.replays),
-                                 self.policy(play), memory, play.name, modality=play.modality, k=self.task.k,
-                                 history_len=self.task.history_len, batch_size=0, progress=False,
-                                 vectors=self.vectors if memory is not None else None, stats=work,
-                                 trace_shown=play.routed)
-        return traces, work
-
-
-def play_all(task: PlayEpisodes, plays: Sequence[Play], executor: Executor | None = None,
-             cache: ChunkCache | None = None, progress: bool = True) -> tuple[list[Trace], dict[str, LoopStats]]:
-    """Every play's traces, in the order of ``plays``, and each condition's work counts (as counted
-    when its plays ran). With ``cache`` each finished play is kept, and a run stopped midway resumes
-    from those (:mod:`guimem.core.resume`)."""
-    traces: list[Trace] = []
-    work: dict[str, LoopStats] = {}
-    with tqdm(total=sum(len(p.replays) for p in plays), desc="closed loop", disable=not progress) as bar:
-        for i, (got, stats) in enumerate(cached_map(executor or LocalExecutor(), task, list(plays), cache)):
-            play = plays[i]
-            traces += got
-            work.setdefault(play.name, LoopStats()).add(stats)
-            bar.update(len(got))
-    return traces, work
+    def fingerprint(self) -> str:
+        return tree_digest(self.routers_dir)

@@ -1,7 +1,7 @@
 """What SwitchMem learns from and is scored on: per step, the frozen actor run under every memory
 condition, its action scores, its sampled action preferences and its hidden states.
 
-For every step (a :class:`~guimem.eval.examples.ActorExample`: the input carries the top-1
+For every step (a :class:`~guimem.train.examples.ActorExample`: the input carries the top-1
 retrieved demonstration rendered as text *and* as an image) :func:`collect_records` runs the
 actor four times — no memory, text, image, both — and keeps
 
@@ -55,7 +55,7 @@ from guimem.core.io import (
     write_jsonl,
 )
 from guimem.core.policy import Modality, PolicyInput, PolicyOutput
-from guimem.eval.metrics import MatchConfig, action_match
+from guimem.eval.action_match import MatchConfig, action_match
 from guimem.eval.modality import information_groups, step_groups
 
 RECORDS_KIND = "guimem.step_records"

@@ -15,7 +15,7 @@ implies). On new steps — another memory, another split, another benchmark — 
 sets τ between the router's scores *there* so that the top ρ of them go to Image: the router keeps
 using Image on the share of steps it learned to, ranked by its own scores. It reads the scores only:
 no action, reward, success or preference of the new steps
-(:func:`guimem.routing.evaluate.label_free_tau` does it from step records).
+(:func:`guimem.routing.route_scores.label_free_tau` does it from step records).
 """
 
 from __future__ import annotations

@@ -17,6 +17,8 @@ image path) and ``<out>/<memory>/images/<sha>.png``, the rendered image, content
 by the shown item ids (steps that retrieve the same items share one file). The folder is saved
 with the kind ``guimem.retrieval`` (:func:`guimem.core.io.atomic_write_dir`); reading it back
 (:func:`read_results`) checks every record, and that its image is the one its shown ids name.
+Both renderings come from :class:`~guimem.smg.reader.MemoryReader`, the actor's one road to a
+memory, and :func:`saved_renderings` hands them back as the actor is shown them.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from guimem.core.store import png_bytes
 from guimem.models.embedding import ImageEmbedder, embed_screenshots
 from guimem.smg.index import check_k
 from guimem.smg.memories import MEMORIES, MemoryItem, Retrieved, count_tokens
+from guimem.smg.reader import MemoryReader
 
 RETRIEVAL_KIND = "guimem.retrieval"
 STEPS_FILE, IMAGES = "steps.jsonl", "images"
@@ -110,13 +113,14 @@ def evaluate_memory(memory: Any, queries: Sequence[StepQuery], query_vectors: Ma
     missing = sorted({q.screenshot for q in queries} - set(query_vectors))
     if missing:
         raise DataError("query_vectors", f"no embedding for {len(missing)} test screenshot(s), e.g. {missing[0]!r}")
+    reader = MemoryReader(memory, "text", k)
     out = []
     for q in tqdm(queries, desc=f"retrieval [{memory.name}]", unit="step", disable=not progress):
         t0 = time.perf_counter()
-        r = memory.retrieve(query_vectors[q.screenshot], q.goal, k)
+        r = reader.retrieve(query_vectors[q.screenshot], q.goal)
         seconds = time.perf_counter() - t0
         shown = r.items[: memory.style.max_items]
-        text = memory.render_text(r)
+        text, _ = reader.render(r)
         out.append(StepResult(q, r, tuple(i.id for i in shown), text, count_tokens(text),
                               {kk: _hit(r.items[:kk], q.true_type, train_episodes) for kk in ks},
                               _hit(shown, q.true_type, train_episodes), sum(i.success == "no" for i in shown),
@@ -165,13 +169,15 @@ def write_results(out_dir: str | Path, memory: Any, results: Sequence[StepResult
     if memory.name not in MEMORIES:  # it names the folder
         raise DataError("memory", f"unknown memory {memory.name!r:.60}; expected one of {MEMORIES}")
 
+    reader = MemoryReader(memory, "image", store_root=store_root)
+
     def write(folder: Path) -> None:
         (folder / IMAGES).mkdir()
         records = []
         for r in tqdm(results, desc=f"writing [{memory.name}]", unit="step", disable=not progress):
             name = image_name(r.shown)
             if not (folder / IMAGES / name).exists():
-                (folder / IMAGES / name).write_bytes(png_bytes(memory.render_image(r.retrieved, store_root)))
+                (folder / IMAGES / name).write_bytes(png_bytes(reader.image(r.retrieved)))
             records.append(step_record(r, f"{IMAGES}/{name}"))
         write_jsonl(folder / STEPS_FILE, records)
 
@@ -220,6 +226,14 @@ def read_results(path: str | Path) -> list[dict[str, Any]]:
 def results_dir(retrieval_dir: str | Path, memory: str) -> Path:
     """The folder holding ``memory``'s results under ``retrieval_dir`` (or the backup a crashed save left)."""
     return readable_dir(Path(retrieval_dir) / memory, "retrieval results")
+
+
+def saved_renderings(retrieval_dir: str | Path, memory: str) -> dict[tuple[str, int], tuple[str, Path]]:
+    """What ``memory`` showed at every test step, as saved under ``retrieval_dir``:
+    ``(episode id, step) -> (text block, image file)``."""
+    folder = results_dir(retrieval_dir, memory)
+    return {(r["episode_id"], int(r["step"])): (r["text"], folder / r["image"])
+            for r in read_results(folder / STEPS_FILE)}
 
 
 _RECORD_TYPES: dict[str, type | tuple[type, ...]] = {

@@ -14,7 +14,6 @@ from transformers import PretrainedConfig
 
 from guimem.core.data import ACTION_TYPES, DataError
 from guimem.core.io import check_number
-from guimem.eval.metrics import MatchConfig
 
 DIRECTIONS: tuple[str, ...] = ("up", "down", "left", "right")
 """Swipe directions: the way the finger moves (``up`` = lift point above touch point)."""
@@ -28,9 +27,6 @@ SEGMENTS: tuple[str, ...] = ("pad", "element", "screen", "goal", "history", "mem
 
 N_ROLE_SPECIAL = 2  # role ids: 0 = not an element, 1 = a role not seen in training
 ACT_CONTEXT_SLOTS = 2  # the [ACT] token's context: the types of the last and the second-to-last action
-
-STRICT_MATCH = MatchConfig(variant="aitw", text_rule="token_f1", match_app_name=True)
-"""Step matching used to score the actor: AITW touch rules, typed text by token F1, app names compared."""
 
 # Exact-match codes of a screen patch's label against the goal and the memory text shown.
 N_MATCH = 3  # per text: none, some or all of a label's words occur in it

@@ -3,7 +3,7 @@
 Examples pair a demonstration step with the experience a memory retrieves for it (memories
 rebuilt in k folds, so a step never sees its own episode); :func:`train_actor` trains on them
 with the memory modality redrawn every epoch. The frozen actor is scored under each modality by
-:func:`guimem.eval.scoring.step_table`.
+:func:`guimem.eval.step_table.step_table`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from guimem.actors.mini.config import IGNORE, STRICT_MATCH, ActorConfig, history_tokens
+from guimem.actors.mini.config import IGNORE, ActorConfig, history_tokens
 from guimem.actors.mini.features import (
     Features,
     ImagePatcher,
@@ -34,9 +34,13 @@ from guimem.actors.mini.model import GuiActor
 from guimem.actors.mini.policy import MiniActor
 from guimem.core.data import ACTION_TYPES, Action, DataError
 from guimem.core.policy import MODALITIES, Modality
-from guimem.eval.examples import ActorExample
-from guimem.eval.metrics import MatchConfig, step_accuracy
+from guimem.eval.action_match import MatchConfig, step_accuracy
 from guimem.models.tokenizer import Vocabulary
+from guimem.train.examples import ActorExample
+
+
+STRICT_MATCH = MatchConfig(variant="aitw", text_rule="token_f1", match_app_name=True)
+"""Step matching used to score the actor: AITW touch rules, typed text by token F1, app names compared."""
 
 
 def majority_action(actions: Sequence[Action], grid: tuple[int, int]) -> Action:
@@ -245,7 +249,7 @@ def _held_out_scores(actor: MiniActor, feats: Sequence[Features], modalities: Se
                      gold: Sequence[Action], match: MatchConfig) -> dict[str, Any]:
     """Step and type accuracy of the actor in training on featurised held-out prompts, each shown
     the memory of its own modality (the training curve; scoring a frozen actor is
-    :func:`guimem.eval.scoring.step_table`)."""
+    :func:`guimem.eval.step_table.step_table`)."""
     preds: list[Action] = []
     for lo in range(0, len(feats), actor.batch_size):
         hi = lo + actor.batch_size

@@ -4,7 +4,7 @@ folds, the sampled preference, the probe and its cross-validation, where the act
 from __future__ import annotations
 
 from guimem.actors.hf.parsing import ANSWER_FORMATS, COORD_CONVENTIONS
-from guimem.eval.metrics import VARIANTS
+from guimem.eval.action_match import VARIANTS
 from guimem.pipeline.params import (
     BATCH,
     COUNT,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from guimem.eval.metrics import VARIANTS
+from guimem.eval.action_match import VARIANTS
 from guimem.pipeline.params import PATH, Items, Params, Stage, Text, check_subset
 from guimem.smg.memories import MEMORIES
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from guimem.core.data import Action
 from guimem.core.policy import FeaturisingPolicy, Modality, Policy, PolicyInput, PolicyOutput, shows
-from guimem.eval.metrics import MatchConfig, action_class, action_match
+from guimem.eval.action_match import MatchConfig, action_class, action_match
 
 
 class Example(Protocol):
@@ -79,8 +79,3 @@ def step_table(policy: Policy, examples: Sequence[Example], modalities: Sequence
                           dtype=bool))
     return table
 
-
-def step_scores(policy: Policy, examples: Sequence[Example], modalities: Sequence[Modality],
-                match: MatchConfig) -> dict[Modality, dict[str, Any]]:
-    """:func:`step_table` summarised: ``n_steps``, ``step_accuracy``, ``type_accuracy`` per modality."""
-    return {m: hits.scores() for m, hits in step_table(policy, examples, modalities, match).items()}

@@ -8,16 +8,18 @@ state it visited, add those examples to the training set, and train on.
 
 :func:`dagger_examples` runs the rollouts in lock-step (one batched actor call per tick), each
 on its task's own app variant and world seed, reading the memory it is given in the modality
-drawn for it, exactly as the closed loop does; every visited state becomes an
-:class:`~guimem.eval.examples.ActorExample` carrying *both* memory renderings (training redraws
-the modality every epoch) and the expert's action as its target.
+drawn for it, through the same :class:`~guimem.smg.reader.MemoryReader` as the closed loop; every
+visited state becomes an :class:`~guimem.train.examples.ActorExample` carrying *both* memory
+renderings (training redraws the modality every epoch) and the expert's action as its target.
+:func:`plan_rollouts` draws a round's rollouts, and :func:`run_dagger` alternates rounds of
+rollouts with training on every example so far.
 """
 
 from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -25,12 +27,13 @@ from tqdm.auto import tqdm
 from guimem.core.data import Action
 from guimem.core.policy import MODALITIES, Modality, Policy, PolicyInput
 from guimem.eval.closed_loop import Replay, pick_tasks, replay_tasks
-from guimem.eval.examples import ActorExample, with_memory
 from guimem.phone.config import WorldConfig
 from guimem.phone.expert import Expert
 from guimem.phone.toolkit import stable_int
 from guimem.phone.world import World
 from guimem.smg.memories import Memory
+from guimem.smg.reader import MemoryReader
+from guimem.train.examples import ActorExample
 
 
 @dataclass(frozen=True)
@@ -84,7 +87,7 @@ def dagger_examples(policy: Policy, rollouts: Sequence[Rollout], world_config: W
         world = World(world_config)
         obs = world.reset(r.replay.task, r.replay.seed, r.replay.variant)
         live.append(_Live(r, world, Expert(world, max_repeats=None), obs))
-    renders: dict = {}
+    readers = {id(r.memory): MemoryReader(r.memory) for r in rollouts if r.memory is not None}
     examples: list[ActorExample] = []
     seen: set[tuple] = set()
     bar = tqdm(total=len(live), desc="dagger rollouts", unit="ep", disable=not progress)
@@ -94,7 +97,7 @@ def dagger_examples(policy: Policy, rollouts: Sequence[Rollout], world_config: W
             inp = PolicyInput(lv.obs.image, lv.obs.elements, lv.rollout.replay.task.goal,
                               tuple(lv.history[-max_history:]) if max_history else ())
             if lv.rollout.memory is not None:
-                inp = with_memory(inp, lv.rollout.memory, lv.obs.image, renders)
+                inp = readers[id(lv.rollout.memory)].show(inp, lv.obs.image)
             inputs.append(inp)
             shown.append(inp.with_modality(lv.rollout.modality))
         answers = [out.action for out in policy.act(shown)]
@@ -140,3 +143,27 @@ def plan_rollouts(episodes: Sequence, folds: Mapping[str, int], fold_memories: S
         modality = MODALITIES[int(rng.choice(len(MODALITIES), p=weights / weights.sum()))]
         out.append(Rollout(replays[ep.id], memories[kind], kind, modality))
     return out
+
+
+Fit = Callable[[list[ActorExample], int, Policy], Policy]
+"""``fit(examples, round, policy)``: ``policy`` trained on, from where it stands, over ``examples``
+after DAgger round ``round`` (0-based)."""
+
+
+def run_dagger(policy: Policy, examples: Sequence[ActorExample], fit: Fit, episodes: Sequence,
+               folds: tuple[Mapping[str, int], Sequence[Mapping[str, Memory]]], world_config: WorldConfig,
+               rounds: int, tasks: int, seed: int, modality_weights: Sequence[float], max_history: int,
+               progress: bool = True) -> tuple[Policy, list[ActorExample], list[dict]]:
+    """``rounds`` rounds of DAgger: in round ``r``, ``policy`` plays ``tasks`` tasks of ``episodes``
+    (:func:`plan_rollouts` with seed ``seed + r`` and replay index ``r + 1``, reading the memories of
+    ``folds``: :func:`guimem.train.folds.fold_memories`), the expert labels every state it visits
+    (:func:`dagger_examples`), and ``fit`` trains it on over all examples so far. Returns the last
+    policy, every example (``examples`` first) and each round's :meth:`DaggerStats.to_dict`."""
+    examples, stats = list(examples), []
+    for r in range(rounds):
+        rollouts = plan_rollouts(episodes, *folds, tasks, seed + r, modality_weights, run=r + 1)
+        new, round_stats = dagger_examples(policy, rollouts, world_config, max_history, seed + r, progress)
+        examples = examples + new
+        stats.append(round_stats.to_dict())
+        policy = fit(examples, r, policy)
+    return policy, examples, stats

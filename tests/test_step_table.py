@@ -16,9 +16,9 @@ from guimem.actors.mini.tiny import TINY
 from guimem.actors.mini.train import build_vocabulary
 from guimem.core.data import Action, UIElement
 from guimem.core.policy import FeaturisingPolicy, PolicyInput, PolicyOutput
-from guimem.eval.examples import ActorExample
-from guimem.eval.metrics import MatchConfig, step_accuracy
-from guimem.eval.scoring import step_scores, step_table
+from guimem.eval.action_match import MatchConfig, step_accuracy
+from guimem.eval.step_table import step_table
+from guimem.train.examples import ActorExample
 
 AITW = MatchConfig(variant="aitw")
 
@@ -64,7 +64,7 @@ def test_the_featurising_path_gives_the_answers_act_gives():
 
 def test_scores_agree_with_step_accuracy_on_the_same_predictions():
     actor, examples = tiny_actor_and_examples()
-    scores = step_scores(actor, examples, ["text"], AITW)["text"]
+    scores = step_table(actor, examples, ["text"], AITW)["text"].scores()
     kept = [ex for ex in examples if ex.input.memory_text is not None]
     preds = [o.action for o in actor.act([ex.input.with_modality("text") for ex in kept])]
     ref = step_accuracy(preds, [ex.target for ex in kept], [ex.input.elements for ex in kept], AITW)

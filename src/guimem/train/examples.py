@@ -5,16 +5,17 @@ An :class:`ActorExample` pairs what the actor sees at a demonstration step (scre
 history, and the retrieved experience as text and as an image) with its target: the expert's
 action from that state (``Step.expert``, where the world recorded one: the demonstrator's
 mistakes stay in the stores and in memory but are never imitated), else what the demonstrator
-did. Training examples read memories rebuilt in k folds (:func:`build_kfold_examples`), so a
-step never sees its own episode; held-out examples read what ``retrieval_eval`` retrieved from
-the saved memories (:func:`examples_from_retrieval`).
+did. Training examples read memories through :class:`~guimem.smg.reader.MemoryReader`
+(:func:`build_examples`; rebuilt in k folds by :mod:`guimem.train.folds`, so a step never sees its
+own episode); held-out examples read what ``retrieval_eval`` rendered from the saved memories
+(:func:`examples_from_retrieval`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 from PIL import Image
@@ -25,7 +26,8 @@ from guimem.core.describe import target_element
 from guimem.core.policy import PolicyInput
 from guimem.core.store import load_screenshot, open_image
 from guimem.smg.memories import Memory
-from guimem.smg.retrieval import read_results, results_dir
+from guimem.smg.reader import MemoryReader
+from guimem.smg.retrieval import saved_renderings
 
 
 @dataclass(frozen=True)
@@ -37,19 +39,6 @@ class ActorExample:
     episode_id: str = ""
     step: int = -1
     memory_kind: str | None = None  # which memory produced the experience (None: no memory)
-
-
-MemoryFactory = Callable[[str, Sequence[Episode]], Memory]
-"""``factory(kind, episodes)``: a memory of ``kind`` built from exactly ``episodes``."""
-
-
-def assign_folds(episode_ids: Sequence[str], k: int, seed: int) -> dict[str, int]:
-    """Each episode id to one of ``k`` folds of (nearly) equal size, shuffled by ``seed``."""
-    if k < 2:
-        raise DataError("k_folds", f"needs at least 2 folds so every memory excludes its episode, got {k}")
-    ids = sorted(set(episode_ids))
-    order = np.random.default_rng(seed).permutation(len(ids))
-    return {ids[j]: rank % k for rank, j in enumerate(order)}
 
 
 def target_of(step: Step) -> Action:
@@ -68,16 +57,6 @@ def episode_steps(episode: Episode, store_root: str | Path, max_history: int) ->
     return out
 
 
-def with_memory(inp: PolicyInput, memory: Memory, query: Any, renders: dict) -> PolicyInput:
-    """``inp`` with the memory's retrieval for ``query`` rendered as text and as image (renders memoised)."""
-    retrieved = memory.retrieve(query, inp.goal)
-    key = (id(memory), tuple(getattr(retrieved, "ids", ())) or id(retrieved))
-    if key not in renders:
-        renders[key] = (memory.render_text(retrieved), memory.render_image(retrieved))
-    text, image = renders[key]
-    return PolicyInput(inp.screenshot, inp.elements, inp.goal, inp.history, text, image)
-
-
 def build_examples(episodes: Sequence[Episode], store_root: str | Path, memories: Mapping[str, Memory],
                    kinds_per_step: int | None = None, seed: int = 0, max_history: int = 4,
                    query_vectors: Mapping[str, np.ndarray] | None = None, progress: bool = True) -> list[ActorExample]:
@@ -89,7 +68,7 @@ def build_examples(episodes: Sequence[Episode], store_root: str | Path, memories
     kinds = sorted(memories)
     n_kinds = len(kinds) if kinds_per_step is None else min(kinds_per_step, len(kinds))
     rng = np.random.default_rng(seed)
-    renders: dict = {}
+    readers = {kind: MemoryReader(memories[kind]) for kind in kinds}
     out: list[ActorExample] = []
     for episode in tqdm(episodes, desc="examples", unit="episode", disable=not progress):
         for i, (inp, action) in enumerate(episode_steps(episode, store_root, max_history)):
@@ -97,39 +76,8 @@ def build_examples(episodes: Sequence[Episode], store_root: str | Path, memories
             query = query_vectors[shot] if query_vectors is not None and shot in query_vectors else inp.screenshot
             chosen = kinds if n_kinds == len(kinds) else sorted(rng.choice(kinds, n_kinds, replace=False).tolist())
             for kind in chosen:
-                out.append(ActorExample(with_memory(inp, memories[kind], query, renders), action, episode.id, i, kind))
+                out.append(ActorExample(readers[kind].show(inp, query), action, episode.id, i, kind))
     return out
-
-
-def build_kfold_examples(episodes: Sequence[Episode], store_root: str | Path, factory: MemoryFactory,
-                         kinds: Sequence[str], k_folds: int, seed: int, kinds_per_step: int | None = 1,
-                         max_history: int = 4, query_vectors: Mapping[str, np.ndarray] | None = None,
-                         progress: bool = True,
-                         folds: tuple[dict[str, int], list[dict[str, Memory]]] | None = None) -> list[ActorExample]:
-    """Training examples whose memory never holds their own episode (no leakage).
-
-    The episodes are split into ``k_folds`` folds; the steps of fold ``f`` read memories of every
-    kind built by ``factory`` from the other folds only (``folds``: those of :func:`fold_memories`,
-    already built). Returned in the order of ``episodes``.
-    """
-    folds, fold_mems = folds if folds is not None else fold_memories(episodes, factory, kinds, k_folds, seed)
-    by_id: dict[str, list[ActorExample]] = {}
-    for f, memories in enumerate(fold_mems):
-        inside = [e for e in episodes if folds[e.id] == f]
-        for ex in build_examples(inside, store_root, memories, kinds_per_step, seed + 1 + f, max_history,
-                                 query_vectors, progress):
-            by_id.setdefault(ex.episode_id, []).append(ex)
-    return [ex for e in episodes for ex in by_id.get(e.id, [])]
-
-
-def fold_memories(episodes: Sequence[Episode], factory: MemoryFactory, kinds: Sequence[str], k_folds: int,
-                  seed: int) -> tuple[dict[str, int], list[dict[str, Memory]]]:
-    """The episodes' folds (:func:`assign_folds`) and, per fold, a memory of every kind built by
-    ``factory`` from the *other* folds: what that fold's steps (and rollouts of its tasks) may read."""
-    folds = assign_folds([e.id for e in episodes], k_folds, seed)
-    memories = [{kind: factory(kind, [e for e in episodes if folds[e.id] != f]) for kind in kinds}
-                for f in range(k_folds)]
-    return folds, memories
 
 
 def examples_from_retrieval(episodes: Sequence[Episode], store_root: str | Path, retrieval_dir: str | Path,
@@ -139,21 +87,16 @@ def examples_from_retrieval(episodes: Sequence[Episode], store_root: str | Path,
     Reads ``<retrieval_dir>/<kind>/steps.jsonl`` (text block and image path per step); one
     example per step and kind, in episode, step and ``kinds`` order.
     """
-    records: dict[tuple[str, str, int], tuple[str, str]] = {}
-    for kind in kinds:
-        folder = results_dir(retrieval_dir, kind)
-        for r in read_results(folder / "steps.jsonl"):
-            records[(kind, r["episode_id"], int(r["step"]))] = (r["text"], str(folder / r["image"]))
-    images: dict[str, Image.Image] = {}
+    saved = {kind: saved_renderings(retrieval_dir, kind) for kind in kinds}
+    images: dict[Path, Image.Image] = {}
     out = []
     for episode in episodes:
         for i, (inp, action) in enumerate(episode_steps(episode, store_root, max_history)):
             for kind in kinds:
-                key = (kind, episode.id, i)
-                if key not in records:
+                if (episode.id, i) not in saved[kind]:
                     raise DataError("steps.jsonl", f"no retrieved memory for {episode.id} step {i}",
                                     str(Path(retrieval_dir) / kind))
-                text, image_path = records[key]
+                text, image_path = saved[kind][(episode.id, i)]
                 if image_path not in images:
                     images[image_path] = open_image(image_path)
                 out.append(ActorExample(PolicyInput(inp.screenshot, inp.elements, inp.goal, inp.history, text,

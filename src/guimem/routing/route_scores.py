@@ -23,7 +23,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from guimem.eval.metrics import paired_counts
+from guimem.eval.action_match import paired_counts
 from guimem.routing.records import CONDITIONS, StepRecords
 from guimem.routing.router import Router, calibrate_tau
 

@@ -6,7 +6,7 @@ import pytest
 
 from guimem.core.data import Action, DataError, UIElement
 from guimem.core.describe import swipe_direction
-from guimem.eval.metrics import (
+from guimem.eval.action_match import (
     MatchConfig,
     action_match,
     aitw_kind,
@@ -258,7 +258,7 @@ def test_step_accuracy_rejects_bad_input_naming_the_field():
 
 # ---------------------------------------------------------------- paired sign test
 def test_sign_test_matches_the_binomial_tail():
-    from guimem.eval.metrics import paired_sign_test
+    from guimem.eval.action_match import paired_sign_test
     # 9 vs 1 discordant steps: P(X <= 1 | n=10, 1/2) = 11/1024, two-sided 22/1024
     assert paired_sign_test(9, 1) == pytest.approx(22 / 1024)
     assert paired_sign_test(1, 9) == pytest.approx(22 / 1024)  # symmetric
@@ -268,7 +268,7 @@ def test_sign_test_matches_the_binomial_tail():
 
 
 def test_sign_test_refuses_non_counts():
-    from guimem.eval.metrics import paired_sign_test
+    from guimem.eval.action_match import paired_sign_test
     for bad in (-1, 1.5, True, "3"):
         with pytest.raises(DataError, match="fixed"):
             paired_sign_test(bad, 2)

@@ -1,0 +1,71 @@
+"""Memories rebuilt in k folds, so that no training step reads its own episode.
+
+The training episodes are split into ``k`` folds (:func:`assign_folds`); the steps of fold ``f``
+read memories of every kind rebuilt, with the saved memories' settings (:func:`rebuild_from`),
+from the other folds only (:func:`fold_memories`), and become examples through
+:func:`~guimem.train.examples.build_examples` (:func:`build_kfold_examples`). DAgger's rollouts of
+a fold's tasks read the same memories.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+
+from guimem.core.data import DataError, Episode, Subgoal
+from guimem.smg.memories import Memory, rebuild_like
+from guimem.train.examples import ActorExample, build_examples
+
+MemoryFactory = Callable[[str, Sequence[Episode]], Memory]
+"""``factory(kind, episodes)``: a memory of ``kind`` built from exactly ``episodes``."""
+
+
+def assign_folds(episode_ids: Sequence[str], k: int, seed: int) -> dict[str, int]:
+    """Each episode id to one of ``k`` folds of (nearly) equal size, shuffled by ``seed``."""
+    if k < 2:
+        raise DataError("k_folds", f"needs at least 2 folds so every memory excludes its episode, got {k}")
+    ids = sorted(set(episode_ids))
+    order = np.random.default_rng(seed).permutation(len(ids))
+    return {ids[j]: rank % k for rank, j in enumerate(order)}
+
+
+def rebuild_from(saved: Mapping[str, Memory], subgoals: Mapping[str, Sequence[Subgoal]],
+                 store_root: str | Path) -> MemoryFactory:
+    """A :data:`MemoryFactory` of memories with the settings of the ``saved`` one of their kind, built
+    from the given episodes only (their ``subgoals``, by episode id; screens under ``store_root``)."""
+    def rebuild(kind: str, episodes: Sequence[Episode]) -> Memory:
+        return rebuild_like(saved[kind], episodes, [s for e in episodes for s in subgoals.get(e.id, [])], store_root)
+    return rebuild
+
+
+def build_kfold_examples(episodes: Sequence[Episode], store_root: str | Path, factory: MemoryFactory,
+                         kinds: Sequence[str], k_folds: int, seed: int, kinds_per_step: int | None = 1,
+                         max_history: int = 4, query_vectors: Mapping[str, np.ndarray] | None = None,
+                         progress: bool = True,
+                         folds: tuple[dict[str, int], list[dict[str, Memory]]] | None = None) -> list[ActorExample]:
+    """Training examples whose memory never holds their own episode (no leakage).
+
+    The episodes are split into ``k_folds`` folds; the steps of fold ``f`` read memories of every
+    kind built by ``factory`` from the other folds only (``folds``: those of :func:`fold_memories`,
+    already built). Returned in the order of ``episodes``.
+    """
+    folds, fold_mems = folds if folds is not None else fold_memories(episodes, factory, kinds, k_folds, seed)
+    by_id: dict[str, list[ActorExample]] = {}
+    for f, memories in enumerate(fold_mems):
+        inside = [e for e in episodes if folds[e.id] == f]
+        for ex in build_examples(inside, store_root, memories, kinds_per_step, seed + 1 + f, max_history,
+                                 query_vectors, progress):
+            by_id.setdefault(ex.episode_id, []).append(ex)
+    return [ex for e in episodes for ex in by_id.get(e.id, [])]
+
+
+def fold_memories(episodes: Sequence[Episode], factory: MemoryFactory, kinds: Sequence[str], k_folds: int,
+                  seed: int) -> tuple[dict[str, int], list[dict[str, Memory]]]:
+    """The episodes' folds (:func:`assign_folds`) and, per fold, a memory of every kind built by
+    ``factory`` from the *other* folds: what that fold's steps (and rollouts of its tasks) may read."""
+    folds = assign_folds([e.id for e in episodes], k_folds, seed)
+    memories = [{kind: factory(kind, [e for e in episodes if folds[e.id] != f]) for kind in kinds}
+                for f in range(k_folds)]
+    return folds, memories
