@@ -20,9 +20,10 @@ cosine that is exactly ``tau`` in exact arithmetic (two identical screens at ``t
 land a hair below it on one machine and on it on another. Every threshold decision therefore
 allows :data:`~guimem.smg.index.COSINE_ATOL` (a cosine counts as >= ``tau`` when it is >= ``tau -
 COSINE_ATOL``), and every ranking compares scores rounded to :data:`~guimem.smg.index.RANK_DECIMALS`
-decimals, ties to the lower id (:func:`~guimem.smg.index.rank_order`). This absorbs the rounding of float32 unit vectors (a cosine is within
-about 1e-7 of its exact value); embedders whose outputs differ by more than that between
-machines can still move a decision whose cosine lies that close to the threshold.
+decimals, ties to the lower id (:func:`~guimem.smg.index.rank_order`). This absorbs the rounding
+of float32 unit vectors (a cosine is within about 1e-7 of its exact value); embedders whose
+outputs differ by more than that between machines can still move a decision whose cosine lies
+that close to the threshold.
 
 Ingest order (what makes a build reproducible and incremental == batch): episodes in the
 order given; within an episode, its *boundary screens* (every subgoal's first screen and the

@@ -61,7 +61,7 @@ class Memory(Protocol):
         ...
 
 
-
+# ============================================================================ shared machinery
 class MemoryBase:
     """Embedders, the store, item templates, rendering and files, shared by every memory."""
 
@@ -350,7 +350,8 @@ def clone(memory: GraphMemory | FlatMemory) -> GraphMemory | FlatMemory:
 
 
 def build_memory(name: str, episodes: Sequence[Episode], subgoals: Sequence[Subgoal], store_root: str | Path,
-                 image_embedder: ImageEmbedder, text_embedder: TextEmbedder, **settings: Any) -> GraphMemory | FlatMemory:
+                 image_embedder: ImageEmbedder, text_embedder: TextEmbedder,
+                 **settings: Any) -> GraphMemory | FlatMemory:
     """``make_memory(name, ...)`` filled with ``episodes`` (e.g. one fold of the training set)."""
     memory = make_memory(name, image_embedder, text_embedder, **settings)
     memory.add(episodes, subgoals, store_root)
