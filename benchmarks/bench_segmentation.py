@@ -28,7 +28,7 @@ from guimem.models.llm import load_llm
 from guimem.phone.config import WorldConfig
 from guimem.phone.demonstrator import demonstrate, plan_tasks
 from guimem.smg.llm_segmenter import LLMSegmenter
-from guimem.smg.scores import sample_evenly
+from guimem.smg.segmentation_scores import sample_evenly
 from guimem.smg.segmenters import RuleSegmenter
 
 N_RULE = 120  # episodes for the rule segmenter timing

@@ -62,14 +62,8 @@ from guimem.models.embedding import cached_text_embedder
 from guimem.pipeline.paths import enter_repo_root
 from guimem.smg.judge import LLMJudge, RuleJudge
 from guimem.smg.llm_segmenter import LLMSegmenter, LLMStats
-from guimem.smg.scores import (
-    draw_boundaries,
-    draw_judge_confusion,
-    every_step_spans,
-    judge_confusion,
-    sample_evenly,
-    score_segmentation,
-)
+from guimem.smg.figures import draw_boundaries, draw_judge_confusion
+from guimem.smg.segmentation_scores import every_step_spans, judge_confusion, sample_evenly, score_segmentation
 from guimem.smg.screens import read_episode, trajectory_text
 from guimem.smg.segment import make_segmenter, segment_episodes
 from guimem.smg.segmenters import GroundTruthSegmenter, rule_spans

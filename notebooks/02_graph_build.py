@@ -74,7 +74,8 @@ from guimem.core.io import write_metrics, write_stage_results
 from guimem.core.store import load_episodes, load_subgoals
 from guimem.models.embedding import cached_image_embedder, cached_text_embedder, embed_screenshots, fit_projection
 from guimem.pipeline.paths import enter_repo_root
-from guimem.smg.graph import build_graph, draw_graph, node_purity
+from guimem.smg.figures import draw_graph
+from guimem.smg.graph import build_graph, node_purity
 from guimem.smg.index import NodeSearch
 from guimem.smg.memories import MEMORIES, RenderStyle, build_memory
 from guimem.viz.plotting import MEMORY_COLORS, MEMORY_LABELS, figure_path, save_figure, write_plot_data

@@ -145,7 +145,7 @@ built = [past[e] for e in smg.graph.episodes]  # the episodes the SMG holds, in 
 memory_subgoals = [s for s in load_subgoals(Path(subgoals_dir) / "memory.jsonl", store_root=memory_root) if s.episode_id in smg.graph.episodes]
 tau_rows = []
 for t in tau_sweep:
-    m = build_memory("smg", built, memory_subgoals, memory_root, images, texts, **{**smg.settings(), "tau": t})
+    m = build_memory("smg", built, memory_subgoals, memory_root, images, texts, **{**smg.get_params(), "tau": t})
     s = summarize(evaluate_memory(m, queries, vectors, past, ks=scored_ks, k=k_nodes or None))
     tau_rows.append({"tau": t, "nodes": m.graph.n_nodes, **{c: s[c] for c in bars + ["tokens_mean"]}})
 fig, ax = plt.subplots(figsize=(5, 3.2))

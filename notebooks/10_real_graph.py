@@ -56,10 +56,11 @@ from guimem.models.embedding import cached_image_embedder, cached_text_embedder,
 from guimem.pipeline.paths import enter_repo_root
 from guimem.real.importers.common import map_observations
 from guimem.real.ocr import draw_lines
-from guimem.smg.graph import build_graph, draw_node_strips, node_purity, splits_and_merges
-from guimem.smg.scores import corpus_boundary_scores
+from guimem.smg.figures import draw_node_strips
+from guimem.smg.graph import build_graph, node_purity, splits_and_merges
 from guimem.smg.screens import screen_contexts
 from guimem.smg.segment import make_segmenter, segment_episodes
+from guimem.smg.segmentation_scores import corpus_boundary_scores
 from guimem.smg.segmenters import GroundTruthSegmenter
 from guimem.viz.plotting import figure_path, save_figure, write_plot_data
 

@@ -8,6 +8,7 @@ import pytest
 
 from guimem.core.data import DataError
 from guimem.smg.graph import GraphConfig, MemoryGraph, normalize_rows
+from guimem.smg.graph_load import load_graph
 from guimem.smg.index import HnswNodeIndex, NodeIndex, NodeSearch
 
 HNSW = NodeSearch(kind="hnsw")
@@ -77,7 +78,7 @@ def test_builds_are_reproducible():
 def test_a_saved_graph_loads_with_the_search_asked_for(tmp_path):
     graph = build(clustered(500, 50), NodeSearch(kind="exact"))
     graph.save(tmp_path / "g")
-    loaded = MemoryGraph.load(tmp_path / "g", search=HNSW)
+    loaded = load_graph(tmp_path / "g", search=HNSW)
     assert loaded.index.approximate and nodes_of(loaded) == nodes_of(graph)
     q = clustered(1, 50, seed=9)[0]
     assert loaded.nearest_nodes(q, 2) == graph.nearest_nodes(q, 2)

@@ -193,15 +193,13 @@ def test_atomic_write_dir_refuses_what_it_did_not_write(tmp_path, case):
     assert _tree(tmp_path) == before and not any(".tmp-" in p.name for p in tmp_path.iterdir())
 
 
-def test_atomic_write_dir_accepts_a_legacy_store(tmp_path):
-    """A store saved before markers existed is recognised by ``legacy`` and replaced."""
+def test_atomic_write_dir_refuses_an_unmarked_store(tmp_path):
+    """A folder without a kind marker is not a store of ``kind``: never replaced."""
     (tmp_path / "old").mkdir()
     (tmp_path / "old" / "manifest.json").write_text('{"format": "test"}')
     with pytest.raises(DataError):
         atomic_write_dir(tmp_path / "old", _writer("v2"), KIND)
-    atomic_write_dir(tmp_path / "old", _writer("v2"), KIND,
-                     legacy=lambda f: json.loads((f / "manifest.json").read_text())["format"] == "test")
-    assert gio.folder_kind(tmp_path / "old") == KIND and not (tmp_path / "old" / "manifest.json").exists()
+    assert (tmp_path / "old" / "manifest.json").read_text() == '{"format": "test"}'
 
 
 def test_failed_write_leaves_the_target_untouched(tmp_path):

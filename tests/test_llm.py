@@ -10,7 +10,7 @@ import handmade_episodes as hm
 from guimem.core.data import DataError
 from guimem.models.llm import SMOLLM2_GGUF, LLMUnavailable, load_llm, locate_gguf
 from guimem.smg.llm_segmenter import LLMSegmenter, answer_complete, parse_llm_answer, segmentation_prompt
-from guimem.smg.scores import boundaries
+from guimem.smg.segmentation_scores import boundaries
 from guimem.smg.segmenters import Span, check_spans, rule_spans
 
 

@@ -9,15 +9,19 @@ import pytest
 from guimem.core.data import Action, DataError, Episode, Step, Subgoal
 from guimem.models.embedding import HashingTextEmbedder, PixelEmbedder
 from guimem.smg.memories import (
+    MEMORY_KINDS,
     RenderStyle,
     Retrieved,
     build_memory,
+    clone,
     count_tokens,
     EMPTY,
     MEMORY_CROPS,
     image_layout,
     load_memory,
     make_memory,
+    memory_size,
+    rebuild_like,
     render_text,
     step_units,
     task_unit,
@@ -232,6 +236,29 @@ def test_save_load_round_trip(store, name):
     loaded.add(eps, subs, root)  # re-ingest after load: nothing new
     assert loaded.retrieve(draw_screen("list"), "g").ids == m.retrieve(draw_screen("list"), "g").ids
 
+
+
+MEMORY_SETTINGS = {"smg": dict(tau=0.95, theta=0.8, k=2, rank_by="id"), "flat": dict(k=5),
+            "action_graph": dict(tau=0.97, theta=0.85, k=3, rank_by="goal"),
+            "task_graph": dict(tau=0.9, theta=0.7, k=2, alpha=0.25)}
+
+
+@pytest.mark.parametrize("name", ["smg", "flat", "action_graph", "task_graph"])
+def test_settings_round_trip_through_get_params_clone_and_a_save(store, name):
+    store = as_episode_store(store)
+    root, eps, subs = store
+    style = RenderStyle(max_items=2, max_actions=3)
+    m = build_memory(name, eps, subs, root, *embedders(root), style=style, **MEMORY_SETTINGS[name])
+    params = m.get_params()
+    assert params == {**MEMORY_SETTINGS[name], "style": style, "search": m.search}
+    assert list(params) == list(MEMORY_KINDS[name].params)
+    twin = clone(m)
+    assert (type(twin), twin.name, twin.get_params(), memory_size(twin)["items"]) == (type(m), name, params, 0)
+    assert make_memory(name, m.image_embedder, m.text_embedder, **params).get_params() == params
+    m.save(root / "mem" / name)
+    assert load_memory(root / "mem" / name, *embedders(root)).get_params() == params
+    rebuilt = rebuild_like(m, eps[:1], [s for s in subs if s.episode_id == eps[0].id], root)
+    assert rebuilt.get_params() == params and memory_size(rebuilt)["episodes"] == 1
 
 def test_load_refuses_other_embedders(store):
     root, _, _ = store

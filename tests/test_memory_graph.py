@@ -17,7 +17,10 @@ from guimem.core.data import DataError, Subgoal, group_by_episode
 from guimem.core.io import MARKER
 from guimem.models.embedding import HashingTextEmbedder, PixelEmbedder
 from guimem.smg import graph as mg
-from guimem.smg.graph import GraphConfig, MemoryGraph, NodeIndex, build_graph
+from guimem.smg.figures import draw_graph
+from guimem.smg.graph import GraphConfig, MemoryGraph, build_graph
+from guimem.smg.graph_load import load_graph
+from guimem.smg.index import RANK_DECIMALS, NodeIndex
 
 D = 16
 
@@ -211,7 +214,7 @@ def test_incremental_build_equals_batch_build(tmp_path):
     first = MemoryGraph(config)
     ingest(first, subs[:cut], screens, texts)
     first.save(tmp_path / "g")
-    resumed = MemoryGraph.load(tmp_path / "g", expect=config)
+    resumed = load_graph(tmp_path / "g", expect=config)
     ingest(resumed, subs[cut:], screens, texts)
     batch.save(tmp_path / "batch")
     resumed.save(tmp_path / "resumed")
@@ -245,7 +248,7 @@ def small_graph() -> MemoryGraph:
 def test_save_load_round_trip(tmp_path):
     g = small_graph()
     g.save(tmp_path / "g")
-    h = MemoryGraph.load(tmp_path / "g", expect=cfg())
+    h = load_graph(tmp_path / "g", expect=cfg())
     assert h.config == g.config and h.stats() == g.stats()
     assert [(e.id, e.source, e.target, e.subgoal) for e in h.edges] == [(e.id, e.source, e.target, e.subgoal) for e in g.edges]
     np.testing.assert_array_equal(h.node_means, g.node_means)
@@ -271,13 +274,11 @@ def test_crash_during_save_leaves_the_previous_graph(tmp_path, monkeypatch):
         bigger.save(tmp_path / "g")
     assert files_of(tmp_path / "g") == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["g"]  # no temp folder left
-    assert MemoryGraph.load(tmp_path / "g").n_edges == 1
+    assert load_graph(tmp_path / "g").n_edges == 1
 
 
-def test_save_replaces_a_graph_refuses_other_folders_and_knows_unmarked_graphs(tmp_path):
+def test_save_replaces_a_graph_and_refuses_other_folders(tmp_path):
     small_graph().save(tmp_path / "g")
-    (tmp_path / "g" / MARKER).unlink()  # a graph saved before kind markers
-    assert mg.is_legacy_graph(tmp_path / "g")
     small_graph().save(tmp_path / "g")
     assert (tmp_path / "g" / MARKER).read_text() == "guimem.memory_graph\n"
     (tmp_path / "other").mkdir()
@@ -291,7 +292,7 @@ def test_save_replaces_a_graph_refuses_other_folders_and_knows_unmarked_graphs(t
 def test_crash_between_the_renames_falls_back_to_the_backup(tmp_path):
     small_graph().save(tmp_path / "g")
     (tmp_path / "g").rename(tmp_path / ".g.old")  # the state after the first rename
-    assert MemoryGraph.load(tmp_path / "g").n_edges == 1
+    assert load_graph(tmp_path / "g").n_edges == 1
     small_graph().save(tmp_path / "g")  # the next save completes and removes the backup
     assert sorted(p.name for p in tmp_path.iterdir()) == ["g"]
 
@@ -302,7 +303,7 @@ def test_load_refuses_other_embedders(tmp_path, field, other):
     small_graph().save(tmp_path / "g")
     expect = GraphConfig(**{**cfg().__dict__, field: other})
     with pytest.raises(DataError) as err:
-        MemoryGraph.load(tmp_path / "g", expect=expect)
+        load_graph(tmp_path / "g", expect=expect)
     assert err.value.field == field and err.value.path.endswith("manifest.json")
     assert repr(other) in str(err.value)
 
@@ -311,15 +312,15 @@ def test_load_names_the_broken_file(tmp_path):
     small_graph().save(tmp_path / "g")
     (tmp_path / "g" / "nodes.json").write_text("[{")
     with pytest.raises(DataError, match="nodes.json"):
-        MemoryGraph.load(tmp_path / "g")
+        load_graph(tmp_path / "g")
     shutil.rmtree(tmp_path / "g")
     with pytest.raises(DataError, match="no saved memory"):
-        MemoryGraph.load(tmp_path / "g")
+        load_graph(tmp_path / "g")
 
 
 # ----------------------------------------------------------------------------- exact search
 def brute_force(x: np.ndarray, q: np.ndarray, k: int) -> list[int]:
-    s = np.round(x.astype(np.float64) @ q.astype(np.float64), mg.RANK_DECIMALS)
+    s = np.round(x.astype(np.float64) @ q.astype(np.float64), RANK_DECIMALS)
     return list(np.lexsort((np.arange(len(x)), -s))[:k])
 
 
@@ -453,5 +454,5 @@ def test_node_purity_and_drawing(tmp_path):
     fig, ax = plt.subplots()
     Image.new("RGB", (36, 72), (0, 0, 0)).save(tmp_path / "c1.png")
     assert g.add_screen(signs(8, 9, 10, 11, 12, 13, 14, 15), "c1.png") == 2
-    assert mg.draw_graph(g, tmp_path, ax, max_nodes=5) == [0, 1]  # from the most visited node; 2 is unreachable
+    assert draw_graph(g, tmp_path, ax, max_nodes=5) == [0, 1]  # from the most visited node; 2 is unreachable
     plt.close(fig)

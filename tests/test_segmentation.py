@@ -13,7 +13,7 @@ from guimem.core.data import Action, DataError, Subgoal
 from guimem.core.store import load_subgoals, save_subgoals
 from guimem.models.embedding import HashingTextEmbedder
 from guimem.smg.annotate import NO_CHANGE, behaviour_of
-from guimem.smg.scores import (
+from guimem.smg.segmentation_scores import (
     BoundaryScores,
     boundaries,
     boundary_scores,

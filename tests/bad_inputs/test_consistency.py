@@ -29,7 +29,7 @@ from bad_inputs.corpus import error, located
 from bad_inputs.graph_files import CONFIG, array, edit_edges, graph, manifest, set_node
 from bad_inputs.memory_files import STORED, build, item, items, meta, store  # noqa: F401 (fixture)
 from guimem.core.store import load_subgoals, read_manifest, save_subgoals
-from guimem.smg.graph import MemoryGraph
+from guimem.smg.graph_load import load_graph
 from guimem.smg.memories import load_memory
 from memory_fixtures import draw_screen, embedders
 
@@ -76,9 +76,9 @@ GRAPHS: list[tuple[str, Callable[[Path], None], str, str]] = [
 @pytest.mark.parametrize("case, mutate, field, file", GRAPHS, ids=[c[0] for c in GRAPHS])
 def test_a_graph_that_contradicts_itself_is_refused(tmp_path, case, mutate, field, file):
     graph().save(tmp_path / "g")
-    MemoryGraph.load(tmp_path / "g", expect=CONFIG)  # valid as written
+    load_graph(tmp_path / "g", expect=CONFIG)  # valid as written
     mutate(tmp_path / "g")
-    err = error(lambda: MemoryGraph.load(tmp_path / "g", expect=CONFIG))
+    err = error(lambda: load_graph(tmp_path / "g", expect=CONFIG))
     assert (err.field, located(err, tmp_path / "g")) == (field, file), str(err)
 
 
@@ -88,7 +88,7 @@ def test_a_graph_of_edges_added_one_by_one_belongs_to_no_episode_and_loads(tmp_p
     g.episodes.clear()
     g.add_edge(2, 0, graph().edges[0].subgoal, np.eye(4, dtype=np.float32)[3])
     g.save(tmp_path / "g")
-    assert MemoryGraph.load(tmp_path / "g").n_edges == 3
+    assert load_graph(tmp_path / "g").n_edges == 3
 
 
 # ============================================================================= memories

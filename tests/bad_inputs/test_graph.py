@@ -22,6 +22,7 @@ from bad_inputs.graph_files import CONFIG, D, E, array, edit_edges, edit_json, g
 from guimem.core.io import MARKER
 from guimem.models.embedding import HashingTextEmbedder, PixelEmbedder
 from guimem.smg.graph import GraphConfig, MemoryGraph, add_subgoals, build_graph
+from guimem.smg.graph_load import load_graph
 
 pytestmark = pytest.mark.bad_input
 
@@ -132,7 +133,7 @@ LOAD: list[tuple[str, Callable[[Path], None], str, str]] = [
 def test_a_broken_saved_graph_names_file_and_field(tmp_path, case, mutate, field, file):
     graph().save(tmp_path / "g")
     mutate(tmp_path / "g")
-    err = error(lambda: MemoryGraph.load(tmp_path / "g", expect=CONFIG))
+    err = error(lambda: load_graph(tmp_path / "g", expect=CONFIG))
     assert (err.field, located(err, tmp_path / "g")) == (field, file), str(err)
 
 
@@ -140,7 +141,7 @@ def test_a_duplicate_episode_id_is_named(tmp_path):
     graph().save(tmp_path / "g")
     manifest(episodes=2)(tmp_path / "g")
     edit_json("episodes.json", lambda rows: rows + rows)(tmp_path / "g")
-    err = error(lambda: MemoryGraph.load(tmp_path / "g"))
+    err = error(lambda: load_graph(tmp_path / "g"))
     assert (err.field, located(err, tmp_path / "g")) == ("[1].id", "episodes.json")
 
 
@@ -148,12 +149,12 @@ def test_nan_in_the_manifest_is_refused_not_compared(tmp_path):
     graph().save(tmp_path / "g")
     text = (tmp_path / "g" / "manifest.json").read_text().replace('"tau": 0.9', '"tau": NaN')
     (tmp_path / "g" / "manifest.json").write_text(text)
-    err = error(lambda: MemoryGraph.load(tmp_path / "g"))
+    err = error(lambda: load_graph(tmp_path / "g"))
     assert (err.field, located(err, tmp_path / "g")) == ("tau", "manifest.json")
 
 
 def test_no_graph_at_all(tmp_path):
-    err = error(lambda: MemoryGraph.load(tmp_path / "nothing"))
+    err = error(lambda: load_graph(tmp_path / "nothing"))
     assert (err.field, err.path) == ("path", str(tmp_path / "nothing"))
 
 
@@ -307,10 +308,9 @@ def test_save_refuses_a_file_and_a_store_of_another_kind(tmp_path):
     assert (err.field, err.path) == ("path", str(tmp_path / "memory")) and "guimem.memory store" in err.message
 
 
-def test_save_replaces_a_graph_saved_before_markers(tmp_path):
+def test_save_refuses_a_graph_without_its_marker(tmp_path):
     graph().save(tmp_path / "g")
     (tmp_path / "g" / MARKER).unlink()
-    bigger = graph()  # an episode more (an edge of no ingested episode would contradict episodes.json)
-    bigger.add_episode([sub("e5", 0, 0, 0)], {"e5/s0.png": E[3], "e5/s1.png": E[2]}, E[3:4])
-    bigger.save(tmp_path / "g")
-    assert MemoryGraph.load(tmp_path / "g").n_edges == 3
+    before = files_of(tmp_path / "g")
+    err = error(lambda: graph().save(tmp_path / "g"))
+    assert (err.field, err.path) == ("path", str(tmp_path / "g")) and files_of(tmp_path / "g") == before

@@ -257,7 +257,7 @@ def test_save_refuses_a_folder_it_did_not_write(store):
     assert (err.field, err.path) == ("path", str(root / "mine")) and files_of(root / "mine") == {"data.csv": b"1,2"}
 
 
-def test_save_refuses_a_graph_but_replaces_a_memory_saved_before_markers(store):
+def test_save_refuses_a_graph_and_a_memory_without_its_marker(store):
     root = store[0]
     m = build("smg", store)
     m.graph.save(root / "graph")
@@ -265,8 +265,8 @@ def test_save_refuses_a_graph_but_replaces_a_memory_saved_before_markers(store):
     assert (err.field, err.path) == ("path", str(root / "graph")) and "guimem.memory_graph" in err.message
     m.save(root / "old")
     (root / "old" / MARKER).unlink()
-    m.save(root / "old")
-    assert (root / "old" / MARKER).read_text() == "guimem.memory\n"
+    err = error(lambda: m.save(root / "old"))
+    assert (err.field, err.path) == ("path", str(root / "old")) and "did not write" in err.message
 
 
 # ============================================================================= retrieval results

@@ -321,16 +321,13 @@ def test_save_converts_other_image_bytes_to_png(recorded, tmp_path):
         assert load_screenshot(root, stored).tobytes() == jpeg.convert("RGB").tobytes()
 
 
-@pytest.mark.parametrize("prepare", ["empty folder", "store before markers", "crash backup only"])
+@pytest.mark.parametrize("prepare", ["empty folder", "crash backup only"])
 def test_save_accepts_an_episode_store_or_nothing(prepare, recorded, tmp_path):
     episodes, images = recorded
     target = tmp_path / "out" / "store"
     target.parent.mkdir()
     if prepare == "empty folder":
         target.mkdir()
-    elif prepare == "store before markers":
-        shutil.copytree(VALID, target)
-        (target / MARKER).unlink()
     else:
         shutil.copytree(VALID, target.parent / ".store.old")
     save_episodes(episodes[:1], images, target)

@@ -44,7 +44,6 @@ from guimem.core.io import (
     read_json,
     read_jsonl,
     readable_dir,
-    saved_before_markers,
     write_jsonl,
 )
 
@@ -233,7 +232,7 @@ def episodes_write(episodes: Sequence[Episode], images: Mapping[str, bytes | Ima
                     "steps": sum(len(ep.steps) for ep in episodes), "screens": len(set(stored.values())), "meta": meta}
         (folder / "manifest.json").write_bytes(json_text(manifest, indent=1).encode())
 
-    return FolderWrite(Path(root), write, FORMAT, STORE_OWNED, _is_unmarked_store)
+    return FolderWrite(Path(root), write, FORMAT, STORE_OWNED)
 
 
 class StoredScreens(Mapping):
@@ -288,12 +287,6 @@ def _content(ep: Episode) -> tuple:
     final = ep.final.elements if ep.final is not None else None
     return (ep.app, ep.goal, ep.success, dict(ep.provenance), [(s.action, s.elements, s.subgoal) for s in ep.steps],
             final)
-
-
-def _is_unmarked_store(folder: Path) -> bool:
-    """Whether ``folder`` holds exactly an episode store saved before kind markers (its manifest says so)."""
-    return saved_before_markers(folder, "manifest.json", lambda m: {"manifest.json", "episodes", "screens"}
-                                if isinstance(m, dict) and m.get("format") == FORMAT else None)
 
 
 def _check_episodes(episodes: Sequence[Episode]) -> None:

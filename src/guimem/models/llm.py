@@ -226,13 +226,8 @@ def _write_cache(folder: Path, tokenizer, model) -> None:
         tokenizer.save_pretrained(tmp)
         write_json(tmp / CACHE_FILES, {p.name: [p.stat().st_size, file_sha256(p)] for p in sorted(tmp.iterdir())
                                        if p.name != MARKER})
-    atomic_write_dir(folder, write, kind=CACHE_KIND, legacy=_saved_before_markers,
+    atomic_write_dir(folder, write, kind=CACHE_KIND,
                      owned=("*",))  # a cached copy is verified to hold exactly the files it lists
-
-
-def _saved_before_markers(folder: Path) -> bool:
-    """A cache folder written before kind markers: a saved model and nothing guimem-marked."""
-    return folder_kind(folder) is None and (folder / "config.json").is_file()
 
 
 def _verified(folder: Path) -> bool:

@@ -18,11 +18,12 @@ The method, as DESIGN.md states it:
 **Stable across machines.** Another CPU may round an embedding's last bits differently, so a
 cosine that is exactly ``tau`` in exact arithmetic (two identical screens at ``tau = 1``) can
 land a hair below it on one machine and on it on another. Every threshold decision therefore
-allows :data:`COSINE_ATOL` (a cosine counts as >= ``tau`` when it is >= ``tau - COSINE_ATOL``),
-and every ranking compares scores rounded to :data:`RANK_DECIMALS` decimals, ties to the lower
-id (:func:`rank_order`). This absorbs the rounding of float32 unit vectors (a cosine is within
-about 1e-7 of its exact value); embedders whose outputs differ by more than that between
-machines can still move a decision whose cosine lies that close to the threshold.
+allows :data:`~guimem.smg.index.COSINE_ATOL` (a cosine counts as >= ``tau`` when it is >= ``tau -
+COSINE_ATOL``), and every ranking compares scores rounded to :data:`~guimem.smg.index.RANK_DECIMALS`
+decimals, ties to the lower id (:func:`~guimem.smg.index.rank_order`). This absorbs the rounding
+of float32 unit vectors (a cosine is within about 1e-7 of its exact value); embedders whose
+outputs differ by more than that between machines can still move a decision whose cosine lies
+that close to the threshold.
 
 Ingest order (what makes a build reproducible and incremental == batch): episodes in the
 order given; within an episode, its *boundary screens* (every subgoal's first screen and the
@@ -42,59 +43,31 @@ with the kind ``guimem.memory_graph``): ``manifest.json`` (format version, embed
 dimensions, ``tau``, ``theta``, counts), ``nodes.json``, ``edges.jsonl``, ``episodes.json``
 (ingested ids and content hashes, in order), ``node_sums.npy`` (float64 ``[nodes, image_dim]``)
 and ``edge_intents.npy`` (float32 ``[edges, text_dim]``). Node screenshots are paths relative
-to the episode store the graph was built from. Loading checks every file against the manifest
-(counts, shapes, dtypes, finite values, ids, paths) and the files against each other (each edge of
-an ingested episode, joining the nodes that hold its screenshots; episode hashes; node counts and
-sums a merge of unit vectors gives), and names the file and field of a mismatch.
+to the episode store the graph was built from. :func:`guimem.smg.graph_load.load_graph` reads
+the folder back, every file checked.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import networkx as nx
 import numpy as np
 
 from guimem.core.data import DataError, Subgoal, group_by_episode
-from guimem.core.io import (
-    atomic_write_dir,
-    check_finite,
-    check_number,
-    file_inside,
-    read_json,
-    read_jsonl,
-    read_npy,
-    readable_dir,
-    relative_path,
-    saved_before_markers,
-    write_json,
-    write_jsonl,
-)
-from guimem.core.store import open_image
+from guimem.core.io import atomic_write_dir, check_finite, check_number, relative_path, write_json, write_jsonl
 from guimem.models.embedding import ImageEmbedder, TextEmbedder, embed_screenshots
-from guimem.smg.index import (  # noqa: F401  (COSINE_ATOL, RANK_DECIMALS, NodeIndex: named here before index.py)
-    COSINE_ATOL,
-    RANK_DECIMALS,
-    NodeIndex,
-    NodeSearch,
-    exact_scores,
-    rank_order,
-    reaches,
-)
-from guimem.viz.plotting import SUCCESS_COLORS
+from guimem.smg.index import NodeSearch, exact_scores, reaches
 
 FORMAT = "guimem.memory_graph"
 FORMAT_VERSION = 1
 MANIFEST, NODES, EDGES, EPISODES = "manifest.json", "nodes.json", "edges.jsonl", "episodes.json"
 NODE_SUMS, EDGE_INTENTS = "node_sums.npy", "edge_intents.npy"
 GRAPH_FILES = frozenset({MANIFEST, NODES, EDGES, EPISODES, NODE_SUMS, EDGE_INTENTS})
-
-_SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 
 def normalize_rows(x: np.ndarray) -> np.ndarray:
@@ -368,6 +341,10 @@ class MemoryGraph:
         report.nodes_created += self.n_nodes - nodes_before
         return report
 
+    def holds(self, units: Sequence[Subgoal]) -> bool:
+        """Whether the graph holds the episode of ``units`` (one episode's, in index order) with this content."""
+        return self.episodes.get(units[0].episode_id) == episode_hash(units)
+
     def add_episode(self, subgoals: Sequence[Subgoal], screen_vectors: Mapping[str, np.ndarray],
                     intent_vectors: np.ndarray, report: IngestReport | None = None) -> IngestReport:
         """Ingest one episode's subgoals given their embeddings (see :meth:`check_episode`); an
@@ -412,7 +389,7 @@ class MemoryGraph:
     # ------------------------------------------------------------------ files
     def save(self, path: str | Path) -> Path:
         """Write the graph as a folder of plain files, atomically (see the module docstring)."""
-        return atomic_write_dir(Path(path), self.write_files, kind=FORMAT, legacy=is_legacy_graph, owned=GRAPH_FILES)
+        return atomic_write_dir(Path(path), self.write_files, kind=FORMAT, owned=GRAPH_FILES)
 
     def write_files(self, folder: Path) -> None:
         """The graph's files into ``folder`` (a memory's save adds its own beside them)."""
@@ -430,191 +407,6 @@ class MemoryGraph:
                                      "subgoal": e.subgoal.to_dict()} for e in self.edges))
         np.save(folder / NODE_SUMS, self.node_sums, allow_pickle=False)
         np.save(folder / EDGE_INTENTS, self.edge_intents, allow_pickle=False)
-
-    @classmethod
-    def load(cls, path: str | Path, expect: GraphConfig | None = None, search: NodeSearch | None = None,
-             ) -> "MemoryGraph":
-        """Read a saved graph, every file checked against the manifest; with ``expect``, refuse one
-        made with other embedders or dimensions; ``search``: how the loaded graph searches its nodes
-        (the default :class:`~guimem.smg.index.NodeSearch` when None).
-
-        ``tau``/``theta`` come from the manifest (a graph's structure depends on them); a
-        caller who wants other thresholds rebuilds.
-        """
-        folder = readable_dir(Path(path), "saved memory")
-        for name in sorted(GRAPH_FILES):  # a link may not lead out of the folder
-            file_inside(folder, name, "file", str(folder / name))
-        manifest, config = _read_manifest(folder)
-        mpath = str(folder / MANIFEST)
-        if expect is not None:
-            for name in ("image_embedder", "image_dim", "text_embedder", "text_dim"):
-                got, want = getattr(config, name), getattr(expect, name)
-                if got != want:
-                    raise DataError(name, f"graph was built with {name}={got!r} but the caller uses {want!r}; "
-                                    "rebuild the graph with this embedder", mpath)
-        count = {key: check_number(manifest.get(key), key, lo=0, integer=True, path=mpath)
-                 for key in ("nodes", "edges", "episodes", "subgoals_seen", "duplicates_dropped")}
-        g = cls(config, search)
-        sums = read_npy(folder / NODE_SUMS, "node_sums", np.float64, (count["nodes"], config.image_dim))
-        intents = read_npy(folder / EDGE_INTENTS, "edge_intents", np.float32, (count["edges"], config.text_dim))
-        for i, (count_i, shots) in enumerate(_read_nodes(folder / NODES, count["nodes"])):
-            g.graph.add_node(i, count=count_i, screenshots=shots)
-        g._sums = sums.copy() if len(sums) else g._sums
-        g.index.extend(normalize_rows(sums))
-        g.episodes = _read_episodes(folder / EPISODES, count["episodes"])
-        nodes = [g.graph.nodes[i]["screenshots"] for i in range(count["nodes"])]
-        for edge in _read_edges(folder / EDGES, count["edges"], nodes, g.episodes):
-            g.edges.append(edge)
-            g.graph.add_edge(edge.source, edge.target, key=edge.id, success=edge.subgoal.success,
-                             subgoal_id=edge.subgoal.id)
-        g._intents = intents.copy() if len(intents) else g._intents
-        g.subgoals_seen, g.duplicates_dropped = count["subgoals_seen"], count["duplicates_dropped"]
-        if g.subgoals_seen != g.n_edges + g.duplicates_dropped:
-            raise DataError("subgoals_seen", f"{g.subgoals_seen} subgoals seen, but {g.n_edges} edges kept and "
-                            f"{g.duplicates_dropped} dropped", mpath)
-        for key, value in g.stats().items():  # of the same type too: true is not 1, 1.0 is not 1
-            if type(manifest.get(key)) is not type(value) or manifest.get(key) != value:
-                raise DataError(key, f"the manifest says {manifest.get(key)!r:.40}, the files give {value!r}", mpath)
-        _check_vectors(folder, g)
-        _check_episode_hashes(folder, g)
-        return g
-
-
-def is_legacy_graph(folder: Path) -> bool:
-    """Whether ``folder`` holds exactly a graph saved before kind markers (its manifest names the format)."""
-    return saved_before_markers(folder, MANIFEST, lambda m: GRAPH_FILES if isinstance(m, dict)
-                                and m.get("format") == FORMAT else None)
-
-
-def _read_manifest(folder: Path) -> tuple[dict[str, Any], GraphConfig]:
-    """The manifest of the graph in ``folder`` and the config it records, both checked."""
-    mpath = str(folder / MANIFEST)
-    manifest = read_json(folder / MANIFEST)
-    if not isinstance(manifest, dict):
-        raise DataError("manifest", f"expected an object, got {type(manifest).__name__}", mpath)
-    if manifest.get("format") != FORMAT:
-        raise DataError("format", f"expected {FORMAT!r}, got {manifest.get('format')!r:.60}", mpath)
-    check_number(manifest.get("format_version"), "format_version", lo=FORMAT_VERSION, hi=FORMAT_VERSION,
-                 integer=True, path=mpath)  # an integer: true and 1.0 are not version 1
-    names = ("image_embedder", "image_dim", "text_embedder", "text_dim", "tau", "theta")
-    for name in names:
-        if name not in manifest:
-            raise DataError(name, "missing", mpath)
-    try:
-        return manifest, GraphConfig(*(manifest[name] for name in names))
-    except DataError as err:
-        raise err.at(mpath) from None
-
-
-def _read_nodes(path: Path, n: int) -> list[tuple[int, list[str]]]:
-    """``(count, screenshots)`` of each node in ``nodes.json``, which must hold nodes ``0..n-1`` in order."""
-    nodes = read_json(path)
-    if not isinstance(nodes, list) or len(nodes) != n:
-        got = f"{len(nodes)} nodes" if isinstance(nodes, list) else type(nodes).__name__
-        raise DataError("nodes", f"expected a list of the manifest's {n} nodes, got {got}", str(path))
-    out = []
-    for i, d in enumerate(nodes):
-        if not isinstance(d, dict):
-            raise DataError(f"[{i}]", f"expected an object, got {type(d).__name__}", str(path))
-        check_number(d.get("id"), f"[{i}].id", lo=i, hi=i, integer=True, path=str(path))
-        count = check_number(d.get("count"), f"[{i}].count", lo=1, integer=True, path=str(path))
-        shots = d.get("screenshots")
-        if not isinstance(shots, list) or not shots or len(set(map(str, shots))) != len(shots):
-            raise DataError(f"[{i}].screenshots", "expected a non-empty list of distinct paths", str(path))
-        if count < len(shots):  # every screenshot merged in counts once at least
-            raise DataError(f"[{i}].count", f"{count} screens merged, fewer than its {len(shots)} screenshots",
-                            str(path))
-        out.append((count, [relative_path(s, f"[{i}].screenshots[{j}]", str(path)) for j, s in enumerate(shots)]))
-    return out
-
-
-def _read_episodes(path: Path, n: int) -> dict[str, str]:
-    """Episode id -> content hash from ``episodes.json`` (``n`` distinct ids, in ingest order)."""
-    rows = read_json(path)
-    if not isinstance(rows, list) or len(rows) != n:
-        got = f"{len(rows)} episodes" if isinstance(rows, list) else type(rows).__name__
-        raise DataError("episodes", f"expected a list of the manifest's {n} episodes, got {got}", str(path))
-    out: dict[str, str] = {}
-    for i, d in enumerate(rows):
-        if not isinstance(d, dict) or not isinstance(d.get("id"), str) or d["id"] in out:
-            raise DataError(f"[{i}].id", "expected a distinct episode id", str(path))
-        if not isinstance(d.get("sha256"), str) or not _SHA256.match(d["sha256"]):
-            raise DataError(f"[{i}].sha256", f"expected 64 hex digits, got {d.get('sha256')!r:.80}", str(path))
-        out[d["id"]] = d["sha256"]
-    return out
-
-
-def _read_edges(path: Path, n: int, nodes: Sequence[Sequence[str]], episodes: Mapping[str, str]) -> list[Edge]:
-    """The ``n`` edges of ``edges.jsonl``: ids in line order, valid subgoals between nodes that exist; in a
-    graph built from episodes (``episodes`` not empty), subgoals of those episodes only, each from the node
-    holding its first screenshot to the node holding its last (``nodes``: their screenshots). A graph of
-    no episodes holds edges added one by one (:meth:`MemoryGraph.add_edge`), which belong to none."""
-    rows = read_jsonl(path)
-    if len(rows) != n:
-        raise DataError("edges", f"the manifest counts {n} edges, the file holds {len(rows)}", str(path))
-    out = []
-    for i, (lineno, e) in enumerate(rows):
-        where = f"{path}, line {lineno}"
-        if not isinstance(e, dict):
-            raise DataError("id", f"expected an edge object, got {type(e).__name__}", where)
-        check_number(e.get("id"), "id", lo=i, hi=i, integer=True, path=where)
-        for name in ("source", "target"):
-            check_number(e.get(name), name, lo=0, hi=len(nodes) - 1, integer=True, path=where)
-        if not isinstance(e.get("subgoal"), dict):
-            raise DataError("subgoal", f"expected an object, got {e.get('subgoal')!r:.60}", where)
-        try:
-            sg = check_subgoals([Subgoal.from_dict(e["subgoal"])])[0]
-        except DataError as err:
-            raise err.at(where, "subgoal") from None
-        if episodes and sg.episode_id not in episodes:
-            raise DataError("subgoal.episode_id", f"episode {sg.episode_id!r:.80} is not in {EPISODES}", where)
-        for name, node, shot in (("source", e["source"], sg.from_screenshot), ("target", e["target"], sg.to_screenshot)):
-            if episodes and shot not in nodes[node]:  # ingest puts a subgoal's screens into the nodes its edge joins
-                raise DataError(name, f"node {node} does not hold the subgoal's screenshot {shot!r:.80}", where)
-        out.append(Edge(i, e["source"], e["target"], sg))
-    return out
-
-
-UNIT_ATOL = 1e-4  # a float32 unit vector's norm is within ~1e-7 of 1; far looser than that, far tighter than any edit
-
-
-def _check_vectors(folder: Path, g: MemoryGraph) -> None:
-    """Refuse node sums that no merge of unit vectors gives (zero, or longer than their count) and
-    intent rows that are not unit vectors."""
-    with np.errstate(over="ignore"):  # a sum near float64's limit has an infinite norm: refused below
-        norms = np.linalg.norm(g.node_sums, axis=1)  # [nodes]
-    counts = np.array([g.graph.nodes[i]["count"] for i in range(g.n_nodes)], dtype=np.float64)
-    bad = np.flatnonzero((norms <= 0) | (norms > counts * (1 + UNIT_ATOL)) | ((counts == 1) & (abs(norms - 1) > UNIT_ATOL)))
-    if len(bad):
-        i = int(bad[0])
-        raise DataError("node_sums", f"row {i} has norm {norms[i]:.6g}, but is the sum of {int(counts[i])} unit "
-                                     f"vector(s) (norm in (0, {int(counts[i])}])", str(folder / NODE_SUMS))
-    norms = np.linalg.norm(g.edge_intents.astype(np.float64), axis=1)  # [edges]
-    bad = np.flatnonzero(abs(norms - 1) > UNIT_ATOL)
-    if len(bad):
-        raise DataError("edge_intents", f"row {int(bad[0])} has norm {norms[bad[0]]:.6g}, not a unit vector",
-                        str(folder / EDGE_INTENTS))
-
-
-def _check_episode_hashes(folder: Path, g: MemoryGraph) -> None:
-    """Refuse edges whose episodes no longer hash to what ``episodes.json`` records (an edited
-    subgoal). An episode whose subgoals were all kept must hash to its record; one that lost some
-    to deduplication cannot be rehashed, but each such episode lost one at least, so there can be
-    no more of them than duplicates dropped. (A graph of no episodes: edges added one by one, nothing to check.)"""
-    if not g.episodes:
-        return
-    try:
-        by_episode = group_by_episode(e.subgoal for e in g.edges)  # two edges of one subgoal: refused
-        for group in by_episode.values():
-            boundary_screens(group)  # one screenshot per step of an episode
-    except DataError as err:
-        raise err.at(str(folder / EDGES), "subgoal") from None
-    stale = [eid for eid, h in g.episodes.items() if eid not in by_episode or episode_hash(by_episode[eid]) != h]
-    if len(stale) > g.duplicates_dropped:
-        i = list(g.episodes).index(stale[0])
-        raise DataError(f"[{i}].sha256", f"the edges of {len(stale)} episode(s), e.g. {stale[0]!r:.60}, do not hash to "
-                                         f"the recorded sha256, and only {g.duplicates_dropped} subgoal(s) were dropped "
-                                         "as duplicates (an edge's subgoal was edited?)", str(folder / EPISODES))
 
 
 # ============================================================================ analysis
@@ -653,95 +445,38 @@ def splits_and_merges(graph: MemoryGraph, screen_of: Mapping[str, str | None]) -
     return {"splits": dict(sorted(splits.items())), "merges": merges}
 
 
-def draw_node_strips(graph: MemoryGraph, store_root: str | Path, screen_of: Mapping[str, str | None],
-                     max_nodes: int = 12, per_node: int = 6, thumb: tuple[int, int] = (54, 120)) -> Any:
-    """A figure with one row per node (the most visited first): up to ``per_node`` of its merged
-    screenshots side by side, each captioned with its true type; returns the Figure."""
-    import matplotlib.pyplot as plt
-
-    nodes = sorted(graph.graph.nodes, key=lambda n: (-len(graph.node_screenshots(n)), n))[:max_nodes]
-    fig, axes = plt.subplots(max(1, len(nodes)), per_node, figsize=(per_node * 1.1, max(1, len(nodes)) * 2.1),
-                             squeeze=False)
-    for row, node in zip(axes, nodes + [None] * (len(axes) - len(nodes))):
-        shots = graph.node_screenshots(node) if node is not None else []
-        for j, ax in enumerate(row):
-            ax.set_axis_off()
-            if j < len(shots):
-                image = open_image(file_inside(store_root, shots[j], "screenshot")).convert("RGB").resize(thumb)
-                ax.imshow(np.asarray(image))
-                ax.set_title(screen_of.get(shots[j]) or "?", fontsize=5)
-        if node is not None:
-            row[0].text(-0.15, 0.5, f"node {node}\n{len(shots)} screens", transform=row[0].transAxes, ha="right",
-                        va="center", fontsize=6)
-    fig.subplots_adjust(left=0.16, wspace=0.05, hspace=0.35)
-    return fig
-
-
-def neighbourhood(graph: MemoryGraph, max_nodes: int) -> list[int]:
-    """The most visited node and its nearest neighbours (either edge direction), up to ``max_nodes``."""
-    g = graph.graph
-    if not g.number_of_nodes():
-        return []
-    start = min(g.nodes, key=lambda n: (-g.nodes[n]["count"], n))
-    dist = nx.single_source_shortest_path_length(g.to_undirected(as_view=True), start)
-    return sorted(dist, key=lambda n: (dist[n], -g.nodes[n]["count"], n))[:max_nodes]
-
-
-def draw_graph(graph: MemoryGraph, store_root: str | Path, ax: Any, max_nodes: int = 12,
-               thumb: tuple[int, int] = (24, 48), seed: int = 0) -> list[int]:
-    """Draw the most visited node's neighbourhood (screen thumbnails) with edges coloured by success.
-
-    Returns the drawn node ids (see :func:`neighbourhood`). Layout: networkx spring layout
-    with ``seed``; a number under a node is its id and how many screens merged into it.
-    """
-    from matplotlib.offsetbox import AnnotationBbox, OffsetImage
-
-    nodes = neighbourhood(graph, max_nodes)
-    sub = graph.graph.subgraph(nodes)
-    pos = nx.spring_layout(nx.Graph(sub), seed=seed, k=2.0 / max(1, len(nodes)) ** 0.5)
-    for u, v, key in sorted(sub.edges(keys=True)):
-        success = graph.edges[key].subgoal.success
-        rad = 0.0 if u == v else 0.1 + 0.05 * (key % 3)
-        ax.annotate("", xy=pos[v], xytext=pos[u], arrowprops=dict(
-            arrowstyle="-|>", color=SUCCESS_COLORS[success], lw=0.8, alpha=0.8,
-            connectionstyle=f"arc3,rad={rad}", shrinkA=12, shrinkB=12))
-    for n in nodes:
-        image = open_image(file_inside(store_root, graph.node_screenshots(n)[0], "screenshot")).resize(thumb)
-        ax.add_artist(AnnotationBbox(OffsetImage(np.asarray(image), zoom=1.0), pos[n], frameon=True, pad=0.1))
-        ax.annotate(f"{n} (x{graph.graph.nodes[n]['count']})", pos[n], xytext=(0, -thumb[1] / 2 - 6),
-                    textcoords="offset points", ha="center", fontsize=6)
-    xs, ys = zip(*pos.values()) if pos else ((0,), (0,))
-    ax.set_xlim(min(xs) - 0.25, max(xs) + 0.25)
-    ax.set_ylim(min(ys) - 0.3, max(ys) + 0.3)
-    ax.set_axis_off()
-    return nodes
-
-
 # ============================================================================ building from data
-def add_subgoals(graph: MemoryGraph, subgoals: Sequence[Subgoal], image_embedder: ImageEmbedder,
-                 text_embedder: TextEmbedder, store_root: str | Path, progress: bool = False) -> IngestReport:
-    """Embed and ingest subgoals (episodes in order of first appearance); returns the counts.
+def add_units(graph: MemoryGraph, episodes: Sequence[Sequence[Subgoal]], image_embedder: ImageEmbedder,
+              embed_texts: Callable[[Sequence[str]], np.ndarray], store_root: str | Path, progress: bool = False,
+              report: IngestReport | None = None) -> IngestReport:
+    """Embed and ingest episodes' units, in the order given: the one ingest path (``GraphMemory.add``,
+    :func:`add_subgoals`). ``episodes`` holds each episode's units (empty: nothing to add);
+    ``embed_texts`` maps intents to ``[n, text_dim]`` vectors.
 
-    Episodes already in the graph with the same content are skipped before anything is embedded.
-    Every episode is checked before the first is ingested: a DataError leaves the graph as it was.
+    Episodes the graph holds with the same content are skipped before anything is embedded. Every
+    episode is checked before the first is ingested: a DataError leaves the graph as it was.
     """
-    _check_embedders(graph.config, image_embedder, text_embedder)
-    report = IngestReport()
+    report = report if report is not None else IngestReport()
     todo = []
-    for eid, group in group_by_episode(check_subgoals(subgoals)).items():
-        if graph.episodes.get(eid) == episode_hash(group):
+    for units in episodes:
+        if units and graph.holds(units):
             report.episodes_skipped += 1
-        else:
-            todo.append(group)
-    shots = [p for group in todo for _, p in boundary_screens(group)]
+        elif units:
+            todo.append(units)
+    shots = [p for units in todo for _, p in boundary_screens(units)]
     screens = embed_screenshots(image_embedder, store_root, shots, progress=progress)
-    texts = [s.text for group in todo for s in group]
-    intents = text_embedder.embed(texts) if texts else np.zeros((0, graph.config.text_dim), np.float32)
-    starts = np.cumsum([0] + [len(group) for group in todo])
-    checked = [graph.check_episode(group, screens, intents[a:b]) for group, a, b in zip(todo, starts, starts[1:])]
+    checked = [graph.check_episode(units, screens, embed_texts([u.text for u in units])) for units in todo]
     for episode in checked:
         graph.ingest(episode, report)
     return report
+
+
+def add_subgoals(graph: MemoryGraph, subgoals: Sequence[Subgoal], image_embedder: ImageEmbedder,
+                 text_embedder: TextEmbedder, store_root: str | Path, progress: bool = False) -> IngestReport:
+    """Embed and ingest subgoals, episodes in order of first appearance (:func:`add_units`); returns the counts."""
+    _check_embedders(graph.config, image_embedder, text_embedder)
+    episodes = list(group_by_episode(check_subgoals(subgoals)).values())
+    return add_units(graph, episodes, image_embedder, text_embedder.embed, store_root, progress)
 
 
 def build_graph(subgoals: Sequence[Subgoal], image_embedder: ImageEmbedder, text_embedder: TextEmbedder,

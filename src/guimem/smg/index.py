@@ -10,10 +10,10 @@ product) once it holds ``exact_below`` rows, and exactly below that: it asks HNS
 ``candidates`` neighbours and rescores them exactly in float64 as :class:`NodeIndex` does, so the
 ranking rule (rounded scores, ties to the lower id) is the same and only a neighbour HNSW misses
 can change an answer. Rows are updated in place (a node's mean moves as screens merge into it);
-relinking an element in HNSW costs as much as inserting it (a few hundred microseconds, dozens
-of exact scans of a graph of a thousand nodes), so HNSW keeps the vector it indexed until the row has moved from it by more than a
-cosine of ``drift`` (the exact rescoring always reads the row as it is now). Inserts run on one
-thread with a fixed seed, so a build is reproducible.
+relinking an element in HNSW costs as much as inserting it, so HNSW keeps the vector it indexed
+until the row has moved from it by more than a cosine of ``drift`` (the exact rescoring always
+reads the row as it is now). Inserts run on one thread with a fixed seed, so a build is
+reproducible.
 
 :class:`NodeSearch` names the choice (``params.yaml``: ``graph_build.node_index``): ``exact``,
 ``hnsw``, or ``auto`` (the default: exact below ``exact_below`` rows, HNSW from there).

@@ -181,13 +181,8 @@ def write_results(out_dir: str | Path, memory: Any, results: Sequence[StepResult
             records.append(step_record(r, f"{IMAGES}/{name}"))
         write_jsonl(folder / STEPS_FILE, records)
 
-    return atomic_write_dir(Path(out_dir) / memory.name, write, kind=RETRIEVAL_KIND, legacy=is_legacy_results,
+    return atomic_write_dir(Path(out_dir) / memory.name, write, kind=RETRIEVAL_KIND,
                             owned=(STEPS_FILE, IMAGES))
-
-
-def is_legacy_results(folder: Path) -> bool:
-    """Whether ``folder`` holds exactly retrieval results written before kind markers."""
-    return {p.name for p in folder.iterdir()} == {STEPS_FILE, IMAGES} and (folder / IMAGES).is_dir()
 
 
 def step_record(r: StepResult, image: str) -> dict[str, Any]:

@@ -30,7 +30,6 @@ from guimem.core.io import (
     file_inside,
     read_json,
     readable_dir,
-    saved_before_markers,
 )
 from guimem.core.policy import Modality, PolicyInput, PolicyOutput
 from guimem.models.tokenizer import Vocabulary
@@ -125,7 +124,7 @@ class MiniActor:
         def write(folder: Path) -> None:
             self.model.save_pretrained(folder)
             self.vocab.save(folder / VOCAB_FILE)
-        atomic_write_dir(Path(path), write, kind=ACTOR_KIND, legacy=is_legacy_actor, owned=ACTOR_FILES)
+        atomic_write_dir(Path(path), write, kind=ACTOR_KIND, owned=ACTOR_FILES)
 
     @classmethod
     def load(cls, path: str | os.PathLike, batch_size: int = 64) -> "MiniActor":
@@ -165,9 +164,3 @@ def _weight_shapes(config_path: Path) -> dict[str, tuple[int, ...]]:
         raise DataError("config", f"does not describe an actor: {type(err).__name__}: {str(err)[:120]}",
                         str(config_path)) from None
     return {name: tuple(w.shape) for name, w in model.state_dict().items()}
-
-
-def is_legacy_actor(folder: Path) -> bool:
-    """Whether ``folder`` holds exactly an actor saved before kind markers."""
-    return saved_before_markers(folder, CONFIG_FILE, lambda c: ACTOR_FILES if isinstance(c, dict)
-                                and c.get("model_type") == ActorConfig.model_type else None)

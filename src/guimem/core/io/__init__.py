@@ -21,7 +21,6 @@ from guimem.core.io.folders import (
     atomic_write_dirs,
     folder_kind,
     readable_dir,
-    saved_before_markers,
 )
 from guimem.core.io.read import (
     MAX_JSON_DEPTH,
@@ -53,6 +52,6 @@ __all__ = [
     "MARKER", "MAX_JSON_DEPTH", "FolderWrite", "atomic_write_bytes", "atomic_write_dir", "atomic_write_dirs",
     "atomic_write_text", "check_finite", "check_number", "check_safetensors", "file_inside", "folder_kind",
     "json_depth", "json_text", "parse_json", "read_json", "read_jsonl", "read_npy", "read_text", "readable_dir",
-    "refuse_overlap", "relative_path", "safetensors_header", "saved_before_markers", "write_json", "write_jsonl",
+    "refuse_overlap", "relative_path", "safetensors_header", "write_json", "write_jsonl",
     "write_metrics", "write_stage_results",
 ]

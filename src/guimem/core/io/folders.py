@@ -80,9 +80,9 @@ def folder_kind(folder: Path) -> str | None:
         return None
 
 
-def check_replaceable(target: Path, kind: str, legacy: Callable[[Path], bool] | None = None) -> None:
+def check_replaceable(target: Path, kind: str) -> None:
     """Refuse (``DataError``) to replace ``target`` unless it is absent, an empty folder, or a
-    ``kind`` store (by its marker, or by ``legacy(target)`` for stores written before markers)."""
+    ``kind`` store (by its marker)."""
     if not target.exists() and not target.is_symlink():
         return
     if target.is_symlink() or not target.is_dir():
@@ -91,7 +91,7 @@ def check_replaceable(target: Path, kind: str, legacy: Callable[[Path], bool] | 
     if not any(target.iterdir()):
         return
     found = folder_kind(target)
-    if found == kind or (found is None and legacy is not None and legacy(target)):
+    if found == kind:
         return
     what = f"a {found} store" if found else "files guimem did not write"
     raise DataError("path", f"holds {what}; refusing to replace it with a {kind} store "
@@ -110,18 +110,16 @@ class FolderWrite:
             writes. An entry of the old folder the new write did not produce is dropped when it
             matches one (a file of an earlier version, an episode no longer there) and kept
             otherwise: a user's notes or README beside the files survive every save.
-        legacy: recognises a ``kind`` store saved before markers existed (it may be replaced).
     """
 
     target: Path
     write: Callable[[Path], Any]
     kind: str
     owned: tuple[str, ...] = ()
-    legacy: Callable[[Path], bool] | None = None
 
 
 def atomic_write_dir(target: str | os.PathLike, write: Callable[[Path], Any], kind: str,
-                     legacy: Callable[[Path], bool] | None = None, owned: Iterable[str] = ()) -> Path:
+                     owned: Iterable[str] = ()) -> Path:
     """Fill a fresh sibling temp folder with ``write(folder)`` and swap it in for ``target``
     (the arguments: :class:`FolderWrite`).
 
@@ -129,7 +127,7 @@ def atomic_write_dir(target: str | os.PathLike, write: Callable[[Path], Any], ki
     after; a crash in between leaves the backup, which :func:`readable_dir` reads. Entries of the
     old folder that are not the kind's (``owned``) are carried into the new one first.
     """
-    return atomic_write_dirs([FolderWrite(Path(target), write, kind, tuple(owned), legacy)])[0]
+    return atomic_write_dirs([FolderWrite(Path(target), write, kind, tuple(owned))])[0]
 
 
 def atomic_write_dirs(saves: Sequence[FolderWrite]) -> list[Path]:
@@ -158,10 +156,10 @@ def atomic_write_dirs(saves: Sequence[FolderWrite]) -> list[Path]:
     _make_parent(saves[0].target)
     finish_transactions(parent)  # a set an earlier crash committed is completed before anything else
     for s in saves:
-        check_replaceable(s.target, s.kind, s.legacy)
+        check_replaceable(s.target, s.kind)
         backup = _backup(s.target)
         if backup.exists() or backup.is_symlink():
-            check_replaceable(backup, s.kind, s.legacy)  # left by a crash between the renames; replaced below
+            check_replaceable(backup, s.kind)  # left by a crash between the renames; replaced below
     for s in saves:
         _clean_leftovers(s.target)
     made: list[Path] = []
@@ -338,17 +336,6 @@ def _committed(target: Path) -> Path | None:
             if name == target.name and (target.parent / tmp).is_dir() and not (target.parent / tmp).is_symlink():
                 return target.parent / tmp
     return None
-
-
-def saved_before_markers(folder: Path, manifest: str, files: Callable[[Any], set[str] | None]) -> bool:
-    """Whether ``folder`` is a store saved before kind markers existed: its ``manifest`` reads as
-    JSON and ``files(manifest)`` (None: not such a store) names exactly the files it holds."""
-    try:
-        names = {p.name for p in Path(folder).iterdir()}
-        expected = files(read_json(Path(folder) / manifest))
-    except (DataError, OSError):
-        return False
-    return expected is not None and names == expected
 
 
 def readable_dir(target: str | os.PathLike, what: str = "saved store") -> Path:

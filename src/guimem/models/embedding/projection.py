@@ -69,7 +69,7 @@ class ProjectedImageEmbedder:
             np.save(tmp / PROJECTION_BASIS, self.basis, allow_pickle=False)
             write_json(tmp / PROJECTION_META, {"name": self.name, "inner": self.inner.name,
                                                "inner_dim": self.inner.dim, "rank": self.dim})
-        return atomic_write_dir(Path(folder), write, kind=PROJECTION_KIND, legacy=is_legacy_projection,
+        return atomic_write_dir(Path(folder), write, kind=PROJECTION_KIND,
                                 owned=(PROJECTION_BASIS, PROJECTION_META))
 
     @classmethod
@@ -97,11 +97,6 @@ class ProjectedImageEmbedder:
         if embedder.name != meta.get("name"):
             raise DataError("name", f"basis.npy does not match the recorded {meta.get('name')!r:.60}", meta_path)
         return embedder
-
-
-def is_legacy_projection(folder: Path) -> bool:
-    """Whether ``folder`` holds exactly a projection saved before kind markers."""
-    return {p.name for p in folder.iterdir()} == {PROJECTION_BASIS, PROJECTION_META}
 
 
 def fit_projection(inner: ImageEmbedder, vectors: np.ndarray, rank: int) -> ProjectedImageEmbedder:

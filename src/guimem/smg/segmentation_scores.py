@@ -1,4 +1,4 @@
-"""Scoring segmentations and judges against the world's ground truth, and their figures.
+"""How well a segmentation matches the world's ground truth: its boundaries, its intents and its judge.
 
 Boundary precision/recall/F1 (:func:`boundary_scores`; a boundary is a step where a new
 subgoal starts, step 0 excluded; exact matching by default, a tolerance optional), intent
@@ -8,7 +8,6 @@ agreement (:func:`intent_agreement`) and the judge's confusion matrix
 
 from __future__ import annotations
 
-import textwrap
 from collections import Counter
 from dataclasses import dataclass
 from typing import Mapping, Sequence
@@ -16,7 +15,6 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from guimem.core.data import DataError, Episode, Subgoal
-from guimem.smg.annotate import behaviour_of
 from guimem.smg.segmenters import Span
 
 
@@ -97,7 +95,8 @@ def corpus_boundary_scores(pred: Mapping[str, Sequence[Span | Subgoal]], true: M
     return total
 
 
-def _bounds(part: Span | Subgoal) -> tuple[int, int]:
+def part_bounds(part: Span | Subgoal) -> tuple[int, int]:
+    """The first and last step of a span or subgoal."""
     return (part.first, part.last) if isinstance(part, Span) else (part.first_step, part.last_step)
 
 
@@ -105,7 +104,7 @@ def step_intents(parts: Sequence[Span | Subgoal]) -> list[str]:
     """The intent text of each step (index = step) under a segmentation."""
     out: list[str] = []
     for part in parts:
-        first, last = _bounds(part)
+        first, last = part_bounds(part)
         out.extend([part.text] * (last - first + 1))
     return out
 
@@ -218,58 +217,3 @@ def score_segmentation(pred: Mapping[str, Sequence[Span | Subgoal]], true: Mappi
     if embedder is not None:
         out["intent_agreement"] = round(intent_agreement(pred, true, embedder), 4)
     return out
-
-
-def draw_boundaries(episode: Episode, segmentations: Mapping[str, Sequence[Span | Subgoal]]):
-    """A figure: one row per segmentation of ``episode``, its subgoals as coloured runs of steps
-    with their intents, the steps' actions along the bottom."""
-    import matplotlib.pyplot as plt
-
-    n = len(episode.steps)
-    rows = list(segmentations.items())
-    fig, ax = plt.subplots(figsize=(max(6.4, 0.75 * n + 2.5), 0.9 * len(rows) + 1.6))
-    palette = plt.get_cmap("tab20").colors
-    for r, (name, parts) in enumerate(rows):
-        y = len(rows) - 1 - r
-        for k, part in enumerate(parts):
-            first, last = _bounds(part)
-            ax.barh(y, last - first + 1, left=first - 0.5, height=0.7, color=palette[k % len(palette)],
-                    edgecolor="white", linewidth=2)
-            label = textwrap.fill(part.text, width=max(8, 12 * (last - first + 1)), max_lines=3, placeholder="…")
-            ax.text((first + last) / 2, y, label, ha="center", va="center", fontsize=7, clip_on=True)
-        for b in boundaries(parts):
-            ax.plot([b - 0.5, b - 0.5], [y - 0.42, y + 0.42], color="black", linewidth=2)
-    verbs = [behaviour_of([s.action]) for s in episode.steps]
-    ax.set_yticks(range(len(rows)), [name for name, _ in reversed(rows)])
-    ax.set_xticks(range(n), [f"{i}\n{v}" for i, v in enumerate(verbs)], fontsize=7)
-    ax.set_xlim(-0.5, n - 0.5)
-    ax.set_xlabel("step and action")
-    ax.grid(False)
-    ax.set_title(f"{episode.id}: {episode.goal}", fontsize=9)
-    for side in ("top", "right"):
-        ax.spines[side].set_visible(False)
-    fig.tight_layout()
-    return fig
-
-
-def draw_judge_confusion(scores: Mapping[str, JudgeScores]):
-    """A figure: the judge's 3x2 confusion matrix (verdict vs true outcome), one panel per split."""
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, len(scores), figsize=(3.2 * len(scores) + 0.4, 3.4), squeeze=False)
-    for ax, (name, s) in zip(axes[0], scores.items()):
-        m = np.array(s.matrix, dtype=float)  # [3 verdicts, 2 outcomes]
-        ax.imshow(m, cmap="Blues", vmin=0, vmax=max(1.0, m.max()))
-        ax.grid(False)
-        for i in range(m.shape[0]):
-            for j in range(m.shape[1]):
-                ax.text(j, i, f"{int(m[i, j])}", ha="center", va="center",
-                        color="white" if m[i, j] > 0.6 * m.max() else "black")
-        ax.set_xticks([0, 1], ["success", "failure"])
-        ax.set_yticks([0, 1, 2], list(JUDGE_VERDICTS))
-        ax.set_xlabel("true outcome")
-        ax.set_title(f"{name}: accuracy {s.accuracy:.2f}\n(decided {s.decided_accuracy:.2f}, coverage {s.coverage:.2f})",
-                     fontsize=8)
-    axes[0][0].set_ylabel("judge verdict")
-    fig.tight_layout()
-    return fig

@@ -1,0 +1,223 @@
+"""How a memory is shown to the actor: what it retrieved, as a text block and as an image.
+
+This is the one module to open to change what the actor sees of a memory. :class:`RenderStyle`
+says how much is shown; :func:`render_text` writes the block of the prompt (a header, then one
+line per item: outcome, task, subgoal, actions in words, result); :func:`render_image` draws the
+top-1 item (its first screen, actions marked, border coloured by outcome) over a strip of crops of
+the elements its actions touched. :func:`image_layout` is the actor's geometry contract: where the
+remembered screen and each crop sit in the image; the miniature actor cuts the image along the same
+boxes, so a change here is a change to its input. :func:`count_tokens` measures a block as the
+actor's tokenizer reads it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from PIL import Image, ImageDraw, ImageFont
+
+from guimem.core.data import DataError
+from guimem.core.io import check_number, file_inside
+from guimem.core.store import open_image
+from guimem.models.tokenizer import words
+from guimem.smg.memories.items import MemoryItem, Retrieved
+
+MIN_PANEL = 8  # pixels: the smallest side of one item's panel in the memory image
+MEMORY_CROPS = 4  # crops of touched elements in the memory image's strip (the first actions of the item)
+
+
+def image_layout(size: tuple[int, int]) -> tuple[tuple[int, int, int, int], list[tuple[int, int, int, int]]]:
+    """Where things are in a memory image of ``size`` (width, height): the box of the remembered
+    screen (the top, in the live screen's geometry) and the boxes of the :data:`MEMORY_CROPS` crop
+    slots (a strip along the bottom, ``width // MEMORY_CROPS`` square), each ``(x0, y0, x1, y1)``.
+    The miniature actor cuts the image along the same boxes."""
+    width, height = size
+    side = width // MEMORY_CROPS
+    screen = (0, 0, width, height - side)
+    return screen, [(i * side, height - side, (i + 1) * side, height) for i in range(MEMORY_CROPS)]
+
+
+@dataclass(frozen=True)
+class RenderStyle:
+    """How much of a retrieval the actor is shown: in words the first ``max_items`` items (the SMG
+    block), in pixels the first item (the top-1 demonstration, in the live screen's geometry)."""
+
+    max_items: int = 3  # items rendered as text; the rest are counted, not shown
+    max_actions: int = 4  # actions shown per item
+    show_goal: bool = True  # the past task's goal
+    show_effect: bool = True  # the effect sentence
+    image_size: tuple[int, int] = (180, 405)  # (width, height): a 180 x 360 screen over a strip of 4 crops of 45 px
+
+    def __post_init__(self) -> None:
+        check_number(self.max_items, "max_items", lo=1, integer=True)
+        check_number(self.max_actions, "max_actions", lo=1, integer=True)
+        for name in ("show_goal", "show_effect"):
+            if not isinstance(getattr(self, name), bool):
+                raise DataError(name, f"expected true or false, got {getattr(self, name)!r:.60}")
+        size = self.image_size
+        if not isinstance(size, (tuple, list)) or len(size) != 2:
+            raise DataError("image_size", f"expected (width, height), got {size!r:.60}")
+        for value in size:
+            check_number(value, "image_size", lo=1, integer=True)
+        screen, crops = image_layout(tuple(size))
+        if min(screen[2] - screen[0], screen[3] - screen[1], crops[0][2] - crops[0][0]) < MIN_PANEL:
+            raise DataError("image_size", f"{size[0]}x{size[1]} pixels leave the remembered screen or its crops "
+                                          f"smaller than {MIN_PANEL} pixels")
+        object.__setattr__(self, "image_size", tuple(size))
+
+
+
+# ============================================================================ text
+OUTCOME_WORDS = {"yes": "succeeded", "no": "failed", "uncertain": "unsure"}
+
+
+def item_text(n: int, item: MemoryItem, style: RenderStyle) -> str:
+    """One line of the memory block, e.g. ``1. failed | task: ... | subgoal: ... | did: ... | result: ...``."""
+    parts = [f"{n}. {OUTCOME_WORDS.get(item.success, item.success)}"]
+    if style.show_goal:
+        parts.append(f"task: {item.goal}")
+    if item.kind == "subgoal":
+        parts.append(f"subgoal: {item.text}")
+    shown = list(item.phrases[: style.max_actions])
+    more = len(item.phrases) - len(shown)
+    parts.append("did: " + "; ".join(shown) + (f" (+{more} more)" if more > 0 else ""))
+    if style.show_effect and item.effect:
+        parts.append(f"result: {item.effect.rstrip('.')}")
+    return " | ".join(parts)
+
+
+def render_text(retrieved: Retrieved, style: RenderStyle = RenderStyle()) -> str:
+    """The memory block: a header line, then one line per shown item (best first)."""
+    items = retrieved.items[: style.max_items]
+    if not items:
+        return "Past experience: none."
+    total = len(retrieved.items)
+    head = f"Past experience ({len(items)} of {total}):" if total > len(items) else "Past experience:"
+    return "\n".join([head] + [item_text(i + 1, it, style) for i, it in enumerate(items)])
+
+
+def count_tokens(text: str) -> int:
+    """How many tokens the actor's tokenizer makes of ``text``."""
+    return len(words(text))
+
+
+# ============================================================================ image
+OUTCOME_COLOURS = {"yes": (0, 158, 115), "no": (213, 94, 0), "uncertain": (240, 228, 66)}  # Okabe-Ito
+MARK = (255, 0, 200)  # action marks: a magenta no theme uses
+MARK_EDGE = (255, 255, 255)
+EMPTY = (128, 128, 128)
+
+
+def _font(size: int) -> ImageFont.ImageFont:
+    return ImageFont.load_default(size=max(6, size))
+
+
+def _badge(d: ImageDraw.ImageDraw, xy: tuple[float, float], text: str, size: int, width: float) -> None:
+    """A small filled label (typed text, back, open app ...) clipped to ``width`` pixels."""
+    f = _font(size)
+    while text and f.getlength(text) > width - 4:
+        text = text[:-1]
+    x, y = xy
+    w = f.getlength(text) + 4
+    d.rectangle((x, y, x + w, y + size + 4), fill=MARK, outline=MARK_EDGE)
+    d.text((x + 2, y + 1), text, font=f, fill=(255, 255, 255))
+
+
+def _arrow(d: ImageDraw.ImageDraw, a: tuple[float, float], b: tuple[float, float], width: int, head: float) -> None:
+    d.line([a, b], fill=MARK_EDGE, width=width + 2)
+    d.line([a, b], fill=MARK, width=width)
+    ang = math.atan2(b[1] - a[1], b[0] - a[0])
+    for s in (-1, 1):
+        tip = (b[0] - head * math.cos(ang + s * 0.5), b[1] - head * math.sin(ang + s * 0.5))
+        d.line([b, tip], fill=MARK, width=width)
+
+
+def draw_actions(panel: Image.Image, item: MemoryItem, style: RenderStyle) -> None:
+    """Mark an item's actions where they were made: those taken on its anchor screen (the actions
+    after it that left the screen are shown by their crops): rings at taps, arrows for swipes,
+    typed text noted. Marks are numbered when the item has several actions; the first is drawn thickest.
+    """
+    d = ImageDraw.Draw(panel)
+    w, h = panel.size
+    r, fs = max(3.0, 0.09 * w), max(7, int(0.075 * w))
+    badge_y = h - 2 * (fs + 6)
+    for j, action in enumerate(item.actions[: style.max_actions]):
+        if item.shot(j) != item.anchor:
+            continue
+        width = max(1, round(w / (40 if j == 0 else 80)))
+        label = str(j + 1) if len(item.actions) > 1 else ""
+        if action.type in ("tap", "long_press"):
+            x, y = action.point[0] * w, action.point[1] * h
+            for rr in ([r, 0.6 * r] if action.type == "long_press" else [r]):
+                d.ellipse((x - rr, y - rr, x + rr, y + rr), outline=MARK_EDGE, width=width + 2)
+                d.ellipse((x - rr, y - rr, x + rr, y + rr), outline=MARK, width=width)
+            if label:
+                d.text((x + r, y - r - fs), label, font=_font(fs), fill=MARK, stroke_width=1, stroke_fill=MARK_EDGE)
+        elif action.type == "swipe":
+            a = (action.point[0] * w, action.point[1] * h)
+            end = action.end_point()
+            b = (end[0] * w, end[1] * h)
+            _arrow(d, a, b, width + 1, r)
+            if label:
+                d.text((a[0] + 2, a[1]), label, font=_font(fs), fill=MARK, stroke_width=1, stroke_fill=MARK_EDGE)
+        elif action.type == "type":
+            target = item.targets[j] if j < len(item.targets) else None
+            prev = item.targets[j - 1] if j > 0 and j - 1 < len(item.targets) else None
+            box = target or prev  # the field typed into: this action's target, else the one tapped before
+            y = box.bounds[3] * h + 2 if box is not None else 0.15 * h
+            _badge(d, (2, min(y, h - fs - 6)), f"{label + ': ' if label else ''}type \"{action.text}\"", fs, w - 4)
+        else:
+            text = {"open_app": f"open {action.text}", "long_press": "long press"}.get(action.type, action.type)
+            _badge(d, (2, badge_y), f"{label + ': ' if label else ''}{text}", fs, w - 4)
+            badge_y -= fs + 6
+
+
+@lru_cache(maxsize=1024)
+def _anchor(store_root: str, rel: str, size: tuple[int, int]) -> Image.Image:
+    """The screenshot ``rel`` of the store, decoded and resized once (anchors recur across retrievals;
+    store screenshots are content-addressed, so a path's pixels never change); callers copy it."""
+    return open_image(file_inside(store_root, rel, "anchor")).resize(size, Image.BILINEAR)
+
+
+def render_panel(item: MemoryItem, store_root: str | Path, size: tuple[int, int], style: RenderStyle) -> Image.Image:
+    """One item: its anchor screen, actions marked, inside a border coloured by its outcome."""
+    w, h = size
+    border = max(2, round(w / 60))
+    panel = Image.new("RGB", size, OUTCOME_COLOURS.get(item.success, EMPTY))
+    inner = (w - 2 * border, h - 2 * border)
+    shot = _anchor(str(store_root), item.anchor, inner).copy()
+    draw_actions(shot, item, style)
+    panel.paste(shot, (border, border))
+    return panel
+
+
+@lru_cache(maxsize=4096)
+def _crop(store_root: str, rel: str, bounds: tuple[float, float, float, float], side: int) -> Image.Image:
+    """The element at ``bounds`` on screenshot ``rel``, cut out at full resolution and scaled to ``side``."""
+    shot = open_image(file_inside(store_root, rel, "anchor"))
+    w, h = shot.size
+    x0, y0, x1, y1 = bounds
+    box = (int(x0 * w), int(y0 * h), max(int(x0 * w) + 1, math.ceil(x1 * w)), max(int(y0 * h) + 1, math.ceil(y1 * h)))
+    return shot.crop(box).resize((side, side), Image.BILINEAR)
+
+
+def render_image(retrieved: Retrieved, store_root: str | Path, style: RenderStyle = RenderStyle()) -> Image.Image:
+    """The top-1 item as a picture: its first screen in the live screen's geometry (the whole width,
+    so a remembered control sits where it sits on a screen of this variant), each action marked where
+    it was made, inside a border coloured by the item's outcome; below it a strip of crops of the
+    elements its first actions touched, at full resolution, so a label-free glyph stays recognisable
+    (:func:`image_layout`). An empty retrieval is a grey image."""
+    canvas = Image.new("RGB", style.image_size, EMPTY)
+    if not retrieved.items:
+        return canvas
+    item = retrieved.items[0]
+    screen, crops = image_layout(style.image_size)
+    canvas.paste(render_panel(item, store_root, (screen[2] - screen[0], screen[3] - screen[1]), style), screen[:2])
+    touched = [(item.shot(j), t) for j, t in enumerate(item.targets[: style.max_actions]) if t is not None]
+    for (x0, y0, x1, y1), (shot, target) in zip(crops, touched[:MEMORY_CROPS]):
+        side = x1 - x0 - 2
+        canvas.paste(_crop(str(store_root), shot, target.bounds, side), (x0 + 1, y0 + 1))
+    return canvas
