@@ -144,3 +144,12 @@ def test_tests_import_no_test_module():
              for name, line in imported_names(ast.parse(path.read_text(encoding="utf-8")))
              if name.rsplit(".", 1)[-1].startswith("test_")]
     assert not found, f"tests import test modules: {found}"
+
+
+MAX_MODULE_LINES = 600  # a module longer than this holds more than one idea: split it along its seams
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_no_module_is_over_600_lines(module):
+    lines = MODULES[module].read_text(encoding="utf-8").count("\n")
+    assert lines <= MAX_MODULE_LINES, f"{MODULES[module].relative_to(SRC.parent)} has {lines} lines"
