@@ -129,7 +129,8 @@ if all(s.subgoal is not None for e in episodes for s in e.steps):  # every step 
     segmentations = {"as imported" + (" (OCR)" if ocr else ""): subgoals,
                      "without elements": segment_episodes(blind_screens, make_segmenter("rule"), progress=False)}
     for name, parts in segmentations.items():
-        boundary[name] = {f"tolerance {t}": corpus_boundary_scores(group_by_episode(parts), truth, t).to_dict() for t in (0, 1)}
+        boundary[name] = {f"tolerance {t}": corpus_boundary_scores(group_by_episode(parts), truth, t).to_dict()
+                          for t in (0, 1)}
         print(f"{name}: " + ", ".join(f"{k}: P {v['precision']:.2f} R {v['recall']:.2f} F1 {v['f1']:.2f}"
                                       for k, v in boundary[name].items()))
 

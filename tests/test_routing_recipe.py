@@ -125,7 +125,8 @@ def test_routed_trajectories_are_each_episodes_choices_in_step_order():
     order = np.random.default_rng(0).permutation(len(rec))
     shuffle = lambda by: {k: v[order] for k, v in by.items()}
     shuffled = StepRecords([rec.rows[i] for i in order], {r: shuffle(by) for r, by in rec.hits.items()},
-                           {r: shuffle(by) for r, by in rec.sampled.items()}, shuffle(rec.hidden), shuffle(rec.candidates))
+                           {r: shuffle(by) for r, by in rec.sampled.items()}, shuffle(rec.hidden),
+                           shuffle(rec.candidates))
     got = routed_trajectories(routers.switchmem, shuffled)
     want = routed_trajectories(routers.switchmem, rec)
     assert sorted(map(tuple, got)) == sorted(map(tuple, want)) and [len(t) for t in want] == [4, 4, 4]

@@ -49,7 +49,8 @@ def reused_traces(path: str | os.PathLike, memory: str, replays: Sequence[Replay
         got = [t for t in earlier if t.memory == source and t.modality == modality]
         if sorted((t.episode, t.seed) for t in got) != planned:
             raise DataError("traces.jsonl", f"05_closed_loop did not play {source}/{modality} on this stage's tasks "
-                                            "and seeds: give both stages the same seed, max_tasks and n_seeds", str(path))
+                                            "and seeds: give both stages the same seed, max_tasks and n_seeds",
+                            str(path))
         reused[name] = got
     return reused
 
