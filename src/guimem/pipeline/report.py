@@ -71,8 +71,12 @@ def report(results_path: str | Path, results: Mapping[str, Any], metrics_path: s
 
     The files are those of :func:`guimem.core.io.write_stage_results` and
     :func:`guimem.core.io.write_metrics` (keys sorted, NaN as null, a nested headline refused
-    before anything is written); the values are written as given, so a notebook rounds its
-    headline numbers itself (``round(x, 4)``), and moving a cell to ``report`` changes no byte.
+    before its file is written); the values are written as given, so a notebook rounds its
+    headline numbers itself, and a last cell that called the two writers calls this instead
+    without changing a byte of either file::
+
+        report(results_path, {"tables": tables, "findings": findings}, metrics_path,
+               {"smg_text": round(t["text"], 4), "steps": len(held)})
     """
     write_stage_results(results_path, results)
     write_metrics(metrics_path, metrics)
