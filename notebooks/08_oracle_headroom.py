@@ -39,6 +39,7 @@ from guimem.pipeline.paths import enter_repo_root
 from guimem.pipeline.report import report
 from guimem.routing.evaluate import headroom, route_records, where_image_helps
 from guimem.routing.figures import headroom_figure, where_image_helps_figure
+from guimem.routing.recipe import headroom_findings
 from guimem.routing.records import StepRecords
 from guimem.routing.router import Router
 from guimem.viz.plotting import MEMORY_LABELS, figure_path, save_figure
@@ -97,14 +98,7 @@ for axis, by in groups.items():
 # %%
 main = table[f"{focus}/{rule}"]
 cat = groups["action category"]
-findings = {
-    "oracle_headroom_exists": bool(main["oracle_gain"] > 0),
-    "switchmem_captures_headroom": bool(main["switchmem"] > main["best_fixed_accuracy"]),
-    "image_helps_more_on_dense_screens": bool(list(groups["UI density"].values())[-1]["image_minus_text"]
-                                              > list(groups["UI density"].values())[0]["image_minus_text"]),
-    "image_helps_more_after_first_step": bool(groups["step position"]["later step"]["image_minus_text"]
-                                              > groups["step position"]["first step"]["image_minus_text"]),
-}
+findings = headroom_findings(main, groups)
 for k, v in findings.items():
     print(f"{k.replace('_', ' ')}: {'holds' if v else 'does not hold'}")
 

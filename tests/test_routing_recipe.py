@@ -19,6 +19,7 @@ from guimem.routing.recipe import (
     TEACHER_FOLDS,
     fixed_baselines,
     score_routers,
+    headroom_findings,
     switchmem_findings,
     train_routers,
 )
@@ -116,6 +117,16 @@ def test_findings_say_which_claims_hold():
     assert switchmem_findings(t, 8, 9) == {
         "switchmem_at_least_best_fixed": True, "switchmem_above_random": True, "switchmem_above_binary_target": False,
         "switchmem_above_density": True, "beats_random_at_every_rate": False}
+
+
+def test_headroom_findings_say_which_claims_hold():
+    h = {"oracle_gain": 0.1, "switchmem": 0.5, "best_fixed_accuracy": 0.5}
+    groups = {"UI density": {"sparse": {"image_minus_text": -0.1}, "mid": {"image_minus_text": 0.3},
+                             "dense": {"image_minus_text": 0.2}},
+              "step position": {"first step": {"image_minus_text": 0.1}, "later step": {"image_minus_text": 0.0}}}
+    assert headroom_findings(h, groups) == {
+        "oracle_headroom_exists": True, "switchmem_captures_headroom": False,
+        "image_helps_more_on_dense_screens": True, "image_helps_more_after_first_step": False}
 
 
 # ----------------------------------------------------------------------------- along trajectories

@@ -8,7 +8,8 @@ exists before either memory prompt runs: the memory-free hidden state and the ac
 of each candidate. Beside it, the ``binary`` router is the same MLP trained on the non-tied
 steps' binary preference directly. On the held-out steps each router's τ is set from its scores
 alone, and both are scored against the fixed renderings, ratio-matched random routing, the
-UI-density heuristic and a sweep of image-use rates (``routing.evaluate``).
+UI-density heuristic and a sweep of image-use rates (``routing.evaluate``). What the numbers say
+is stated as claims that hold or not: SwitchMem's, and the oracle headroom's.
 """
 
 from __future__ import annotations
@@ -125,4 +126,19 @@ def switchmem_findings(table: dict[str, Any], beats_random_at: int, n_rates: int
         "switchmem_above_binary_target": bool(table["switchmem"] > table["binary"]),
         "switchmem_above_density": bool(table["switchmem"] > table["density"]),
         "beats_random_at_every_rate": bool(beats_random_at == n_rates),
+    }
+
+
+def headroom_findings(headroom: dict[str, Any], groups: dict[str, dict[str, dict[str, Any]]]) -> dict[str, bool]:
+    """The headroom claims on one memory and rule, each holding or not: the per-step oracle above the
+    best fixed rendering (``headroom``: ``routing.evaluate.headroom``), SwitchMem above that rendering,
+    and the image helping more on the densest screens than the sparsest and after the first step
+    (``groups``: ``routing.evaluate.where_image_helps``)."""
+    density, position = list(groups["UI density"].values()), groups["step position"]
+    return {
+        "oracle_headroom_exists": bool(headroom["oracle_gain"] > 0),
+        "switchmem_captures_headroom": bool(headroom["switchmem"] > headroom["best_fixed_accuracy"]),
+        "image_helps_more_on_dense_screens": bool(density[-1]["image_minus_text"] > density[0]["image_minus_text"]),
+        "image_helps_more_after_first_step": bool(position["later step"]["image_minus_text"]
+                                                  > position["first step"]["image_minus_text"]),
     }
