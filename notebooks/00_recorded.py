@@ -45,16 +45,16 @@ metrics_path = "scratch/metrics/recorded.json"  # headline numbers (the pipeline
 results_path = "scratch/results/recorded.json"  # every number behind them
 
 # %%
-import json
 from pathlib import Path
 
 from PIL import Image
 
 from guimem.core.executor import ExecutorSpec, make_executor
-from guimem.core.io import read_json, write_metrics, write_stage_results
+from guimem.core.io import read_json
 from guimem.core.store import SPLITS, load_screenshot
 from guimem.phone import render
 from guimem.pipeline.paths import enter_repo_root
+from guimem.pipeline.report import report
 from guimem.real.importers import IMPORTERS
 from guimem.real.splits import write_splits
 from guimem.viz.plotting import figure_path, save_figure
@@ -79,6 +79,8 @@ options = {"ocr": ocr, "executor": make_executor(ExecutorSpec.parse(executor, oc
 assert set(options) <= set(takes), f"{source_format} takes {takes}"
 imported = Path(out_dir) / "imported"
 episodes = importer(source, imported, **options)
+
+# %%
 for e in episodes:
     print(f"{e.id}: {len(e.steps)} steps, goal {e.goal!r} ({e.provenance.get('goal_source', 'recorded')}), "
           f"success {e.success}, final screen {e.provenance.get('final_screen', 'recorded')}, "
@@ -128,17 +130,14 @@ save_figure(fig, figure_path(figures_dir, "recorded", "runs"))
 # %%
 distinct = {o.screenshot: o for e in episodes for o in e.recorded_observations}  # each stored screen once
 screens, elements = set(distinct), [len(o.elements) for o in distinct.values()]
-write_stage_results(results_path, {
+report(results_path, {
     "runs": [{"id": e.id, "steps": len(e.steps), "split": next(n for n in SPLITS if e.id in {x.id for x in stores[n]}),
               **dict(e.provenance)} for e in episodes],
-    "splits": {n: [e.id for e in stores[n]] for n in SPLITS}})
-metrics = {
+    "splits": {n: [e.id for e in stores[n]] for n in SPLITS}}, metrics_path, {
     "runs": len(episodes), "steps": sum(len(e.steps) for e in episodes), "screens": len(screens),
     **{f"{n}_runs": len(stores[n]) for n in SPLITS},
     "final_screens_not_recorded": sum(not e.final_recorded for e in episodes),
     "same_screen_as_before": sum(len(e.provenance.get("same_screen_as_before", [])) for e in episodes),
     "elements_per_screen": round(sum(elements) / max(1, len(elements)), 2),
     "steps_with_subgoal_labels": labelled_steps,
-}
-write_metrics(metrics_path, metrics)
-print(json.dumps(metrics, indent=1))
+})

@@ -68,7 +68,6 @@ import random
 from pathlib import Path
 
 from guimem.core.data import Action
-from guimem.core.io import write_metrics, write_stage_results
 from guimem.core.store import SPLITS, load_episodes, load_screenshot
 from guimem.phone import render
 from guimem.phone.catalogue import LOGICAL_SIZE
@@ -79,6 +78,7 @@ from guimem.phone.tasks import TEMPLATES, make_task, subgoal_reuse
 from guimem.phone.variants import app_variant
 from guimem.phone.world import World
 from guimem.pipeline.paths import enter_repo_root
+from guimem.pipeline.report import report
 from guimem.viz.plotting import figure_path, save_figure
 
 enter_repo_root()
@@ -325,10 +325,10 @@ results = {
     "episodes_with_popup": sum(stats[s]["episodes_with_popup"] for s in SPLITS),
     "demonstrator_modes": stats["train"]["modes"],
 }
-write_stage_results(results_path, results)
+
+# %%
 metrics = {k: results[k] for k in ("train_episodes", "test_episodes", "memory_episodes", "mean_steps",
                                    "demonstrator_success_rate", "unique_screenshots", "templates",
                                    "expert_perturbed_completion")}
 metrics["actions_per_subgoal"] = results["actions_per_subgoal"]["train"]
-write_metrics(metrics_path, metrics)
-print(json.dumps(metrics, indent=1))
+report(results_path, results, metrics_path, metrics)

@@ -56,10 +56,10 @@ from pathlib import Path
 import torch
 
 from guimem.core.data import group_by_episode
-from guimem.core.io import write_metrics, write_stage_results
 from guimem.core.store import SPLITS, load_episodes, save_subgoals
 from guimem.models.embedding import cached_text_embedder
 from guimem.pipeline.paths import enter_repo_root
+from guimem.pipeline.report import report
 from guimem.smg.judge import LLMJudge, RuleJudge
 from guimem.smg.llm_segmenter import LLMSegmenter, LLMStats
 from guimem.smg.figures import draw_boundaries, draw_judge_confusion
@@ -69,6 +69,7 @@ from guimem.smg.segment import make_segmenter, segment_episodes
 from guimem.smg.segmenters import GroundTruthSegmenter, rule_spans
 from guimem.viz.plotting import figure_path, save_figure
 
+# %%
 enter_repo_root()
 torch.set_num_threads(1)  # the machine is shared; greedy decoding gives the same answer either way
 episodes = {split: load_episodes(Path(world_dir) / split) for split in SPLITS}
@@ -232,7 +233,8 @@ results = {
     "judge_scores": {split: js.to_dict() for split, js in judge_scores.items()},
     "llm": {"sample": len(sample), "mode": llm_mode, **llm_counts, "scores": llm_scores},
 }
-write_stage_results(results_path, results)
+
+# %%
 test_scores, test_judge = scores["test"][segmenter], judge_scores["test"]
 metrics = {
     "test_subgoals": len(subgoals["test"]),
@@ -243,5 +245,4 @@ metrics = {
     "judge_coverage": round(test_judge.coverage, 4),
     "llm_boundary_f1": llm_scores["llm"]["f1"] if llm_scores else None,
 }
-write_metrics(metrics_path, metrics)
-print(json.dumps(metrics, indent=1))
+report(results_path, results, metrics_path, metrics)

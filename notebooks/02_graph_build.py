@@ -63,23 +63,23 @@ metrics_path = "scratch/metrics/graph_build.json"  # headline numbers (the pipel
 results_path = "scratch/results/graph_build.json"  # every count behind them (the pipeline: results/graph_build.json)
 
 # %%
-import json
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 import torch
 
 from guimem.core.executor import ExecutorSpec, make_executor
-from guimem.core.io import write_metrics, write_stage_results
 from guimem.core.store import load_episodes, load_subgoals
 from guimem.models.embedding import cached_image_embedder, cached_text_embedder, embed_screenshots, fit_projection
 from guimem.pipeline.paths import enter_repo_root
+from guimem.pipeline.report import report
 from guimem.smg.figures import draw_graph
 from guimem.smg.graph import build_graph, node_purity
 from guimem.smg.index import NodeSearch
 from guimem.smg.memories import MEMORIES, RenderStyle, build_memory
 from guimem.viz.plotting import MEMORY_COLORS, MEMORY_LABELS, figure_path, save_figure, write_plot_data
 
+# %%
 enter_repo_root()
 torch.set_num_threads(1)  # EfficientNet's float sums depend on the thread count: one thread, everywhere
 memory_root = Path(world_dir) / "memory"
@@ -233,10 +233,10 @@ results = {
 }
 for name in ("smg", "action_graph", "task_graph"):
     results[name]["dedup_ratio"] = round(results[name]["dedup_ratio"], 4)
-write_stage_results(results_path, results)
+
+# %%
 metrics = {"screen_types": results["screen_types"], "smg_nodes": results["smg"]["nodes"],
            "smg_edges": results["smg"]["edges"], "smg_dedup_ratio": results["smg"]["dedup_ratio"],
            "smg_purity": results["smg"]["purity"], "action_graph_edges": results["action_graph"]["edges"],
            "task_graph_edges": results["task_graph"]["edges"], "flat_items": results["flat"]["items"]}
-write_metrics(metrics_path, metrics)
-print(json.dumps(metrics, indent=1))
+report(results_path, results, metrics_path, metrics)

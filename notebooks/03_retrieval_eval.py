@@ -50,7 +50,6 @@ metrics_path = "scratch/metrics/retrieval_eval.json"  # headline numbers (the pi
 results_path = "scratch/results/retrieval_eval.json"  # every score behind them (the pipeline: results/retrieval_eval.json)
 
 # %%
-import json
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -58,9 +57,9 @@ import numpy as np
 import torch
 
 from guimem.core.executor import ExecutorSpec, make_executor
-from guimem.core.io import write_metrics, write_stage_results
 from guimem.core.store import load_episodes, load_subgoals
 from guimem.pipeline.paths import enter_repo_root
+from guimem.pipeline.report import report
 from guimem.smg.memories import MEMORIES, build_memory, load_memory, memory_embedders
 from guimem.smg.retrieval import by_true_type, embed_queries, evaluate_memory, step_queries, summarize, write_results
 from guimem.viz.plotting import MEMORY_COLORS, MEMORY_LABELS, figure_path, save_figure, write_plot_data
@@ -170,7 +169,5 @@ results = {"test_episodes": len(test), "steps": len(queries), "image_embedder": 
            "hit_by_true_type": {n: {t: {"steps": c, "hit@1": round(h, 4)} for t, (c, h) in per_type[n].items()}
                                 for n in MEMORIES},
            "tau_sweep": [{k: round(v, 4) for k, v in r.items()} for r in tau_rows]}
-write_stage_results(results_path, results)
 metrics = {"steps": len(queries)} | {f"{n}_{c}": results["memories"][n][c] for n in MEMORIES for c in ("hit@1", "hit@shown")}
-write_metrics(metrics_path, metrics)
-print(json.dumps(metrics, indent=1))
+report(results_path, results, metrics_path, metrics)

@@ -54,24 +54,20 @@ metrics_path = "scratch/metrics/probe_router.json"  # headline numbers (the pipe
 results_path = "scratch/results/probe_router.json"  # every number behind them
 
 # %%
-import json
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from guimem.core.data import DataError
-from guimem.core.io import write_metrics, write_stage_results
 from guimem.pipeline.paths import enter_repo_root
-from guimem.routing.figures import labelled_table_figure, rate_sweep_figure
-from guimem.routing.probe import PreferenceProbe, cross_validated_decisions, fit_problem
+from guimem.pipeline.report import report
+from guimem.routing.figures import rate_sweep_figure, table_one_figure
+from guimem.routing.recipe import fixed_baselines, score_routers, switchmem_findings, train_routers
 from guimem.routing.records import StepRecords
-from guimem.routing.route_scores import density_routing, label_free_tau, rate_sweep, table_one
-from guimem.routing.router import RouterConfig, train_router
+from guimem.routing.router import RouterConfig
 from guimem.viz.plotting import MEMORY_LABELS, figure_path, save_figure, write_plot_data
 
-RULE_NAMES = {"aitw": "AITW", "learngui": "LearnGUI"}
-TEACHER_FOLDS = 5  # folds (by episode) of the out-of-fold probe values the router learns on the probe's own steps
+# %%
 enter_repo_root()
 torch.set_num_threads(torch_threads)
 held_all = StepRecords.load(Path(records_dir) / "held_out")
@@ -93,53 +89,20 @@ print(f"{len(held_all)} held-out and {len(pool_all)} pool records; {held_all.n_l
 # episode, so the router does not learn the probe's overfit) is the target of the router, which sees only what is available before either memory prompt runs: the
 # memory-free hidden state and the actor's embedding of each candidate. The baseline router
 # `binary` is the same MLP trained on the non-tied steps' binary preference directly, without
-# the probe: does the actor-derived continuous target help?
+# the probe: does the actor-derived continuous target help? (`guimem.routing.recipe` holds the
+# recipe: `train_routers`, then `score_routers` on the held-out steps.)
 
 # %%
-def routers_for(kind):
-    pool = pool_all.of_memory(kind)
-    decided = pool.non_tied(rule)
-    if (why := fit_problem(decided.preference(rule) > 0, decided.episodes)) is not None:
-        raise DataError("n_samples", f"{MEMORY_LABELS[kind]}: no probe can be fitted on the pool: {why}; draw more "
-                                     "actions per step (layer_analysis.n_samples), at a higher temperature, or "
-                                     "from a larger pool", records_dir)
-    preferred = decided.preference(rule) > 0
-    probe = PreferenceProbe(pca_dim, probe_c, seed).fit(decided.shift(-1), preferred)
-    teacher = probe.decision_function(pool.shift(-1))  # tied steps: the probe never saw them
-    non_tied = pool.preference(rule) != 0  # the steps it was fitted on get out-of-fold values instead
-    teacher[non_tied] = cross_validated_decisions(decided.shift(-1), preferred, decided.episodes, TEACHER_FOLDS,
-                                                  pca_dim, probe_c, seed)
-    state = lambda rec: rec.hidden["none"][:, state_layer]
-    base = dict(hidden=router_hidden, epochs=router_epochs, lr=router_lr, seed=seed)
-    switchmem = train_router(state(pool), pool.candidates["text"], pool.candidates["image"], teacher,
-                             RouterConfig(**base, target="probe"))
-    binary = train_router(state(decided), decided.candidates["text"], decided.candidates["image"],
-                          (decided.preference(rule) > 0).astype(float), RouterConfig(**base, target="binary"))
-    for router in (switchmem, binary):
-        router.info["state_layer"] = state_layer  # what 08 and 09 read the state from
-    return probe, teacher, switchmem, binary, state
-
-
+config = RouterConfig(hidden=router_hidden, epochs=router_epochs, lr=router_lr, seed=seed)
 routers, tables, sweeps = {}, {}, {}
 for kind in memories:
-    probe, teacher, switchmem, binary, state = routers_for(kind)
-    held = held_all.of_memory(kind)
-    scores = {name: r.score(state(held), held.candidates["text"], held.candidates["image"])
-              for name, r in (("switchmem", switchmem), ("binary", binary))}
-    for r in (switchmem, binary):
-        r.tau = label_free_tau(r, held)  # the held-out steps' scores only
-    routings = {"switchmem": switchmem.route(scores["switchmem"]), "binary": binary.route(scores["binary"])}
-    routings["density"] = density_routing(held, float(routings["switchmem"].mean()), seed)
-    tables[kind] = table_one(held, routings, ("aitw", "learngui"), seed=seed)
-    sweeps[kind] = {"SwitchMem router": rate_sweep(scores["switchmem"], held, sweep_rates, rule, seed),
-                    "binary-target router": rate_sweep(scores["binary"], held, sweep_rates, rule, seed),
-                    "UI density": rate_sweep(np.array([r["n_elements"] for r in held.rows], float), held,
-                                             sweep_rates, rule, seed)}
-    routers[kind] = {"switchmem": switchmem, "binary": binary, "probe_explained_variance": probe.explained_variance,
-                     "teacher_positive_share": float((teacher > 0).mean())}
-    switchmem.save(Path(out_dir) / kind)
+    routers[kind] = train_routers(pool_all, kind, rule, config, pca_dim=pca_dim, probe_c=probe_c,
+                                  state_layer=state_layer, seed=seed, where=records_dir)
+    tables[kind], sweeps[kind] = score_routers(routers[kind], held_all.of_memory(kind), rule, sweep_rates, seed)
+    routers[kind].switchmem.save(Path(out_dir) / kind)
     print(f"{MEMORY_LABELS[kind]}: probe on {len(pool_all.of_memory(kind).non_tied(rule))} non-tied pool steps; "
-          f"router image rate on its pool {switchmem.train_image_rate:.2f}, τ on held-out {switchmem.tau:+.3f}")
+          f"router image rate on its pool {routers[kind].switchmem.train_image_rate:.2f}, "
+          f"τ on held-out {routers[kind].switchmem.tau:+.3f}")
 
 # %% [markdown]
 # ## Table 1: fixed renderings against SwitchMem, on held-out steps
@@ -151,24 +114,8 @@ for kind in memories:
 # interval over draws). The sign test pairs SwitchMem with the better fixed rendering on the same steps.
 
 # %%
-baselines = {}
-for kind in sorted({r["memory_kind"] for r in held_all.rows} - set(memories)):  # the same actor, not routed
-    rec = held_all.of_memory(kind)
-    baselines[kind] = {r: {c: float(rec.hits[r][c].mean()) for c in ("none", "text", "image", "both")}
-                       for r in rec.rules}
-columns = ["memory, step rule", "none", "text", "image", "both", "SwitchMem", "random", "binary", "density", "oracle"]
-rows = []
-fixed = lambda t: [f"{100 * t[c]:.1f}" for c in ("none", "text", "image", "both")]
-for kind, by_rule in baselines.items():
-    for r, t in by_rule.items():
-        rows.append([f"{MEMORY_LABELS[kind]}, {RULE_NAMES[r]}", *fixed(t)] + ["—"] * 5)
-for kind in memories:
-    for r, t in tables[kind].items():
-        rows.append([f"{MEMORY_LABELS[kind]}, {RULE_NAMES[r]}", *fixed(t)]
-                    + [f"{100 * t['switchmem']:.1f} ({100 * t['switchmem_image_rate']:.0f}% img)",
-                       f"{100 * t['random']:.1f}", f"{100 * t['binary']:.1f}", f"{100 * t['density']:.1f}",
-                       f"{100 * t['oracle']:.1f}"])
-fig = labelled_table_figure(columns, rows, "Step accuracy (%) on held-out steps, the same frozen actor")
+baselines = fixed_baselines(held_all, memories)  # the same actor, not routed
+fig = table_one_figure(baselines, tables, "Step accuracy (%) on held-out steps, the same frozen actor")
 save_figure(fig, figure_path(figures_dir, "probe_router", "table"))
 for kind in memories:
     t = tables[kind][rule]
@@ -205,31 +152,17 @@ print("rates (of", len(sweep_rates), ") where each beats random:", beats)
 
 # %%
 t = tables["smg"][rule]
-best = t["switchmem_vs_best_fixed"]["best_fixed"]
-findings = {
-    "switchmem_at_least_best_fixed": bool(t["switchmem"] >= t[best]),
-    "switchmem_above_random": bool(t["switchmem"] > t["random"]),
-    "switchmem_above_binary_target": bool(t["switchmem"] > t["binary"]),
-    "switchmem_above_density": bool(t["switchmem"] > t["density"]),
-    "beats_random_at_every_rate": bool(beats["SwitchMem router"] == len(sweep_rates)),
-}
+findings = switchmem_findings(t, beats["SwitchMem router"], len(sweep_rates))
 for k, v in findings.items():
     print(f"{k.replace('_', ' ')}: {'holds' if v else 'does not hold'}")
-write_stage_results(results_path, {
-    "rule": rule, "tables": tables, "baselines": baselines, "sweeps": sweeps, "findings": findings,
-    "routers": {k: {"switchmem": {"tau": v["switchmem"].tau, "train_image_rate": v["switchmem"].train_image_rate,
-                                  **v["switchmem"].info},
-                    "binary": {"tau": v["binary"].tau, "train_image_rate": v["binary"].train_image_rate,
-                               **v["binary"].info},
-                    "probe_explained_variance": v["probe_explained_variance"],
-                    "teacher_positive_share": v["teacher_positive_share"]} for k, v in routers.items()}})
-metrics = {
+
+# %%
+report(results_path, {"rule": rule, "tables": tables, "baselines": baselines, "sweeps": sweeps, "findings": findings,
+                      "routers": {kind: r.summary() for kind, r in routers.items()}}, metrics_path, {
     "smg_none": round(t["none"], 4), "smg_text": round(t["text"], 4), "smg_image": round(t["image"], 4),
     "smg_both": round(t["both"], 4), "smg_switchmem": round(t["switchmem"], 4), "smg_random": round(t["random"], 4),
     "smg_oracle": round(t["oracle"], 4), "smg_switchmem_image_rate": round(t["switchmem_image_rate"], 4),
     "smg_switchmem_vs_best_p": t["switchmem_vs_best_fixed"]["p_value"],
     "smg_switchmem_vs_random_p": t["switchmem_vs_random_p"],
     "task_graph_switchmem": round(tables["task_graph"][rule]["switchmem"], 4) if "task_graph" in tables else None,
-}
-write_metrics(metrics_path, metrics)
-print(json.dumps(metrics, indent=1))
+})

@@ -33,17 +33,19 @@ metrics_path = "scratch/metrics/oracle_headroom.json"  # headline numbers (the p
 results_path = "scratch/results/oracle_headroom.json"  # every number behind them
 
 # %%
-import json
 from pathlib import Path
 
-from guimem.core.io import write_metrics, write_stage_results
 from guimem.pipeline.paths import enter_repo_root
+from guimem.pipeline.report import report
+from guimem.routing.route_scores import headroom, route_records, where_image_helps
 from guimem.routing.figures import headroom_figure, where_image_helps_figure
+from guimem.routing.recipe import headroom_findings
 from guimem.routing.records import StepRecords
 from guimem.routing.route_scores import headroom, route_records, where_image_helps
 from guimem.routing.router import Router
 from guimem.viz.plotting import MEMORY_LABELS, figure_path, save_figure
 
+# %%
 enter_repo_root()
 held_all = StepRecords.load(Path(records_dir) / "held_out")
 routed = {}
@@ -97,18 +99,13 @@ for axis, by in groups.items():
 # %%
 main = table[f"{focus}/{rule}"]
 cat = groups["action category"]
-findings = {
-    "oracle_headroom_exists": bool(main["oracle_gain"] > 0),
-    "switchmem_captures_headroom": bool(main["switchmem"] > main["best_fixed_accuracy"]),
-    "image_helps_more_on_dense_screens": bool(list(groups["UI density"].values())[-1]["image_minus_text"]
-                                              > list(groups["UI density"].values())[0]["image_minus_text"]),
-    "image_helps_more_after_first_step": bool(groups["step position"]["later step"]["image_minus_text"]
-                                              > groups["step position"]["first step"]["image_minus_text"]),
-}
+findings = headroom_findings(main, groups)
 for k, v in findings.items():
     print(f"{k.replace('_', ' ')}: {'holds' if v else 'does not hold'}")
-write_stage_results(results_path, {"headroom": table, "where_image_helps": groups, "findings": findings, "rule": rule})
-metrics = {
+
+# %%
+report(results_path, {"headroom": table, "where_image_helps": groups, "findings": findings, "rule": rule},
+       metrics_path, {
     "best_fixed": round(main["best_fixed_accuracy"], 4), "switchmem": round(main["switchmem"], 4),
     "oracle": round(main["oracle"], 4), "oracle_gain": round(main["oracle_gain"], 4),
     "captured_share": None if main["captured"] is None else round(main["captured"], 4),
@@ -117,6 +114,4 @@ metrics = {
     **{f"image_minus_text_{short}": round(cat[c]["image_minus_text"], 4)
        for c, short in (("interface functionality", "interface"), ("task status", "status"),
                         ("system navigation", "navigation")) if c in cat},
-}
-write_metrics(metrics_path, metrics)
-print(json.dumps(metrics, indent=1))
+})

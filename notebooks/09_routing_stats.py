@@ -65,36 +65,28 @@ metrics_path = "scratch/metrics/routing_stats.json"  # headline numbers (the pip
 results_path = "scratch/results/routing_stats.json"  # every number behind them
 
 # %%
-import dataclasses
-import json
 from pathlib import Path
 
 import torch
 
 from guimem.actors.loading import ActorSpec, describe_actor
-from guimem.core.data import DataError
 from guimem.core.executor import ExecutorSpec, make_executor
-from guimem.core.io import write_metrics, write_stage_results
 from guimem.core.resume import ChunkCache
 from guimem.core.store import load_episodes
-from guimem.eval.closed_loop import (
-    load_traces,
-    paired_success,
-    pick_tasks,
-    replay_tasks,
-    replay_world_config,
-    save_traces,
-    success_table,
-)
+from guimem.eval.closed_loop import (paired_success, pick_tasks, replay_tasks, replay_world_config, save_traces,
+                                     success_table)
 from guimem.eval.jobs import PlayEpisodes, condition_plays, play_all
 from guimem.pipeline.paths import enter_repo_root
+from guimem.pipeline.report import report
 from guimem.routing.figures import closed_loop_figure, labelled_table_figure
 from guimem.routing.jobs import SwitchMemRouting
 from guimem.routing.records import StepRecords
 from guimem.routing.route_scores import route_records, routing_statistics
 from guimem.routing.router import Router
+from guimem.routing.trajectories import condition_traces, reused_traces, routed_trajectories
 from guimem.viz.plotting import MEMORY_LABELS, figure_path, save_figure
 
+# %%
 enter_repo_root()
 torch.manual_seed(seed)
 torch.set_num_threads(torch_threads)
@@ -112,15 +104,7 @@ routers = {kind: Router.load(Path(routers_dir) / kind) for kind in sorted({memor
 held_all = StepRecords.load(Path(records_dir) / "held_out")
 offline = {}
 for kind in offline_memories:
-    records = held_all.of_memory(kind)
-    _, image = route_records(routers[kind], records)
-    by_episode: dict[str, list[tuple[int, bool]]] = {}
-    for row, img in zip(records.rows, image):
-        by_episode.setdefault(row["episode_id"], []).append((row["step"], bool(img)))
-    if any([i for i, _ in sorted(steps)] != list(range(len(steps))) for steps in by_episode.values()):
-        raise DataError("max_eval_steps", "the held-out records are a sample of steps; routing along "
-                                          "trajectories needs every step (run 06_layer_analysis with 0)", records_dir)
-    offline[kind] = routing_statistics([[img for _, img in sorted(steps)] for steps in by_episode.values()])
+    offline[kind] = routing_statistics(routed_trajectories(routers[kind], held_all.of_memory(kind), records_dir))
     print(f"{MEMORY_LABELS[kind]} (held-out demonstrations): {offline[kind]}")
 
 # %% [markdown]
@@ -141,18 +125,11 @@ actor_spec = ActorSpec(actor_model, actor_dir, actor_batch_size, hf_coords, hf_a
                        torch_threads)
 in_process = executor == "local" and workers == 1  # else only the workers load the actor (a GPU each)
 print("actor:", describe_actor(actor_spec.load(), actor_model) if in_process else f"{actor_model} (loaded by each worker)")
+
+# %%
 task = PlayEpisodes(actor_spec, world_config, memories_dir, (memory,), str(Path(world_dir) / "memory"), image_embedder,
                     text_embedder, cache_dir, SwitchMemRouting(routers_dir), k=k or None, history_len=history_len)
-planned = sorted((r.episode, r.seed) for r in replays)
-earlier = load_traces(Path(closed_loop_dir) / "traces.jsonl")
-reused = {}
-for name, source, modality in (("none", "none", "none"), ("text", memory, "text")):
-    got = [t for t in earlier if t.memory == source and t.modality == modality]
-    if sorted((t.episode, t.seed) for t in got) != planned:
-        raise DataError("traces.jsonl", f"05_closed_loop did not play {source}/{modality} on this stage's tasks "
-                                        "and seeds: give both stages the same seed, max_tasks and n_seeds",
-                        str(Path(closed_loop_dir) / "traces.jsonl"))
-    reused[name] = got
+reused = reused_traces(Path(closed_loop_dir) / "traces.jsonl", memory, replays)  # none and text: 05's plays
 plays = [p for name, modality, routed in (("image", "image", False), ("both", "both", False),
                                           ("switchmem", "both", True))
          for p in condition_plays(name, memory, modality, replays, batch_size, routed)]
@@ -161,10 +138,11 @@ traces_played, _ = play_all(task, plays, make_executor(ExecutorSpec.parse(execut
                             resumed)
 if resumed is not None and resumed.hits:
     print(f"{resumed.hits} of {len(plays)} plays read back from {chunks_dir} (an earlier run finished them)")
+
+# %%
 played = {name: [t for t in traces_played if t.memory == name] for name in ("image", "both", "switchmem")}
 save_traces(Path(out_dir) / "traces.jsonl", played["switchmem"])
-traces = ([dataclasses.replace(t, memory=name) for name in ("none", "text") for t in reused[name]]
-          + [t for name in ("image", "both", "switchmem") for t in played[name]])  # named by condition
+traces = condition_traces(reused, played)  # named by condition
 conditions = ["none", "text", "image", "both", "switchmem"]
 table = success_table(traces)
 paired = {c: paired_success(traces, "switchmem", c) for c in conditions if c != "switchmem"}
@@ -195,18 +173,15 @@ save_figure(fig2, figure_path(figures_dir, "routing_stats", "closed_loop"))
 print("closed loop:", online)
 
 # %%
-write_stage_results(results_path, {
+report(results_path, {
     "offline": offline, "closed_loop_routing": online, "memory": memory, "tasks": len(tasks), "seeds": n_seeds,
     "success_rate": {c: {"mean": round(table[c]["mean"], 4), "std": round(table[c]["std"], 4),
                          "per_seed": [round(v, 4) for v in table[c]["per_seed"]]} for c in conditions},
-    "switchmem_paired_vs": paired, "tau": routers[memory].tau})
-metrics = {
+    "switchmem_paired_vs": paired, "tau": routers[memory].tau}, metrics_path, {
     **{f"success_rate_{c}": round(table[c]["mean"], 4) for c in conditions},
     "closed_loop_image_steps_pct": round(online["image_steps_pct"], 4),
     "closed_loop_dual_modality_pct": round(online["dual_modality_pct"], 4),
     "offline_image_steps_pct": round(offline[memory]["image_steps_pct"], 4) if memory in offline else None,
     "offline_switches_per_trajectory": round(offline[memory]["switches_per_trajectory"], 4) if memory in offline else None,
     "switchmem_vs_text_p": paired["text"]["p_value"],
-}
-write_metrics(metrics_path, metrics)
-print(json.dumps(metrics, indent=1))
+})

@@ -44,16 +44,16 @@ results_path = "scratch/results/real_graph.json"  # every number behind them
 
 # %%
 import dataclasses
-import json
 from collections import Counter
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 
-from guimem.core.io import write_metrics, write_stage_results
+from guimem.core.data import group_by_episode
 from guimem.core.store import load_episodes, load_screenshot, read_manifest
 from guimem.models.embedding import cached_image_embedder, cached_text_embedder, embed_screenshots, fit_projection
 from guimem.pipeline.paths import enter_repo_root
+from guimem.pipeline.report import report
 from guimem.real.importers.common import map_observations
 from guimem.real.ocr import draw_lines
 from guimem.smg.figures import draw_node_strips
@@ -64,6 +64,7 @@ from guimem.smg.segmentation_scores import corpus_boundary_scores
 from guimem.smg.segmenters import GroundTruthSegmenter
 from guimem.viz.plotting import figure_path, save_figure, write_plot_data
 
+# %%
 enter_repo_root()
 store = Path(recorded_dir) / "imported"
 episodes = load_episodes(store)
@@ -121,13 +122,6 @@ print(f"... {len(subgoals)} subgoals; {by_region} intents name only a screen reg
 # elements removed — what the segmenter sees without OCR — to show what reading the text buys.
 
 # %%
-def by_episode(parts):
-    out = {}
-    for part in parts:
-        out.setdefault(part.episode_id, []).append(part)
-    return out
-
-
 boundary = {}
 if all(s.subgoal is not None for e in episodes for s in e.steps):  # every step labelled by hand
     truth = {e.id: GroundTruthSegmenter().spans(e) for e in episodes}
@@ -135,7 +129,8 @@ if all(s.subgoal is not None for e in episodes for s in e.steps):  # every step 
     segmentations = {"as imported" + (" (OCR)" if ocr else ""): subgoals,
                      "without elements": segment_episodes(blind_screens, make_segmenter("rule"), progress=False)}
     for name, parts in segmentations.items():
-        boundary[name] = {f"tolerance {t}": corpus_boundary_scores(by_episode(parts), truth, t).to_dict() for t in (0, 1)}
+        boundary[name] = {f"tolerance {t}": corpus_boundary_scores(group_by_episode(parts), truth, t).to_dict()
+                          for t in (0, 1)}
         print(f"{name}: " + ", ".join(f"{k}: P {v['precision']:.2f} R {v['recall']:.2f} F1 {v['f1']:.2f}"
                                       for k, v in boundary[name].items()))
 
@@ -170,6 +165,8 @@ for t in tau_sweep:
     rows.append({"tau": t, "nodes": g.n_nodes, "edges": g.n_edges,
                  "purity": round(node_purity(g, screen_of), 4) if labels else None})
 write_plot_data(plots_dir, "real_graph", "tau_sweep", rows)
+
+# %%
 fig, ax = plt.subplots(figsize=(4.5, 3))
 ax.plot([r["tau"] for r in rows], [r["nodes"] for r in rows], "o-", label="nodes")
 if labels:
@@ -182,6 +179,8 @@ ax.set_xlabel("merge threshold τ")
 ax.set_ylabel("nodes")
 ax.legend(loc="upper left", fontsize=7)
 save_figure(fig, figure_path(figures_dir, "real_graph", "tau_sweep"))
+
+# %%
 found = splits_and_merges(smg, screen_of)
 split = {t: n for t, n in found["splits"].items() if len(n) > 1}
 merged = {n: c for n, c in found["merges"].items() if len(c) > 1}
@@ -190,17 +189,14 @@ print("types split over several nodes:", split or "none")
 print("nodes holding several types:", merged or "none")
 
 # %%
-write_stage_results(results_path, {
+report(results_path, {
     "episodes": [{"id": e.id, "steps": len(e.steps), **dict(e.provenance)} for e in episodes],
     "screen_names": dict(screen_names), "subgoals": [s.to_dict() for s in subgoals], "tau_sweep": rows,
     "boundaries": boundary,
-    "splits": found["splits"], "merges": {str(n): c for n, c in found["merges"].items()}})
-metrics = {
+    "splits": found["splits"], "merges": {str(n): c for n, c in found["merges"].items()}}, metrics_path, {
     "episodes": len(episodes), "steps": sum(len(e.steps) for e in episodes), "screens": len(screen_of),
     "screen_types": len(set(screen_of.values())) if labels else None, "subgoals": len(subgoals),
     "intents_by_region_only": by_region, "nodes": smg.n_nodes, "edges": smg.n_edges,
     "purity": round(purity, 4) if labels else None, "types_split": len(split), "nodes_merging_types": len(merged),
     "boundary_f1": round(next(iter(boundary.values()))["tolerance 0"]["f1"], 4) if boundary else None,
-}
-write_metrics(metrics_path, metrics)
-print(json.dumps(metrics, indent=1))
+})

@@ -1,4 +1,5 @@
-"""The notebooks are jupytext scripts in the form jupytext saves them, so JupyterLab cannot change them.
+"""The notebooks are jupytext scripts in the form jupytext saves them, so JupyterLab cannot change them,
+and short cells that call the package.
 
 The stage notebooks are committed as percent scripts (``notebooks/NN_stage.py``) and nothing
 else. JupyterLab opens them through jupytext's contents manager and, on every autosave, writes
@@ -10,11 +11,13 @@ server's contents API, exactly as the lab's autosave does, after which ``git sta
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import secrets
 import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import time
@@ -53,6 +56,59 @@ def test_notebook_has_one_parameters_cell_and_starts_by_saying_what_it_does(path
     assert len(tagged) == 1, f"{path}: expected one cell tagged 'parameters', found {len(tagged)}"
     assert tagged[0].cell_type == "code"
     assert nb.cells[0].cell_type == "markdown", f"{path}: the first cell must say what the stage does"
+
+
+# ----------------------------------------------------------------------------- short cells
+# Notebooks teach: prose, and short cells that call the package, which holds the method. Measured
+# on the code cells but the parameters cell (papermill's one cell of literal knobs), in lines that
+# are not blank.
+MAX_CELL_LINES = 25  # no code cell longer
+MAX_MEDIAN_CELL_LINES = 12  # the median code cell no longer
+MAX_FUNCTION_LINES = 5  # no function (or lambda) defined in a notebook longer
+FORM_CHECKED = ("00_recorded", "00_world", "01_segmentation", "02_graph_build", "03_retrieval_eval", "07_probe_router",
+                "08_oracle_headroom", "09_routing_stats", "10_real_graph")  # asserted; every notebook is measured
+
+
+def form_offences(path: Path) -> list[str]:
+    """What makes the notebook at ``path`` more than prose and short cells: each code cell over
+    ``MAX_CELL_LINES``, a median cell over ``MAX_MEDIAN_CELL_LINES``, each function over ``MAX_FUNCTION_LINES``."""
+    cells = [c for c in jupytext.read(path).cells
+             if c.cell_type == "code" and "parameters" not in c.metadata.get("tags", [])]
+    lengths = [sum(1 for line in c.source.splitlines() if line.strip()) for c in cells]
+    out = [f"cell {i + 1} of {len(cells)} has {n} lines" for i, n in enumerate(lengths) if n > MAX_CELL_LINES]
+    if lengths and statistics.median(lengths) > MAX_MEDIAN_CELL_LINES:
+        out.append(f"the median cell has {statistics.median(lengths)} lines")
+    for cell in cells:
+        for node in ast.walk(ast.parse(cell.source)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                if (n := node.end_lineno - node.lineno + 1) > MAX_FUNCTION_LINES:
+                    out.append(f"{getattr(node, 'name', 'a lambda')} has {n} lines")
+    return out
+
+
+def test_every_notebooks_form_is_measured(capsys):
+    """Prints every notebook's offences (the ones not yet in ``FORM_CHECKED`` are not asserted)."""
+    offences = {p.stem: form_offences(p) for p in NOTEBOOKS}
+    with capsys.disabled():
+        for name, found in offences.items():
+            if found:
+                print(f"\n{name}: " + "; ".join(found))
+    assert set(FORM_CHECKED) <= set(offences)
+
+
+@pytest.mark.parametrize("name", FORM_CHECKED)
+def test_notebook_is_prose_and_short_cells(name: str):
+    assert not form_offences(ROOT / "notebooks" / f"{name}.py"), f"{name}.py: move its logic into the package"
+
+
+def test_form_offences_name_long_cells_long_functions_and_a_long_median(tmp_path):
+    body = "\n".join(f"x{i} = {i}" for i in range(26))
+    func = "def f(a):\n" + "\n".join(f"    a += {i}" for i in range(5)) + "\n    return a"
+    text = (f'# %% tags=["parameters"]\n{body}\n\n# %%\n{body}\n\n# %%\n{func}\n\n# %%\n'
+            + "\n".join(f"y{i} = {i}" for i in range(13)) + "\n")
+    (tmp_path / "nb.py").write_text(text, encoding="utf-8")
+    assert form_offences(tmp_path / "nb.py") == ["cell 1 of 3 has 26 lines", "the median cell has 13 lines",
+                                                 "f has 7 lines"]
 
 
 # ----------------------------------------------------------------------------- a real server

@@ -99,3 +99,25 @@ def test_the_command_prints_the_workspace_metrics(tmp_path, monkeypatch, capsys)
     monkeypatch.chdir(tmp_path)
     assert main(["metrics"]) == 0
     assert capsys.readouterr().out.split() == ["stage", "metric", "value", "world", "train_episodes", "400"]
+
+
+def test_report_writes_the_results_then_the_headlines_as_the_io_writers_do(tmp_path, capsys):
+    from guimem.core.io import write_metrics, write_stage_results
+    from guimem.pipeline.report import report
+
+    results, metrics = {"b": [1, 2], "a": {"x": float("nan")}}, {"steps": 875, "smg_hit@1": 0.5097, "p": None}
+    report(tmp_path / "results" / "s.json", results, tmp_path / "metrics" / "s.json", metrics)
+    write_stage_results(tmp_path / "r.json", results)
+    write_metrics(tmp_path / "m.json", metrics)
+    assert (tmp_path / "results" / "s.json").read_bytes() == (tmp_path / "r.json").read_bytes()
+    assert (tmp_path / "metrics" / "s.json").read_bytes() == (tmp_path / "m.json").read_bytes()
+    assert [line.split() for line in capsys.readouterr().out.splitlines()[1:]] == [
+        ["s", "steps", "875"], ["s", "smg_hit@1", "0.5097"], ["s", "p", "null"]]
+
+
+def test_report_refuses_a_nested_headline(tmp_path):
+    from guimem.pipeline.report import report
+
+    with pytest.raises(DataError, match="nested|one number"):
+        report(tmp_path / "r.json", {}, tmp_path / "m.json", {"table": {"a": 1}})
+    assert not (tmp_path / "m.json").exists()

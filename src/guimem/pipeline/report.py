@@ -1,8 +1,9 @@
-"""The pipeline's headline numbers, and experiments side by side, as tables that fit a terminal.
+"""A stage's report, the pipeline's headline numbers, and experiments side by side, as terminal tables.
 
 Each stage writes its headline numbers, flat and few, to ``metrics/<stage>.json`` (the tables
-behind them go to ``results/<stage>.json``). DVC prints them one column per number, which is
-wide; this module prints them one row per number instead::
+behind them go to ``results/<stage>.json``): a stage notebook's last cell hands both to
+:func:`report`, which writes them and prints the headlines. DVC prints them one column per
+number, which is wide; this module prints them one row per number instead::
 
     python -m guimem.pipeline.report metrics          # or: make metrics
     python -m guimem.pipeline.report experiments      # or: make compare
@@ -25,7 +26,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import yaml
 
 from guimem.core.data import DataError
-from guimem.core.io import parse_json, read_json
+from guimem.core.io import parse_json, read_json, write_metrics, write_stage_results
 from guimem.pipeline.paths import repo_root
 
 MISSING = "-"
@@ -59,6 +60,27 @@ def render(header: Sequence[str], rows: Iterable[Sequence[str]], right_from: int
         cells = [c.rjust(w) if i >= right_from else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))]
         lines.append("  ".join(cells).rstrip())
     return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- a stage's report
+def report(results_path: str | Path, results: Mapping[str, Any], metrics_path: str | Path,
+           metrics: Mapping[str, Any]) -> None:
+    """Write a stage's report, as every stage notebook's last cell does: ``results`` (every table
+    behind the headline numbers) to ``results_path``, then ``metrics`` (the headline numbers: flat,
+    at most 12) to ``metrics_path``, and print the headlines one per row.
+
+    The files are those of :func:`guimem.core.io.write_stage_results` and
+    :func:`guimem.core.io.write_metrics` (keys sorted, NaN as null, a nested headline refused
+    before its file is written); the values are written as given, so a notebook rounds its
+    headline numbers itself, and a last cell that called the two writers calls this instead
+    without changing a byte of either file::
+
+        report(results_path, {"tables": tables, "findings": findings}, metrics_path,
+               {"smg_text": round(t["text"], 4), "steps": len(held)})
+    """
+    write_stage_results(results_path, results)
+    write_metrics(metrics_path, metrics)
+    print(metrics_table({Path(metrics_path).stem: metrics}))
 
 
 # ----------------------------------------------------------------------------- metrics

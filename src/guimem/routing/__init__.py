@@ -11,5 +11,9 @@ image, from the actor's own hidden states.
 * :mod:`~guimem.routing.policy` — the routed actor (:class:`~guimem.routing.policy.SwitchMemPolicy`):
   one memory-free forward, the scorer, then only the chosen memory prompt;
 * :mod:`~guimem.routing.jobs` — step records on an executor, and the routed policy closed-loop plays load;
-* :mod:`~guimem.routing.figures` — the figures of stages 06 to 09.
+* :mod:`~guimem.routing.figures` — the figures of stages 06 to 09;
+* :mod:`~guimem.routing.recipe` — SwitchMem's recipe on step records: probe, out-of-fold teacher,
+  routers, then their scores on held-out steps;
+* :mod:`~guimem.routing.trajectories` — the router's choices along whole trajectories, and 05's
+  closed-loop conditions reused.
 """

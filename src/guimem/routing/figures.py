@@ -9,9 +9,10 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 from matplotlib.figure import Figure
 
-from guimem.viz.plotting import MODALITY_COLORS, table_figure
+from guimem.viz.plotting import MEMORY_LABELS, MODALITY_COLORS, table_figure
 
 ANNOTATION_SIZE = 7
+RULE_NAMES = {"aitw": "AITW", "learngui": "LearnGUI"}
 
 
 def modality_wins_figure(shares: Mapping[str, Mapping[str, Any]],
@@ -193,3 +194,22 @@ def labelled_table_figure(columns: Sequence[str], rows: Sequence[Sequence[str]],
     for (_, col), cell in table.get_celld().items():
         cell.set_width(label_share if col == 0 else (1.0 - label_share) / (n - 1))
     return fig
+
+
+def table_one_figure(baselines: Mapping[str, Mapping[str, Mapping[str, float]]],
+                     tables: Mapping[str, Mapping[str, Mapping[str, Any]]], title: str) -> Figure:
+    """Table 1 as a figure, one row per memory and step rule, in percent: the memories that are not
+    routed (``baselines``: ``{memory: {rule: {rendering: accuracy}}}``) with their fixed renderings
+    only, then the routed ones (``tables``: Table 1 of ``routing.recipe.score_routers``)."""
+    columns = ["memory, step rule", "none", "text", "image", "both", "SwitchMem", "random", "binary", "density",
+               "oracle"]
+    fixed = lambda t: [f"{100 * t[c]:.1f}" for c in ("none", "text", "image", "both")]
+    rows = [[f"{MEMORY_LABELS[kind]}, {RULE_NAMES[r]}", *fixed(t)] + ["—"] * 5
+            for kind, by_rule in baselines.items() for r, t in by_rule.items()]
+    for kind, by_rule in tables.items():
+        for r, t in by_rule.items():
+            rows.append([f"{MEMORY_LABELS[kind]}, {RULE_NAMES[r]}", *fixed(t)]
+                        + [f"{100 * t['switchmem']:.1f} ({100 * t['switchmem_image_rate']:.0f}% img)",
+                           f"{100 * t['random']:.1f}", f"{100 * t['binary']:.1f}", f"{100 * t['density']:.1f}",
+                           f"{100 * t['oracle']:.1f}"])
+    return labelled_table_figure(columns, rows, title)
