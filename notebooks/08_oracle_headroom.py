@@ -37,7 +37,6 @@ from pathlib import Path
 
 from guimem.pipeline.paths import enter_repo_root
 from guimem.pipeline.report import report
-from guimem.routing.route_scores import headroom, route_records, where_image_helps
 from guimem.routing.figures import headroom_figure, where_image_helps_figure
 from guimem.routing.recipe import headroom_findings
 from guimem.routing.records import StepRecords
