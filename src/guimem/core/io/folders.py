@@ -50,7 +50,7 @@ def _fsync_tree(folder: Path) -> None:
     """Flush every file under ``folder`` and every folder's entries (a new file's name lives there).
 
     In threads: an fsync waits on the disk without holding the GIL, and the file system commits
-    concurrent ones together (300 small files: 0.8 s one by one, 0.08 s in 16 threads).
+    concurrent ones together.
     """
     entries = [p for p in folder.rglob("*") if not p.is_symlink()]
     with ThreadPoolExecutor(max_workers=16) as pool:
