@@ -131,25 +131,30 @@ def test_read_parameters_records_where_each_value_came_from(tmp_path):
 
 def test_a_bad_value_is_named_where_it_was_set(tmp_path):
     notebook = REPO / "notebooks" / "00_world.py"
-    path = edited_params(tmp_path, "world", "themes", '"no"')
+    path = edited_params(tmp_path, "world.phone", "themes", '"no"')
     with pytest.raises(DataError) as err:
         check_parameters(notebook, *read_parameters([f"{path}:world"], []))
-    assert (err.value.field, err.value.path) == ("world.themes", str(path))
+    assert (err.value.field, err.value.path) == ("world.phone.themes", str(path))
     with pytest.raises(DataError) as err:
-        check_parameters(notebook, *read_parameters([], [("themes", "no")]))
+        check_parameters(notebook, *read_parameters([], [("phone", '{themes: "no"}')]))
     assert (err.value.field, err.value.path, err.value.message) == (
-        "themes", None, "expected true or false, got str 'no' (passed with -p)")
+        "phone.themes", None, "expected true or false, got str 'no' (passed with -p)")
     with pytest.raises(DataError) as err:
-        check_parameters(notebook, {"themes": "no"})
+        check_parameters(notebook, {"phone": {"themes": "no"}})
     assert err.value.message.endswith("(passed to run_notebook)")
 
 
 def test_a_typo_is_named_with_the_closest_parameter(tmp_path):
-    path = edited_params(tmp_path, "world", "n_trian", "10")
+    path = edited_params(tmp_path, "world", "n_perturbd", "10")
     with pytest.raises(DataError) as err:
         check_parameters(REPO / "notebooks" / "00_world.py", *read_parameters([f"{path}:world"], []))
-    assert (err.value.field, err.value.path) == ("world.n_trian", str(path))
-    assert "not a parameter of 00_world; did you mean 'n_train'?" in err.value.message
+    assert (err.value.field, err.value.path) == ("world.n_perturbd", str(path))
+    assert "not a parameter of 00_world; did you mean 'n_perturbed'?" in err.value.message
+    path = edited_params(tmp_path, "world.phone", "n_trian", "10")  # a group's field
+    with pytest.raises(DataError) as err:
+        check_parameters(REPO / "notebooks" / "00_world.py", *read_parameters([f"{path}:world"], []))
+    assert (err.value.field, err.value.path) == ("world.phone.n_trian", str(path))
+    assert "not a WorldConfig field of 00_world's phone; did you mean 'n_train'?" in err.value.message
 
 
 def _stage_notebook(folder: Path, stem: str, source: str) -> Path:
