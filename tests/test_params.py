@@ -3,6 +3,8 @@ kind of check (type, range, choice, relation, name) refuses with the params.yaml
 
 from __future__ import annotations
 
+import ast
+import re
 import shlex
 from pathlib import Path
 
@@ -16,6 +18,7 @@ from guimem.pipeline.params import (
     CALLER,
     COMMAND_LINE,
     Flag,
+    Group,
     Items,
     Number,
     Params,
@@ -51,6 +54,38 @@ def test_every_dvc_stage_runs_a_specified_notebook_with_its_params_section():
         runs[Path(tokens[3]).stem] = sections
     assert runs == {stem: [spec.section] for stem, spec in STAGES.items()}
     assert set(yaml.safe_load((REPO / "params.yaml").read_text())) == {"base", *(s.section for s in STAGES.values())}
+
+
+def _plain(value):
+    return list(value) if isinstance(value, tuple) else value
+
+
+@pytest.mark.parametrize("stem", sorted(STAGES))
+def test_params_yaml_the_configs_defaults_and_the_notebook_agree(stem):
+    """A notebook run by hand is the pipeline's run: each key of the stage's params.yaml section is
+    the notebook's default, and each key of a group (``{}`` in the notebook) its config's default."""
+    section = yaml.safe_load((REPO / "params.yaml").read_text())[STAGES[stem].section]
+    defaults = {k: ast.literal_eval(v) for k, v in notebook_defaults(REPO / "notebooks" / f"{stem}.py").items()}
+    for name, field in STAGES[stem].fields.items():
+        if isinstance(field, Group):
+            assert defaults[name] == {}, f"{stem}: the group {name} holds {defaults[name]}, not its config's defaults"
+            defaults[name] = {k: _plain(getattr(field.config, k)) for k in section[name]}
+    assert {k: defaults[k] for k in section} == section
+
+
+@pytest.mark.parametrize("stage", sorted(DVC_STAGES))
+def test_a_value_two_stages_share_is_the_notebooks_default_too(stage):
+    """Each ``-p name ${section.key}`` of a stage's command (history_len from actor.model.max_history,
+    09's tasks and seeds from closed_loop) is the notebook's own default: a run by hand agrees."""
+    document = yaml.safe_load((REPO / "params.yaml").read_text())
+    tokens = shlex.split(DVC_STAGES[stage]["cmd"])
+    defaults = {k: ast.literal_eval(v) for k, v in notebook_defaults(REPO / tokens[3]).items()}
+    for name, value in zip(tokens[:-1], tokens[1:]):
+        if (shared := re.fullmatch(r"\$\{([\w.]+)\}", value)) and name in defaults:
+            found = document
+            for part in shared[1].split("."):
+                found = found[part]
+            assert defaults[name] == found, f"{tokens[3]}: {name} = {defaults[name]!r}, params.yaml {shared[1]}: {found!r}"
 
 
 @pytest.mark.parametrize("stage", sorted(DVC_STAGES))
