@@ -100,6 +100,7 @@ from guimem.smg.graph import (
     episode_hash,
 )
 from guimem.smg.index import NodeSearch, check_k, exact_scores, rank_order
+from guimem.smg.retrieval_config import RetrievalConfig
 from guimem.smg.screens import screen_contexts
 
 MEMORIES: tuple[str, ...] = ("smg", "flat", "action_graph", "task_graph")
@@ -370,7 +371,7 @@ class _Base:
     name = "base"
 
     def __init__(self, image_embedder: ImageEmbedder, text_embedder: TextEmbedder,
-                 style: RenderStyle | None = None, k: int = 1, search: NodeSearch | None = None):
+                 style: RenderStyle | None = None, k: int = RetrievalConfig.k_nodes, search: NodeSearch | None = None):
         self.image_embedder, self.text_embedder = image_embedder, text_embedder
         if style is not None and not isinstance(style, RenderStyle):
             raise DataError("style", f"expected a RenderStyle, got {type(style).__name__}")
@@ -462,7 +463,8 @@ class GraphMemory(_Base):
     """The SMG engine over subgoals (``smg``), steps (``action_graph``) or trajectories (``task_graph``)."""
 
     def __init__(self, name: str, image_embedder: ImageEmbedder, text_embedder: TextEmbedder,
-                 tau: float = GraphConfig.tau, theta: float = GraphConfig.theta, k: int = 1, rank_by: str = "goal",
+                 tau: float = GraphConfig.tau, theta: float = GraphConfig.theta, k: int = RetrievalConfig.k_nodes,
+                 rank_by: str = RetrievalConfig.rank_by,
                  style: RenderStyle | None = None, search: NodeSearch | None = None):
         if name not in ("smg", "action_graph", "task_graph"):
             raise DataError("memory", f"{name!r} is not a graph memory")
@@ -536,7 +538,8 @@ class TaskGraphMemory(GraphMemory):
     """
 
     def __init__(self, image_embedder: ImageEmbedder, text_embedder: TextEmbedder,
-                 tau: float = GraphConfig.tau, theta: float = GraphConfig.theta, k: int = 1, alpha: float = 0.5,
+                 tau: float = GraphConfig.tau, theta: float = GraphConfig.theta, k: int = RetrievalConfig.task_k,
+                 alpha: float = RetrievalConfig.task_alpha,
                  style: RenderStyle | None = None, search: NodeSearch | None = None):
         check_number(alpha, "alpha", lo=0.0, hi=1.0)
         super().__init__("task_graph", image_embedder, text_embedder, tau, theta, k, "goal", style, search)
@@ -575,7 +578,7 @@ class FlatMemory(_Base):
 
     name = "flat"
 
-    def __init__(self, image_embedder: ImageEmbedder, text_embedder: TextEmbedder, k: int = 3,
+    def __init__(self, image_embedder: ImageEmbedder, text_embedder: TextEmbedder, k: int = RetrievalConfig.flat_k,
                  style: RenderStyle | None = None, search: NodeSearch | None = None):
         super().__init__(image_embedder, text_embedder, style, k, search)
         self.index = self.search.make(image_embedder.dim)
@@ -621,24 +624,26 @@ class FlatMemory(_Base):
 # ============================================================================ factory, files
 def make_memory(name: str, image_embedder: ImageEmbedder, text_embedder: TextEmbedder,
                 tau: float = GraphConfig.tau, theta: float = GraphConfig.theta, k: int | None = None,
-                rank_by: str = "goal",
-                alpha: float = 0.5, style: RenderStyle | None = None,
+                rank_by: str = RetrievalConfig.rank_by,
+                alpha: float = RetrievalConfig.task_alpha, style: RenderStyle | None = None,
                 search: NodeSearch | None = None) -> GraphMemory | FlatMemory:
     """A memory by name (:data:`MEMORIES`).
 
-    ``k`` defaults to 1 node (SMG, Action-Graph), 3 subgoals (Flat) or 1 trajectory
-    (Task-Graph); ``rank_by`` applies to SMG and Action-Graph, ``alpha`` to Task-Graph; ``search``
+    ``k``, ``rank_by`` and ``alpha`` default to :class:`~guimem.smg.retrieval_config.RetrievalConfig`'s (``k``:
+    its count for the kind, nodes for SMG and Action-Graph, subgoals for Flat, trajectories for Task-Graph);
+    ``rank_by`` applies to SMG and Action-Graph, ``alpha`` to Task-Graph; ``search``
     (exact, HNSW or exact below a size: :class:`~guimem.smg.index.NodeSearch`) to the node search
     of SMG, Action-Graph and Flat, and to Task-Graph's graph build (its retrieval scores every
     trajectory exactly).
     """
     if name == "flat":
-        return FlatMemory(image_embedder, text_embedder, 3 if k is None else k, style, search)
+        return FlatMemory(image_embedder, text_embedder, RetrievalConfig.flat_k if k is None else k, style, search)
     if name == "task_graph":
-        return TaskGraphMemory(image_embedder, text_embedder, tau, theta, 1 if k is None else k, alpha, style, search)
+        return TaskGraphMemory(image_embedder, text_embedder, tau, theta, RetrievalConfig.task_k if k is None else k,
+                               alpha, style, search)
     if name in MEMORIES:
-        return GraphMemory(name, image_embedder, text_embedder, tau, theta, 1 if k is None else k, rank_by, style,
-                           search)
+        return GraphMemory(name, image_embedder, text_embedder, tau, theta, RetrievalConfig.k_nodes if k is None else k,
+                           rank_by, style, search)
     raise DataError("memory", f"unknown memory {name!r}; expected one of {MEMORIES}")
 
 
