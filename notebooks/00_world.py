@@ -35,27 +35,7 @@
 
 # %% tags=["parameters"]
 seed = 0  # master seed: tasks, phone content, shuffles, popups and demonstrator noise all derive from it
-n_train = 400  # training episodes (the size knob: use ~10 for a smoke run)
-n_test = 120  # test episodes (evaluation variants): unseen parameter combinations and unseen templates
-n_memory = 240  # memory episodes: experience on the evaluation variants, never a test episode's own task
-start = "app"  # where an episode starts: "app" (inside the task's app) or "launcher"
-variants = 4  # variants of every app (0: the reference design)
-train_variants = [0, 1]  # variants the training episodes run on; the others are for evaluation
-image_width = 180  # screenshot width in pixels; height is twice that
-max_steps = 30  # step budget per episode
-dialog_prob = 0.3  # chance that an episode is interrupted by a popup
-shuffle = True  # per-episode shuffles of list and switch order (toolbars, menus and tabs keep their variant's order)
-themes = True  # per-episode accent colours
-p_launcher_tap = 0.5  # the demonstrator opens apps from the launcher grid (else with open_app)
-p_wrong_tap = 0.05  # per-step chance of a wrong tap (the expert goes back from where it strayed)
-p_give_up = 0.08  # per-episode chance of giving up midway
-p_give_up_impossible = 0.5  # share of give-ups ending with `impossible` (the others wander to the budget)
-p_wrong_state = 0.1  # per-episode chance of finishing in a wrong state, then `done`
-success_min = 0.6  # the demonstrator's success rate must land in [success_min, success_max]
-success_max = 0.92  # upper end of that range
-test_param_share = 0.25  # share of each template's parameter combinations kept for the test split
-unseen_templates = ["settings.search_toggle", "notes.rename", "messages.mute", "shop.wishlist", "clock.label_alarm"]  # test-only templates
-test_unseen_share = 0.3  # share of test episodes drawn from the unseen templates
+phone = {}  # the world and its demonstrator: fields of WorldConfig (guimem.phone.config); unset: its defaults
 n_perturbed = 300  # tasks the expert is knocked off course on, to measure that it still completes them
 out_dir = "scratch/world"  # where the train/, test/ and memory/ episode stores are written (the pipeline: data/world)
 figures_dir = "scratch/figures"  # where the figures go (the pipeline: figures)
@@ -82,21 +62,15 @@ from guimem.pipeline.report import report
 from guimem.viz.plotting import figure_path, save_figure
 
 enter_repo_root()
-config = WorldConfig(
-    n_train=n_train, n_test=n_test, n_memory=n_memory, start=start, variants=variants,
-    train_variants=tuple(train_variants), image_width=image_width, max_steps=max_steps, dialog_prob=dialog_prob,
-    shuffle=shuffle, themes=themes, p_launcher_tap=p_launcher_tap, p_wrong_tap=p_wrong_tap, p_give_up=p_give_up,
-    p_give_up_impossible=p_give_up_impossible, p_wrong_state=p_wrong_state, success_min=success_min,
-    success_max=success_max, test_param_share=test_param_share, unseen_templates=tuple(unseen_templates),
-    test_unseen_share=test_unseen_share)
+config = WorldConfig.from_dict(phone)  # world.phone's fields over WorldConfig's defaults
 
 # %% [markdown]
 # ## A screen
 # A **screen** is two things at once: a picture (what a vision model sees) and an
 # accessibility tree of UI elements, each with a role, a visible text, a content
 # description, normalised bounds `(x0, y0, x1, y1)` and whether it is clickable (what a
-# text-only agent reads). An episode starts inside its task's app (`start = "launcher"` starts
-# on the home screen instead). Below, the Notes app as an episode starts, in its reference
+# text-only agent reads). An episode starts inside its task's app (`phone = {"start": "launcher"}`
+# starts on the home screen instead). Below, the Notes app as an episode starts, in its reference
 # design (variant 0), with every element's box drawn: the toolbar icons (red boxes) carry **no
 # text and no description** — only their picture says that one is a magnifier and the other a
 # ⋮ menu.

@@ -39,11 +39,7 @@ image_embedder = "efficientnet_lite0"  # screen embedder: efficientnet_lite0[-sq
 text_embedder = "minilm"  # intent embedder: minilm (all-MiniLM-L6-v2) or hashing
 pca_dim = 64  # project screen embeddings onto their top principal directions (0: keep every dimension)
 graph = {}  # the graph memories' thresholds, GraphConfig's tau (node merge) and theta (edge dedup); unset: its defaults
-k_nodes = 1  # nodes a graph memory retrieves per query
-flat_k = 3  # subgoals Subgoal-Flat retrieves per query
-task_k = 1  # trajectories Task-Graph retrieves per query
-task_alpha = 0.5  # Task-Graph score: this weight on first-screen similarity, the rest on goal similarity
-rank_by = "goal"  # order of a node's edges: "goal" (similarity of their task's goal) or "id"
+retrieval = {}  # what each memory retrieves per query: fields of RetrievalConfig (guimem.smg.retrieval_config)
 max_items = 3  # items the actor is shown, as text and as image
 max_actions = 4  # actions shown per item
 memory_image_width = 180  # memory image width in pixels: the top-1 item's screen at the live screen's size ...
@@ -77,6 +73,7 @@ from guimem.smg.figures import draw_graph
 from guimem.smg.graph import build_graph, node_purity
 from guimem.smg.index import NodeSearch
 from guimem.smg.memories import MEMORIES, RenderStyle, build_memory
+from guimem.smg.retrieval_config import RetrievalConfig
 from guimem.viz.plotting import MEMORY_COLORS, MEMORY_LABELS, figure_path, save_figure, write_plot_data
 
 # %%
@@ -124,9 +121,10 @@ print(f"screen embedder: {images.name} ({images.dim}-d); intent embedder: {texts
 style = RenderStyle(max_items=max_items, max_actions=max_actions,
                     image_size=(memory_image_width, memory_image_height))
 search = NodeSearch(kind=node_index, exact_below=exact_below)
-params = {"smg": dict(**graph, k=k_nodes, rank_by=rank_by), "flat": dict(k=flat_k),
-          "action_graph": dict(**graph, k=k_nodes, rank_by=rank_by),
-          "task_graph": dict(**graph, k=task_k, alpha=task_alpha)}
+recall = RetrievalConfig(**retrieval)  # graph_build.retrieval's fields over RetrievalConfig's defaults
+params = {"smg": dict(**graph, k=recall.k_nodes, rank_by=recall.rank_by), "flat": dict(k=recall.flat_k),
+          "action_graph": dict(**graph, k=recall.k_nodes, rank_by=recall.rank_by),
+          "task_graph": dict(**graph, k=recall.task_k, alpha=recall.task_alpha)}
 memories = {}
 for name in MEMORIES:
     memories[name] = build_memory(name, episodes, subgoals, memory_root, images, texts, style=style, search=search,

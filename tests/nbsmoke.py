@@ -4,7 +4,7 @@
 
     @pytest.mark.notebook
     def test_world_notebook_runs(tmp_path):
-        results = run_notebook("00_world", tmp_path, n_train=12, n_test=6)
+        results = run_notebook("00_world", tmp_path, phone={"n_train": 12, "n_test": 6})
         assert results["episodes"] == 18
 
 The notebook runs through :func:`guimem.pipeline.runner.run_notebook` (the same path as a

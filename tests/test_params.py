@@ -3,6 +3,8 @@ kind of check (type, range, choice, relation, name) refuses with the params.yaml
 
 from __future__ import annotations
 
+import ast
+import re
 import shlex
 from pathlib import Path
 
@@ -16,6 +18,7 @@ from guimem.pipeline.params import (
     CALLER,
     COMMAND_LINE,
     Flag,
+    Group,
     Items,
     Number,
     Params,
@@ -51,6 +54,38 @@ def test_every_dvc_stage_runs_a_specified_notebook_with_its_params_section():
         runs[Path(tokens[3]).stem] = sections
     assert runs == {stem: [spec.section] for stem, spec in STAGES.items()}
     assert set(yaml.safe_load((REPO / "params.yaml").read_text())) == {"base", *(s.section for s in STAGES.values())}
+
+
+def _plain(value):
+    return list(value) if isinstance(value, tuple) else value
+
+
+@pytest.mark.parametrize("stem", sorted(STAGES))
+def test_params_yaml_the_configs_defaults_and_the_notebook_agree(stem):
+    """A notebook run by hand is the pipeline's run: each key of the stage's params.yaml section is
+    the notebook's default, and each key of a group (``{}`` in the notebook) its config's default."""
+    section = yaml.safe_load((REPO / "params.yaml").read_text())[STAGES[stem].section]
+    defaults = {k: ast.literal_eval(v) for k, v in notebook_defaults(REPO / "notebooks" / f"{stem}.py").items()}
+    for name, field in STAGES[stem].fields.items():
+        if isinstance(field, Group):
+            assert defaults[name] == {}, f"{stem}: the group {name} holds {defaults[name]}, not its config's defaults"
+            defaults[name] = {k: _plain(getattr(field.config, k)) for k in section[name]}
+    assert {k: defaults[k] for k in section} == section
+
+
+@pytest.mark.parametrize("stage", sorted(DVC_STAGES))
+def test_a_value_two_stages_share_is_the_notebooks_default_too(stage):
+    """Each ``-p name ${section.key}`` of a stage's command (history_len from actor.model.max_history,
+    09's tasks and seeds from closed_loop) is the notebook's own default: a run by hand agrees."""
+    document = yaml.safe_load((REPO / "params.yaml").read_text())
+    tokens = shlex.split(DVC_STAGES[stage]["cmd"])
+    defaults = {k: ast.literal_eval(v) for k, v in notebook_defaults(REPO / tokens[3]).items()}
+    for name, value in zip(tokens[:-1], tokens[1:]):
+        if (shared := re.fullmatch(r"\$\{([\w.]+)\}", value)) and name in defaults:
+            found = document
+            for part in shared[1].split("."):
+                found = found[part]
+            assert defaults[name] == found, f"{tokens[3]}: {name} = {defaults[name]!r}, params.yaml {shared[1]}: {found!r}"
 
 
 @pytest.mark.parametrize("stage", sorted(DVC_STAGES))
@@ -131,25 +166,30 @@ def test_read_parameters_records_where_each_value_came_from(tmp_path):
 
 def test_a_bad_value_is_named_where_it_was_set(tmp_path):
     notebook = REPO / "notebooks" / "00_world.py"
-    path = edited_params(tmp_path, "world", "themes", '"no"')
+    path = edited_params(tmp_path, "world.phone", "themes", '"no"')
     with pytest.raises(DataError) as err:
         check_parameters(notebook, *read_parameters([f"{path}:world"], []))
-    assert (err.value.field, err.value.path) == ("world.themes", str(path))
+    assert (err.value.field, err.value.path) == ("world.phone.themes", str(path))
     with pytest.raises(DataError) as err:
-        check_parameters(notebook, *read_parameters([], [("themes", "no")]))
+        check_parameters(notebook, *read_parameters([], [("phone", '{themes: "no"}')]))
     assert (err.value.field, err.value.path, err.value.message) == (
-        "themes", None, "expected true or false, got str 'no' (passed with -p)")
+        "phone.themes", None, "expected true or false, got str 'no' (passed with -p)")
     with pytest.raises(DataError) as err:
-        check_parameters(notebook, {"themes": "no"})
+        check_parameters(notebook, {"phone": {"themes": "no"}})
     assert err.value.message.endswith("(passed to run_notebook)")
 
 
 def test_a_typo_is_named_with_the_closest_parameter(tmp_path):
-    path = edited_params(tmp_path, "world", "n_trian", "10")
+    path = edited_params(tmp_path, "world", "n_perturbd", "10")
     with pytest.raises(DataError) as err:
         check_parameters(REPO / "notebooks" / "00_world.py", *read_parameters([f"{path}:world"], []))
-    assert (err.value.field, err.value.path) == ("world.n_trian", str(path))
-    assert "not a parameter of 00_world; did you mean 'n_train'?" in err.value.message
+    assert (err.value.field, err.value.path) == ("world.n_perturbd", str(path))
+    assert "not a parameter of 00_world; did you mean 'n_perturbed'?" in err.value.message
+    path = edited_params(tmp_path, "world.phone", "n_trian", "10")  # a group's field
+    with pytest.raises(DataError) as err:
+        check_parameters(REPO / "notebooks" / "00_world.py", *read_parameters([f"{path}:world"], []))
+    assert (err.value.field, err.value.path) == ("world.phone.n_trian", str(path))
+    assert "not a WorldConfig field of 00_world's phone; did you mean 'n_train'?" in err.value.message
 
 
 def _stage_notebook(folder: Path, stem: str, source: str) -> Path:

@@ -431,10 +431,9 @@ def test_params_yaml_world_section_maps_one_to_one(repo_root):
     from guimem.pipeline.params import find_stage
 
     section = yaml.safe_load((repo_root / "params.yaml").read_text())["world"]
-    reporting = set(find_stage("00_world").reporting)  # the stage's report-only knobs sit beside the world's
-    assert set(section) - reporting == {f.name for f in dataclasses.fields(WorldConfig)}
-    config = {k: v for k, v in section.items() if k not in reporting}
-    assert WorldConfig.from_dict(config) == WorldConfig()  # the code's defaults are the pipeline's defaults
+    assert set(section) == {"phone", *find_stage("00_world").reporting}  # the report-only knobs sit beside the world
+    assert set(section["phone"]) == {f.name for f in dataclasses.fields(WorldConfig)}
+    assert WorldConfig.from_dict(section["phone"]) == WorldConfig()  # the code's defaults are the pipeline's defaults
 
 
 # ----------------------------------------------------------------------------- the notebook
@@ -443,7 +442,7 @@ def world_notebook(tmp_path_factory):
     from nbsmoke import run_notebook
 
     tmp = tmp_path_factory.mktemp("world_nb")
-    return tmp, run_notebook("00_world", tmp, n_train=10, n_test=4, n_memory=6, n_perturbed=30)
+    return tmp, run_notebook("00_world", tmp, phone={"n_train": 10, "n_test": 4, "n_memory": 6}, n_perturbed=30)
 
 
 @pytest.mark.notebook
@@ -482,7 +481,8 @@ def test_world_notebook_runs_for_other_master_seeds(seed, tmp_path):
     """The teaching cells pick their examples from the world the seed made (913 once broke one)."""
     from nbsmoke import run_notebook
 
-    results = run_notebook("00_world", tmp_path, seed=seed, n_train=6, n_test=3, n_memory=4, n_perturbed=10)
+    results = run_notebook("00_world", tmp_path, seed=seed, phone={"n_train": 6, "n_test": 3, "n_memory": 4},
+                           n_perturbed=10)
     assert results["train_episodes"] == 6 and results["test_episodes"] == 3
 
 

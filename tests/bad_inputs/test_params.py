@@ -23,20 +23,22 @@ NO_FILE = None  # a -p value: named by its parameter, with "(passed with -p)"
 # (case id, dvc stage run, (section, key, value as written in YAML), field named, file named)
 CASES = [
     # 00_world: WorldConfig's own checks, types from its defaults, and the relations it lacks
-    ("world_themes_the_string_no", "world", ("world", "themes", '"no"'), "world.themes", PARAMS),
-    ("world_shuffle_an_int", "world", ("world", "shuffle", "1"), "world.shuffle", PARAMS),
-    ("world_n_train_1e3_is_a_yaml_string", "world", ("world", "n_train", "1e3"), "world.n_train", PARAMS),
-    ("world_n_train_a_float", "world", ("world", "n_train", "400.0"), "world.n_train", PARAMS),
-    ("world_n_test_negative", "world", ("world", "n_test", "-5"), "world.n_test", PARAMS),
-    ("world_dialog_prob_above_one", "world", ("world", "dialog_prob", "1.5"), "world.dialog_prob", PARAMS),
-    ("world_p_wrong_tap_nan", "world", ("world", "p_wrong_tap", ".nan"), "world.p_wrong_tap", PARAMS),
-    ("world_test_unseen_share_inf", "world", ("world", "test_unseen_share", ".inf"), "world.test_unseen_share", PARAMS),
-    ("world_success_min_above_max", "world", ("world", "success_min", "0.95"), "world.success_min", PARAMS),
-    ("world_image_width_odd", "world", ("world", "image_width", "181"), "world.image_width", PARAMS),
-    ("world_unknown_template", "world", ("world", "unseen_templates", "[notes.nope]"), "world.unseen_templates", PARAMS),
-    ("world_unseen_templates_not_a_list", "world", ("world", "unseen_templates", "notes.rename"),
-     "world.unseen_templates", PARAMS),
-    ("world_typo_n_trian", "world", ("world", "n_trian", "10"), "world.n_trian", PARAMS),
+    ("world_themes_the_string_no", "world", ("world.phone", "themes", '"no"'), "world.phone.themes", PARAMS),
+    ("world_shuffle_an_int", "world", ("world.phone", "shuffle", "1"), "world.phone.shuffle", PARAMS),
+    ("world_n_train_1e3_is_a_yaml_string", "world", ("world.phone", "n_train", "1e3"), "world.phone.n_train", PARAMS),
+    ("world_n_train_a_float", "world", ("world.phone", "n_train", "400.0"), "world.phone.n_train", PARAMS),
+    ("world_n_test_negative", "world", ("world.phone", "n_test", "-5"), "world.phone.n_test", PARAMS),
+    ("world_dialog_prob_above_one", "world", ("world.phone", "dialog_prob", "1.5"), "world.phone.dialog_prob", PARAMS),
+    ("world_p_wrong_tap_nan", "world", ("world.phone", "p_wrong_tap", ".nan"), "world.phone.p_wrong_tap", PARAMS),
+    ("world_test_unseen_share_inf", "world", ("world.phone", "test_unseen_share", ".inf"),
+     "world.phone.test_unseen_share", PARAMS),
+    ("world_success_min_above_max", "world", ("world.phone", "success_min", "0.95"), "world.phone.success_min", PARAMS),
+    ("world_image_width_odd", "world", ("world.phone", "image_width", "181"), "world.phone.image_width", PARAMS),
+    ("world_unknown_template", "world", ("world.phone", "unseen_templates", "[notes.nope]"),
+     "world.phone.unseen_templates", PARAMS),
+    ("world_unseen_templates_not_a_list", "world", ("world.phone", "unseen_templates", "notes.rename"),
+     "world.phone.unseen_templates", PARAMS),
+    ("world_typo_n_trian", "world", ("world.phone", "n_trian", "10"), "world.phone.n_trian", PARAMS),
     # 1e3 is a string to YAML 1.1 and 1000.0 to YAML 1.2 (DVC): refused as params.yaml is read, naming its key
     ("world_seed_1e3_through_dvc", "world", ("base", "seed", "1e3"), "base.seed", PARAMS),
     ("world_seed_negative_through_dvc", "world", ("base", "seed", "-1"), "seed", NO_FILE),
@@ -57,12 +59,15 @@ CASES = [
     # 02_graph_build: GraphConfig, the memories' constructors and RenderStyle, the sweeps
     ("graph_tau_above_one", "graph_build", ("graph_build.graph", "tau", "1.5"), "graph_build.graph.tau", PARAMS),
     ("graph_theta_nan", "graph_build", ("graph_build.graph", "theta", ".nan"), "graph_build.graph.theta", PARAMS),
-    ("graph_k_nodes_negative", "graph_build", ("graph_build", "k_nodes", "-1"), "graph_build.k_nodes", PARAMS),
-    ("graph_flat_k_a_float", "graph_build", ("graph_build", "flat_k", "3.0"), "graph_build.flat_k", PARAMS),
+    ("graph_k_nodes_negative", "graph_build", ("graph_build.retrieval", "k_nodes", "-1"),
+     "graph_build.retrieval.k_nodes", PARAMS),
+    ("graph_flat_k_a_float", "graph_build", ("graph_build.retrieval", "flat_k", "3.0"),
+     "graph_build.retrieval.flat_k", PARAMS),
     ("graph_max_items_negative", "graph_build", ("graph_build", "max_items", "-2"), "graph_build.max_items", PARAMS),
-    ("graph_task_alpha_above_one", "graph_build", ("graph_build", "task_alpha", "1.5"),
-     "graph_build.task_alpha", PARAMS),
-    ("graph_unknown_rank_by", "graph_build", ("graph_build", "rank_by", "score"), "graph_build.rank_by", PARAMS),
+    ("graph_task_alpha_above_one", "graph_build", ("graph_build.retrieval", "task_alpha", "1.5"),
+     "graph_build.retrieval.task_alpha", PARAMS),
+    ("graph_unknown_rank_by", "graph_build", ("graph_build.retrieval", "rank_by", "score"),
+     "graph_build.retrieval.rank_by", PARAMS),
     ("graph_memory_image_too_low", "graph_build", ("graph_build", "memory_image_height", "10"),
      "graph_build.memory_image_height", PARAMS),
     ("graph_tau_sweep_out_of_range", "graph_build", ("graph_build", "tau_sweep", "[0.8, 1.2]"),
@@ -73,7 +78,8 @@ CASES = [
      "graph_build.image_embedder", PARAMS),
     ("graph_batch_size_zero", "graph_build", ("graph_build", "batch_size", "0"), "graph_build.batch_size", PARAMS),
     ("graph_typo_tua", "graph_build", ("graph_build", "tua", "0.9"), "graph_build.tua", PARAMS),
-    ("graph_typo_tua_in_its_group", "graph_build", ("graph_build.graph", "tua", "0.9"), "graph_build.graph.tua", PARAMS),
+    ("graph_typo_tua_in_its_group", "graph_build", ("graph_build.graph", "tua", "0.9"),
+     "graph_build.graph.tua", PARAMS),
     ("graph_group_a_number", "graph_build", ("graph_build", "graph", "0.9"), "graph_build.graph", PARAMS),
     ("real_graph_tau_above_one", "real_graph", ("real_graph.graph", "tau", "1.5"), "real_graph.graph.tau", PARAMS),
     # 03_retrieval_eval: hit@k list, the tau sweep, and the embedder DVC passes with -p
@@ -140,8 +146,8 @@ def test_bad_parameter(case, stage, edit, field, file, tmp_path):
 # ----------------------------------------------------------------------------- the command line, end to end
 # (case id, dvc stage, edit, what stderr says)
 CLI_CASES = [
-    ("world_themes", "world", ("world", "themes", '"no"'),
-     "field 'world.themes': expected true or false, got str 'no'"),
+    ("world_themes", "world", ("world.phone", "themes", '"no"'),
+     "field 'world.phone.themes': expected true or false, got str 'no'"),
     ("graph_tau", "graph_build", ("graph_build.graph", "tau", "1.5"),
      "field 'graph_build.graph.tau': must be in [-1.0, 1.0], got 1.5"),
     ("closed_loop_seed", "closed_loop", ("base", "seed", "0.5"),
@@ -185,11 +191,11 @@ def test_an_unreadable_params_file_exits_2_naming_it(case, data, says, tmp_path,
 
 @pytest.mark.slow  # a fresh interpreter imports the package: seconds on two cores
 def test_python_m_runner_refuses_before_a_kernel_starts(tmp_path):
-    params = edited_params(tmp_path, "world", "success_min", "0.95")
+    params = edited_params(tmp_path, "world.phone", "success_min", "0.95")
     out = tmp_path / "reports" / "00_world.ipynb"
     run = subprocess.run([sys.executable, "-m", "guimem.pipeline.runner", *stage_argv("world", params, out)],
                          capture_output=True, text=True, cwd=tmp_path, timeout=300)
     assert run.returncode == 2
-    assert run.stderr == (f"error: {params}: field 'world.success_min': must be at most success_max (0.92), "
+    assert run.stderr == (f"error: {params}: field 'world.phone.success_min': must be at most success_max (0.92), "
                           "got 0.95\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["params.yaml"]

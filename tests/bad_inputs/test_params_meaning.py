@@ -88,8 +88,8 @@ MEANING = [
     ("workers_a_million", "closed_loop", ("closed_loop", "workers", "1000000"), "closed_loop.workers", "[1, 1024]"),
     ("memory_image_huge", "graph_build", ("graph_build", "memory_image_width", "100000"),
      "graph_build.memory_image_width", "[1, 4096]"),
-    ("world_image_width_huge", "world", ("world", "image_width", "100000"), "world.image_width", "at most 2048"),
-    ("n_train_beyond_32_bits", "world", ("world", "n_train", "100000000000000000000"), "world.n_train", "must be in"),
+    ("world_image_width_huge", "world", ("world.phone", "image_width", "100000"), "world.phone.image_width", "at most 2048"),
+    ("n_train_beyond_32_bits", "world", ("world.phone", "n_train", "100000000000000000000"), "world.phone.n_train", "must be in"),
     # executors: a blank or malformed address
     ("executor_ray_blank", "graph_build", ("graph_build", "executor", '"ray:   "'), "graph_build.executor",
      "expected no blank"),
@@ -156,21 +156,22 @@ def test_the_committed_params_yaml_passes_every_new_check():
 
 
 # ----------------------------------------------------------------------------- the file as written
-# (case id, the line written into the world section, field named, words the message holds)
+# (case id, the line written into the world section (its phone group for a world.phone field), field named,
+# words the message holds)
 AMBIGUOUS = [
-    ("octal_0400", "  n_train: 0400", "world.n_train", "256"),
-    ("octal_0o400", "  n_train: 0o400", "world.n_train", "256"),
-    ("leading_zero_08", "  n_train: 08", "world.n_train", "8"),
-    ("sexagesimal_1_30", "  n_train: 1:30", "world.n_train", "90"),
-    ("sexagesimal_negative", "  max_steps: -1:30", "world.max_steps", "-90"),
-    ("yes_is_a_bool_in_1_1", "  themes: yes", "world.themes", "True"),
-    ("off_is_a_bool_in_1_1", "  shuffle: off", "world.shuffle", "False"),
-    ("exponent_without_a_dot", "  dialog_prob: 1e-1", "world.dialog_prob", "0.1"),
-    ("duplicate_key_keeps_the_last", "  n_train: 400\n  n_train: 10", "world.n_train", "given twice"),
-    ("duplicate_key_quoted", "  n_train: 400\n  \"n_train\": 10", "world.n_train", "given twice"),
+    ("octal_0400", "  n_train: 0400", "world.phone.n_train", "256"),
+    ("octal_0o400", "  n_train: 0o400", "world.phone.n_train", "256"),
+    ("leading_zero_08", "  n_train: 08", "world.phone.n_train", "8"),
+    ("sexagesimal_1_30", "  n_train: 1:30", "world.phone.n_train", "90"),
+    ("sexagesimal_negative", "  max_steps: -1:30", "world.phone.max_steps", "-90"),
+    ("yes_is_a_bool_in_1_1", "  themes: yes", "world.phone.themes", "True"),
+    ("off_is_a_bool_in_1_1", "  shuffle: off", "world.phone.shuffle", "False"),
+    ("exponent_without_a_dot", "  dialog_prob: 1e-1", "world.phone.dialog_prob", "0.1"),
+    ("duplicate_key_keeps_the_last", "  n_train: 400\n  n_train: 10", "world.phone.n_train", "given twice"),
+    ("duplicate_key_quoted", "  n_train: 400\n  \"n_train\": 10", "world.phone.n_train", "given twice"),
     ("an_anchor", "  n_perturbed: &v 300", "world.n_perturbed", "anchor"),
-    ("an_explicit_tag", "  n_train: !!float 400", "world.n_train", "explicit tag"),
-    ("a_set", "  n_test: !!set {a, b}", "world.n_test", "explicit tag"),
+    ("an_explicit_tag", "  n_train: !!float 400", "world.phone.n_train", "explicit tag"),
+    ("a_set", "  n_test: !!set {a, b}", "world.phone.n_test", "explicit tag"),
     ("a_merge_key", "  <<: {n_train: 3}", "world", "merge key"),
     ("a_list_as_key", "  ? [a, b]\n  : 1", "world", "plain name"),
     ("yes_as_a_key", "  yes: 1", "world.(a key)", "True"),
@@ -180,9 +181,13 @@ AMBIGUOUS = [
 @pytest.mark.parametrize("case, line, field, says", AMBIGUOUS, ids=[c[0] for c in AMBIGUOUS])
 def test_a_scalar_or_key_yaml_reads_two_ways_is_refused_naming_it(case, line, field, says, tmp_path, capsys):
     lines = (REPO / "params.yaml").read_text().splitlines()
-    at = lines.index(next(x for x in lines if x.startswith("world:")))
-    key = line.split(":")[0].strip()
-    lines = [x for x in lines if not (key.isidentifier() and x.startswith(f"  {key}:"))]
+    if field.startswith("world.phone."):  # a WorldConfig field: written into the group, one level deeper
+        header, line = "  phone:", "  " + line.replace("\n", "\n  ")
+    else:
+        header = "world:"
+    at = lines.index(next(x for x in lines if x.startswith(header)))
+    indent, key = line[:len(line) - len(line.lstrip())], line.split(":")[0].strip()
+    lines = [x for x in lines if not (key.isidentifier() and x.startswith(f"{indent}{key}:"))]
     lines.insert(at + 1, line)
     params = tmp_path / "params.yaml"
     params.write_text("\n".join(lines) + "\n")
@@ -223,8 +228,8 @@ def test_an_alias_in_a_p_list_is_refused():
 
 
 def test_a_long_value_is_echoed_bounded_and_named(tmp_path):
-    err = refusal(tmp_path, "world", "start", '"' + "x" * 6000 + '"', "world")
-    assert err.field == "world.start" and len(str(err)) < len(str(tmp_path)) + 400
+    err = refusal(tmp_path, "world.phone", "start", '"' + "x" * 6000 + '"', "world")
+    assert err.field == "world.phone.start" and len(str(err)) < len(str(tmp_path)) + 400
     err = refusal(tmp_path, "graph_build", "tau_sweep", "[" + ", ".join(["0.5"] * 3000) + ", 2.0]", "graph_build")
     assert err.field == "graph_build.tau_sweep" and len(err.message) <= MAX_MESSAGE + 40
     with pytest.raises(DataError) as info:  # a 6,000-character name (YAML refuses keys over 1024 itself)

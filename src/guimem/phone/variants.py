@@ -12,7 +12,7 @@ other variant is drawn, deterministically from ``(app, index)``, by :func:`app_v
 * **order**: toolbars, menus, tabs and dialog buttons have this variant's order.
 
 A phone runs variant ``i`` of every app (one maker's phone). The actor learns on some variants
-and is evaluated on others (``params.yaml: world.train_variants``): on an unfamiliar variant only
+and is evaluated on others (``params.yaml: world.phone.train_variants``): on an unfamiliar variant only
 experience tells where things are and what they are called.
 """
 

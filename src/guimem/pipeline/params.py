@@ -34,7 +34,7 @@ The params file itself is read strictly by :func:`guimem.pipeline.runner.read_pa
 message echoes a value bounded (:func:`shown`: at most 80 characters, in bounded time).
 
 A failure is a :class:`~guimem.core.data.DataError` that names the value where the user wrote it
-(:class:`Source`): ``params.yaml: field 'world.themes'`` for a value from ``-f params.yaml:world``
+(:class:`Source`): ``params.yaml: field 'world.n_perturbed'`` for a value from ``-f params.yaml:world``
 (``'graph_build.graph.tau'`` inside a group), ``field 'seed': ... (passed with -p)`` for one from
 the command line.
 """
@@ -417,8 +417,8 @@ def check_folds(p: Params) -> None:
 
 
 def episodes(p: Params, key: str, knob: str) -> int | None:
-    """The world's episodes of one split (``world.key`` when base.episodes is the world), capped by the size knob."""
-    n = p.upstream("world", key, POSITIVE) if p.upstream("base", "episodes", Text()) in (None, "world") else None
+    """The world's episodes of one split (``world.phone.key`` when base.episodes is the world), capped by ``knob``."""
+    n = p.upstream("world.phone", key, POSITIVE) if p.upstream("base", "episodes", Text()) in (None, "world") else None
     if p[knob]:
         n = p[knob] if n is None else min(n, p[knob])
     return n

@@ -17,7 +17,7 @@ Before any kernel starts, a stage notebook's complete parameters (its ``paramete
 defaults, then ``-f``, then ``-p``, as papermill would see them) are checked by the stage's
 spec in :mod:`guimem.pipeline.stages`: a bad value exits with status 2 and a
 :class:`~guimem.core.data.DataError` naming it where it was set (``params.yaml: field
-'world.themes'``, or ``field 'seed' ... (passed with -p)``), and nothing is written.
+'world.phone.themes'``, or ``field 'seed' ... (passed with -p)``), and nothing is written.
 ``--check`` stops there.
 
 The executed notebook is a stage output, so it must be byte-identical when the stage is

@@ -105,7 +105,7 @@ class ActorConfig(PretrainedConfig):
     crop_size: int = 12  # an element's pixels: its box cut out of the full-size screenshot, scaled to this square
     max_goal_tokens: int = 32  # goal truncated to this many tokens
     max_history: int = 4  # last actions shown (2 tokens each)
-    max_memory_tokens: int = 192  # memory text budget in tokens (covers the p95 memory block; longer ones are cut)
+    max_memory_tokens: int = 224  # memory text budget in tokens (covers the p95 SMG block of 3 items; longer ones are cut)
     max_span_tokens: int = 8  # longest text span the type head may decode
     swipe_length: float = 0.3  # swipe distance (normalized screen units) from the pointed point
     app_names: list[str] | None = None  # classes of the open_app head, in order

@@ -1,5 +1,6 @@
 """02_graph_build's parameters (params.yaml ``graph_build``): the embedders, the graph's thresholds
-(``graph``: GraphConfig's ``tau`` and ``theta``), the four memories' retrieval and rendering, the sweeps."""
+(``graph``: GraphConfig's ``tau`` and ``theta``), the four memories' retrieval (``retrieval``:
+RetrievalConfig's fields) and rendering, the sweeps."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from guimem.pipeline.params import (
     SIDE,
     TEXT_EMBEDDER,
     WORKERS,
+    Group,
     Items,
     Params,
     Stage,
@@ -27,10 +29,13 @@ from guimem.pipeline.params import (
 )
 from guimem.smg.index import NODE_INDEXES
 from guimem.smg.memories import RenderStyle, make_memory
+from guimem.smg.retrieval_config import RetrievalConfig
 
 _STAND_INS = (PixelEmbedder(1, 1), HashingTextEmbedder(1))  # a memory built only to run its constructor's checks
 _THRESHOLDS = {"tau": "graph.tau", "theta": "graph.theta"}
-_MEMORY_ARGS: dict[str, dict[str, str]] = {  # each memory's constructor argument -> parameter (beside the thresholds)
+RETRIEVAL = Group(RetrievalConfig, {"k_nodes": INTEGER, "flat_k": INTEGER, "task_k": INTEGER, "task_alpha": REAL,
+                                    "rank_by": Text()})  # each memory's constructor checks its own
+_MEMORY_ARGS: dict[str, dict[str, str]] = {  # each memory's constructor argument -> RetrievalConfig field
     "smg": {"k": "k_nodes", "rank_by": "rank_by"},
     "flat": {"k": "flat_k"},
     "action_graph": {"k": "k_nodes", "rank_by": "rank_by"},
@@ -44,10 +49,13 @@ def _memories(p: Params) -> None:
     short_side = "memory_image_width" if width <= height - width // 4 else "memory_image_height"  # the one too small
     style = p.build({"max_items": "max_items", "max_actions": "max_actions", "image_size": short_side}, RenderStyle,
                     max_items=p["max_items"], max_actions=p["max_actions"], image_size=(width, height))
+    recall = RetrievalConfig(**p["retrieval"])
     for name, args in _MEMORY_ARGS.items():
         graph = {} if name == "flat" else p["graph"]
-        names = args if name == "flat" else {**_THRESHOLDS, **args}
-        p.build(names, make_memory, name, *_STAND_INS, style=style, **graph, **{a: p[n] for a, n in args.items()})
+        fields = {a: f"retrieval.{f}" for a, f in args.items()}
+        names = fields if name == "flat" else {**_THRESHOLDS, **fields}
+        p.build(names, make_memory, name, *_STAND_INS, style=style, **graph,
+                **{a: getattr(recall, f) for a, f in args.items()})
 
 
 def _graph_sweeps(p: Params) -> None:
@@ -60,9 +68,8 @@ def _graph_sweeps(p: Params) -> None:
 
 STAGE = Stage("02_graph_build", "graph_build", {
     "world_dir": PATH, "subgoals_dir": PATH, "out_dir": PATH, "image_embedder": IMAGE_EMBEDDER,
-    "text_embedder": TEXT_EMBEDDER, "pca_dim": COUNT, "graph": GRAPH, "k_nodes": INTEGER,
-    "flat_k": INTEGER, "task_k": INTEGER, "task_alpha": REAL, "rank_by": Text(), "max_items": INTEGER,
-    "max_actions": INTEGER, "memory_image_width": SIDE, "memory_image_height": SIDE,
+    "text_embedder": TEXT_EMBEDDER, "pca_dim": COUNT, "graph": GRAPH, "retrieval": RETRIEVAL,
+    "max_items": INTEGER, "max_actions": INTEGER, "memory_image_width": SIDE, "memory_image_height": SIDE,
     "node_index": Text(NODE_INDEXES), "exact_below": COUNT,
     "tau_sweep": Items(REAL), "theta_sweep": Items(REAL), "max_memory_episodes": COUNT, "batch_size": BATCH,
     "embed_workers": WORKERS, "executor": EXECUTOR, "cache_dir": PATH, "figures_dir": PATH, "plots_dir": PATH,

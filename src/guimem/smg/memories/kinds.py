@@ -31,6 +31,7 @@ from guimem.smg.index import NodeSearch, check_k, exact_scores, rank_order
 from guimem.smg.memories.items import MemoryItem, Retrieved
 from guimem.smg.memories.render import RenderStyle, render_image, render_text
 from guimem.smg.memories.units import make_item, pair_episodes, step_units, subgoal_units, task_units
+from guimem.smg.retrieval_config import RetrievalConfig
 
 MEMORY_FILE, ITEMS_FILE, FLAT_VECTORS = "memory.json", "items.jsonl", "flat_vectors.npy"
 MEMORY_OWNED = tuple(sorted(GRAPH_FILES | {MEMORY_FILE, ITEMS_FILE, FLAT_VECTORS}))  # a graph or a flat memory's files
@@ -69,7 +70,8 @@ class MemoryBase:
     PARAMS: tuple[str, ...] = ("k", "style", "search")  # the settings :meth:`get_params` returns
 
     def __init__(self, image_embedder: ImageEmbedder, text_embedder: TextEmbedder,
-                 style: RenderStyle | None = None, k: int = 1, search: NodeSearch | None = None):
+                 style: RenderStyle | None = None, k: int = RetrievalConfig.k_nodes,
+                 search: NodeSearch | None = None):
         self.image_embedder, self.text_embedder = image_embedder, text_embedder
         if style is not None and not isinstance(style, RenderStyle):
             raise DataError("style", f"expected a RenderStyle, got {type(style).__name__}")
@@ -139,7 +141,8 @@ class GraphMemory(MemoryBase):
     PARAMS = ("tau", "theta", "k", "rank_by", "style", "search")
 
     def __init__(self, name: str, image_embedder: ImageEmbedder, text_embedder: TextEmbedder,
-                 tau: float = GraphConfig.tau, theta: float = GraphConfig.theta, k: int = 1, rank_by: str = "goal",
+                 tau: float = GraphConfig.tau, theta: float = GraphConfig.theta, k: int = RetrievalConfig.k_nodes,
+                 rank_by: str = RetrievalConfig.rank_by,
                  style: RenderStyle | None = None, search: NodeSearch | None = None):
         if name not in ("smg", "action_graph", "task_graph"):
             raise DataError("memory", f"{name!r} is not a graph memory")
@@ -213,7 +216,8 @@ class TaskGraphMemory(GraphMemory):
     PARAMS = ("tau", "theta", "k", "alpha", "style", "search")
 
     def __init__(self, image_embedder: ImageEmbedder, text_embedder: TextEmbedder,
-                 tau: float = GraphConfig.tau, theta: float = GraphConfig.theta, k: int = 1, alpha: float = 0.5,
+                 tau: float = GraphConfig.tau, theta: float = GraphConfig.theta, k: int = RetrievalConfig.task_k,
+                 alpha: float = RetrievalConfig.task_alpha,
                  style: RenderStyle | None = None, search: NodeSearch | None = None):
         check_number(alpha, "alpha", lo=0.0, hi=1.0)
         super().__init__("task_graph", image_embedder, text_embedder, tau, theta, k, "goal", style, search)
@@ -246,7 +250,7 @@ class FlatMemory(MemoryBase):
 
     name = "flat"
 
-    def __init__(self, image_embedder: ImageEmbedder, text_embedder: TextEmbedder, k: int = 3,
+    def __init__(self, image_embedder: ImageEmbedder, text_embedder: TextEmbedder, k: int = RetrievalConfig.flat_k,
                  style: RenderStyle | None = None, search: NodeSearch | None = None):
         super().__init__(image_embedder, text_embedder, style, k, search)
         self.index = self.search.make(image_embedder.dim)
@@ -329,12 +333,12 @@ def make_memory(name: str, image_embedder: ImageEmbedder, text_embedder: TextEmb
                 **settings: Any) -> GraphMemory | FlatMemory:
     """An empty memory by name (:data:`MEMORIES`), with the ``settings`` its kind takes.
 
-    Settings: ``tau``, ``theta`` (the graph memories), ``k`` (None or absent: the kind's default,
-    1 node for SMG and Action-Graph, 3 subgoals for Flat, 1 trajectory for Task-Graph),
-    ``rank_by`` (SMG, Action-Graph), ``alpha`` (Task-Graph), ``style`` and ``search`` (exact, HNSW or
-    exact below a size: :class:`~guimem.smg.index.NodeSearch`; the node search of SMG, Action-Graph
-    and Flat, and Task-Graph's graph build, its retrieval scoring every trajectory exactly). One set
-    of settings builds every kind: those a kind does not take are left aside.
+    Settings: ``tau``, ``theta`` (the graph memories), ``k`` (None or absent: the kind's default from
+    :class:`~guimem.smg.retrieval_config.RetrievalConfig`, nodes for SMG and Action-Graph, subgoals for
+    Flat, trajectories for Task-Graph), ``rank_by`` (SMG, Action-Graph), ``alpha`` (Task-Graph), ``style``
+    and ``search`` (exact, HNSW or exact below a size: :class:`~guimem.smg.index.NodeSearch`; the node
+    search of SMG, Action-Graph and Flat, and Task-Graph's graph build, its retrieval scoring every
+    trajectory exactly). One set of settings builds every kind: those a kind does not take are left aside.
     """
     unknown = sorted(set(settings) - set(_SETTINGS))
     if unknown:
