@@ -61,7 +61,6 @@ results_path = "scratch/results/actor.json"  # every score behind them (the pipe
 
 # %%
 import dataclasses
-import json
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -71,12 +70,12 @@ import torch
 from guimem.actors.mini.config import ActorConfig
 from guimem.actors.mini.train import STRICT_MATCH, TrainConfig, majority_action, train_actor
 from guimem.core.data import group_by_episode
-from guimem.core.io import write_metrics, write_stage_results
 from guimem.core.policy import MODALITIES
 from guimem.core.store import load_episodes, load_subgoals
 from guimem.eval.closed_loop import replay_world_config
 from guimem.models.embedding import embed_screenshots
 from guimem.pipeline.paths import enter_repo_root
+from guimem.pipeline.report import report
 from guimem.smg.memories import MEMORIES, count_tokens, load_memories, memory_embedders
 from guimem.train.dagger import run_dagger
 from guimem.train.examples import examples_from_retrieval, memory_names_target, sample_held_out
@@ -422,11 +421,9 @@ results = {
     "fixed_broken_vs_none": paired,
     "right_experience_shown": shown_right,
 }
-write_stage_results(results_path, results)
 headline = ["none", "smg/text", "smg/image", "smg/both", "flat/text", "action_graph/text", "task_graph/text"]
 metrics = {"held_out_steps": len(steps), "majority_step_accuracy": results["majority_action"]["step_accuracy"],
            "step_accuracy_determined_none": by_information["determined by goal and screen"]["none"]}
 metrics |= {f"step_accuracy_{c.replace('/', '_')}": results["step_accuracy"][c] for c in headline}
 metrics |= {"smg_text_image_non_tied": round(o["non_tied_share"], 4), "smg_text_image_oracle_gain": round(o["oracle_gain"], 4)}
-write_metrics(metrics_path, metrics)
-print(json.dumps(metrics, indent=1))
+report(results_path, results, metrics_path, metrics)

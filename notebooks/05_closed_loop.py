@@ -68,7 +68,6 @@ metrics_path = "scratch/metrics/closed_loop.json"  # headline numbers (the pipel
 results_path = "scratch/results/closed_loop.json"  # every count behind them (the pipeline: results/closed_loop.json)
 
 # %%
-import json
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -76,7 +75,7 @@ import torch
 
 from guimem.actors.loading import ActorSpec, describe_actor
 from guimem.core.executor import ExecutorSpec, make_executor
-from guimem.core.io import atomic_write_text, write_metrics, write_stage_results
+from guimem.core.io import atomic_write_text
 from guimem.core.resume import ChunkCache
 from guimem.core.store import load_episodes
 from guimem.eval.closed_loop import (
@@ -92,6 +91,7 @@ from guimem.eval.closed_loop import (
 from guimem.eval.jobs import PlayEpisodes, condition_plays, play_all, score_steps
 from guimem.eval.tables import PAPER_SR, comparison_lines, ended_counts, in_short, markdown_table, mean_steps
 from guimem.pipeline.paths import enter_repo_root
+from guimem.pipeline.report import report
 from guimem.viz.plotting import MEMORY_LABELS, figure_path, save_figure, table_figure
 
 # %% [markdown]
@@ -285,8 +285,6 @@ results = {
                           for m, s in scores.items()},
     "paper_success_rate": PAPER_SR, "paired_vs_none": paired,
 }
-write_stage_results(results_path, results)
 metrics = {"tasks": len(test_episodes)} | {f"success_rate_{n}": results["success_rate"][n]["mean"] for n in memories}
 metrics |= {f"action_score_{m}": results["action_score_aitw"][m]["step_accuracy"] for m in scores}
-write_metrics(metrics_path, metrics)
-print(json.dumps(metrics, indent=1))
+report(results_path, results, metrics_path, metrics)

@@ -72,7 +72,6 @@ metrics_path = "scratch/metrics/layer_analysis.json"  # headline numbers (the pi
 results_path = "scratch/results/layer_analysis.json"  # every number behind them
 
 # %%
-import json
 from pathlib import Path
 
 import torch
@@ -80,12 +79,12 @@ import torch
 from guimem.actors.loading import ActorSpec, describe_actor
 from guimem.core.data import group_by_episode
 from guimem.core.executor import ExecutorSpec, make_executor
-from guimem.core.io import write_metrics, write_stage_results
 from guimem.core.resume import ChunkCache
 from guimem.core.store import load_episodes, load_subgoals
 from guimem.eval.action_match import MatchConfig
 from guimem.models.embedding import embed_screenshots
 from guimem.pipeline.paths import enter_repo_root
+from guimem.pipeline.report import report
 from guimem.routing.figures import layer_curve_figure, modality_wins_figure
 from guimem.routing.jobs import record_steps
 from guimem.routing.probe import layer_curve, transfer_curve
@@ -256,7 +255,6 @@ results = {"steps": {"held_out": len(held), "pool": len(pool)}, "rule": rule, "n
                                                                                                ("pool", pool))},
            "modality_wins": wins, "layer_curve_cv": curve_cv, "layer_curve_transfer": curve_transfer,
            "signal_grows_with_depth": bool(grows), "pool_episodes": len(pool_episodes)}
-write_stage_results(results_path, results)
 s = wins["smg/held_out/greedy"]
 metrics = {
     "held_out_steps": len(held.of_memory("smg")), "pool_steps": len(pool.of_memory("smg")),
@@ -266,5 +264,4 @@ metrics = {
     "probe_cv_auc_first_block": round(first["auc"], 4), "probe_cv_auc_last_layer": round(last["auc"], 4),
     "probe_transfer_auc_last_layer": round(curve_transfer[-1]["auc"], 4),
 }
-write_metrics(metrics_path, metrics)
-print(json.dumps(metrics, indent=1))
+report(results_path, results, metrics_path, metrics)

@@ -60,22 +60,36 @@ def test_notebook_has_one_parameters_cell_and_starts_by_saying_what_it_does(path
 
 # ----------------------------------------------------------------------------- short cells
 # Notebooks teach: prose, and short cells that call the package, which holds the method. Measured
-# on the code cells but the parameters cell (papermill's one cell of literal knobs), in lines that
-# are not blank.
+# on the code cells, in lines that are not blank; the parameters cell (papermill's one cell of
+# literal knobs) counts for the longest cell, not for the median.
 MAX_CELL_LINES = 25  # no code cell longer
-MAX_MEDIAN_CELL_LINES = 12  # the median code cell no longer
+MAX_MEDIAN_CELL_LINES = 12  # the median code cell but the parameters cell no longer
 MAX_FUNCTION_LINES = 5  # no function (or lambda) defined in a notebook longer
-FORM_CHECKED = ("00_recorded", "00_world", "01_segmentation", "02_graph_build", "03_retrieval_eval", "07_probe_router",
-                "08_oracle_headroom", "09_routing_stats", "10_real_graph")  # asserted; every notebook is measured
+# Parameters cells over MAX_CELL_LINES until the parameters of a config are passed as one group (one
+# line each, as actor.model is): allowed for now, to be emptied once that change is merged.
+PARAMETERS_CELL_PENDING = {"00_world", "02_graph_build", "05_closed_loop", "06_layer_analysis", "09_routing_stats"}
+
+
+def _lines(cell) -> int:
+    return sum(1 for line in cell.source.splitlines() if line.strip())
+
+
+def parameters_cell_offence(path: Path) -> str | None:
+    """The notebook's parameters cell's length if it is over ``MAX_CELL_LINES``."""
+    cells = [c for c in jupytext.read(path).cells if "parameters" in c.metadata.get("tags", [])]
+    n = _lines(cells[0]) if cells else 0
+    return f"the parameters cell has {n} lines" if n > MAX_CELL_LINES else None
 
 
 def form_offences(path: Path) -> list[str]:
-    """What makes the notebook at ``path`` more than prose and short cells: each code cell over
-    ``MAX_CELL_LINES``, a median cell over ``MAX_MEDIAN_CELL_LINES``, each function over ``MAX_FUNCTION_LINES``."""
+    """What makes the notebook at ``path`` more than prose and short cells: a parameters cell or any
+    other code cell over ``MAX_CELL_LINES``, a median cell (the parameters cell left out) over
+    ``MAX_MEDIAN_CELL_LINES``, each function over ``MAX_FUNCTION_LINES``."""
     cells = [c for c in jupytext.read(path).cells
              if c.cell_type == "code" and "parameters" not in c.metadata.get("tags", [])]
-    lengths = [sum(1 for line in c.source.splitlines() if line.strip()) for c in cells]
-    out = [f"cell {i + 1} of {len(cells)} has {n} lines" for i, n in enumerate(lengths) if n > MAX_CELL_LINES]
+    lengths = [_lines(c) for c in cells]
+    out = [found] if (found := parameters_cell_offence(path)) else []
+    out += [f"cell {i + 1} of {len(cells)} has {n} lines" for i, n in enumerate(lengths) if n > MAX_CELL_LINES]
     if lengths and statistics.median(lengths) > MAX_MEDIAN_CELL_LINES:
         out.append(f"the median cell has {statistics.median(lengths)} lines")
     for cell in cells:
@@ -86,19 +100,28 @@ def form_offences(path: Path) -> list[str]:
     return out
 
 
-def test_every_notebooks_form_is_measured(capsys):
-    """Prints every notebook's offences (the ones not yet in ``FORM_CHECKED`` are not asserted)."""
-    offences = {p.stem: form_offences(p) for p in NOTEBOOKS}
-    with capsys.disabled():
-        for name, found in offences.items():
-            if found:
-                print(f"\n{name}: " + "; ".join(found))
-    assert set(FORM_CHECKED) <= set(offences)
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_is_prose_and_short_cells(path: Path):
+    found = form_offences(path)
+    if path.stem in PARAMETERS_CELL_PENDING:
+        pending = parameters_cell_offence(path)
+        assert pending, f"{path.stem}: its parameters cell is short now; take it out of PARAMETERS_CELL_PENDING"
+        found.remove(pending)
+    assert not found, f"{path.name}: move its logic into the package"
 
 
-@pytest.mark.parametrize("name", FORM_CHECKED)
-def test_notebook_is_prose_and_short_cells(name: str):
-    assert not form_offences(ROOT / "notebooks" / f"{name}.py"), f"{name}.py: move its logic into the package"
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_reports_in_its_last_cell_and_only_there(path: Path):
+    """A stage's metrics and results are written by ``guimem.pipeline.report.report``, called once, by the
+    last code cell (the writers it calls are the package's business, not the notebook's)."""
+    cells = [c for c in jupytext.read(path).cells if c.cell_type == "code"]
+    calls = [i for i, c in enumerate(cells) for node in ast.walk(ast.parse(c.source))
+             if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "report"]
+    assert calls == [len(cells) - 1], f"{path.name}: end with one report(results_path, results, metrics_path, metrics)"
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    names |= {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names}
+    assert not names & {"write_metrics", "write_stage_results"}, f"{path.name}: report() writes the stage's files"
 
 
 def test_form_offences_name_long_cells_long_functions_and_a_long_median(tmp_path):
@@ -107,8 +130,8 @@ def test_form_offences_name_long_cells_long_functions_and_a_long_median(tmp_path
     text = (f'# %% tags=["parameters"]\n{body}\n\n# %%\n{body}\n\n# %%\n{func}\n\n# %%\n'
             + "\n".join(f"y{i} = {i}" for i in range(13)) + "\n")
     (tmp_path / "nb.py").write_text(text, encoding="utf-8")
-    assert form_offences(tmp_path / "nb.py") == ["cell 1 of 3 has 26 lines", "the median cell has 13 lines",
-                                                 "f has 7 lines"]
+    assert form_offences(tmp_path / "nb.py") == ["the parameters cell has 26 lines", "cell 1 of 3 has 26 lines",
+                                                 "the median cell has 13 lines", "f has 7 lines"]
 
 
 # ----------------------------------------------------------------------------- a real server
