@@ -67,7 +67,7 @@ MAX_MEDIAN_CELL_LINES = 12  # the median code cell but the parameters cell no lo
 MAX_FUNCTION_LINES = 5  # no function (or lambda) defined in a notebook longer
 # Parameters cells over MAX_CELL_LINES until the parameters of a config are passed as one group (one
 # line each, as actor.model is): allowed for now, to be emptied once that change is merged.
-PARAMETERS_CELL_PENDING = {"00_world", "02_graph_build", "05_closed_loop", "06_layer_analysis", "09_routing_stats"}
+PARAMETERS_CELL_PENDING = {"05_closed_loop", "06_layer_analysis", "09_routing_stats"}
 
 
 def _lines(cell) -> int:

@@ -243,12 +243,12 @@ def test_a_stage_notebooks_bad_parameter_is_refused_before_running_and_nothing_i
     src.write_bytes((repo_root / "notebooks" / "00_world.py").read_bytes())
     out = project / "reports" / "00_world.ipynb"
     with pytest.raises(DataError) as err:
-        run_notebook(src, out, {"n_train": 10, "themes": "no"})
-    assert (err.value.field, err.value.path) == ("themes", None)
+        run_notebook(src, out, {"phone": {"n_train": 10, "themes": "no"}})
+    assert (err.value.field, err.value.path) == ("phone.themes", None)
     assert err.value.message == "expected true or false, got str 'no' (passed to run_notebook)"
-    assert main([str(src), str(out), "-p", "n_train", "3.0"]) == 2
-    assert capsys.readouterr().err == "error: field 'n_train': expected an integer, got float 3.0 (passed with -p)\n"
-    assert main([str(src), str(out), "-p", "n_train", "3", "--check"]) == 0
+    assert main([str(src), str(out), "-p", "n_perturbed", "3.0"]) == 2
+    assert capsys.readouterr().err == "error: field 'n_perturbed': expected an integer, got float 3.0 (passed with -p)\n"
+    assert main([str(src), str(out), "-p", "n_perturbed", "3", "--check"]) == 0
     assert not (project / "reports").exists() and not (project / "data").exists() and not (project / "scratch").exists()
 
 
