@@ -176,7 +176,9 @@ def test_the_bundled_real_sample_imports(tmp_path):
     assert answer.steps[-2].action.text == "Call with Marketing"
     assert by_name["Do_I_have_any_events_October_28_in_Simple_Calendar"].success is None  # ran out of steps
     assert load_screenshot(tmp_path / "store", answer.steps[0].screenshot).size == (363, 800)
-    assert (SAMPLE / "NOTICE.md").is_file() and (SAMPLE / "LICENSE").is_file()
+    notice, licence = (SAMPLE / "NOTICE.md").read_text(), (SAMPLE / "LICENSE").read_text()
+    assert "android_world" in notice and "Apache" in notice  # where the runs come from, under which licence
+    assert "Apache License" in licence and "Version 2.0" in licence
 
 
 def test_command_line(tmp_path, capsys):
