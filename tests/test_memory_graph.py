@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from PIL import Image
 
 from guimem.core.data import DataError, Subgoal, group_by_episode
 from guimem.core.io import MARKER
@@ -456,3 +457,33 @@ def test_node_purity_and_drawing(tmp_path):
     assert g.add_screen(signs(8, 9, 10, 11, 12, 13, 14, 15), "c1.png") == 2
     assert draw_graph(g, tmp_path, ax, max_nodes=5) == [0, 1]  # from the most visited node; 2 is unreachable
     plt.close(fig)
+
+
+class _CountingTexts(HashingTextEmbedder):
+    """A hashing embedder that records the batches it is asked to embed."""
+
+    def __init__(self):
+        super().__init__()
+        self.batches: list[list[str]] = []
+
+    def embed(self, texts):
+        self.batches.append(list(texts))
+        return super().embed(texts)
+
+
+def test_build_graph_embeds_every_intent_in_one_batch_and_splits_them_by_episode(tmp_path):
+    """The sweep's graphs embed their intents in one call (a batched encoder's last bits depend on the
+    batch); each episode still gets its own intents' vectors, as embedding each one alone gives."""
+    Image.new("RGB", (36, 72), (200, 30, 30)).save(tmp_path / "a.png")
+    Image.new("RGB", (36, 72), (30, 30, 200)).save(tmp_path / "b.png")
+    shots, words = ("a.png", "b.png"), ["open", "search", "rename", "archive", "mute", "share"]
+    subs = [Subgoal(f"e{e}", i, i, i, shots[i % 2], shots[1 - i % 2], words[e * (e + 1) // 2 + i], "", "", "yes", None)
+            for e in range(3) for i in range(e + 1)]
+    texts = _CountingTexts()
+    g = build_graph(subs, PixelEmbedder(), texts, tmp_path, tau=0.99, theta=0.99)
+    assert texts.batches == [[s.text for s in subs]]
+    alone = {s.text: HashingTextEmbedder().embed([s.text])[0] for s in subs}
+    assert g.n_edges == len(subs)
+    assert all(np.allclose(g.edge_intents[i], alone[e.subgoal.text]) for i, e in enumerate(g.edges))
+    per_episode = mg.embed_in_one_batch(HashingTextEmbedder())([["x", "y"], [], ["z"]])
+    assert [v.shape[0] for v in per_episode] == [2, 0, 1]

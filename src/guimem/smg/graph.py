@@ -447,11 +447,14 @@ def splits_and_merges(graph: MemoryGraph, screen_of: Mapping[str, str | None]) -
 
 # ============================================================================ building from data
 def add_units(graph: MemoryGraph, episodes: Sequence[Sequence[Subgoal]], image_embedder: ImageEmbedder,
-              embed_texts: Callable[[Sequence[str]], np.ndarray], store_root: str | Path, progress: bool = False,
-              report: IngestReport | None = None) -> IngestReport:
+              embed_intents: Callable[[Sequence[Sequence[str]]], Sequence[np.ndarray]], store_root: str | Path,
+              progress: bool = False, report: IngestReport | None = None) -> IngestReport:
     """Embed and ingest episodes' units, in the order given: the one ingest path (``GraphMemory.add``,
     :func:`add_subgoals`). ``episodes`` holds each episode's units (empty: nothing to add);
-    ``embed_texts`` maps intents to ``[n, text_dim]`` vectors.
+    ``embed_intents`` maps the intents of each episode to be added to one ``[n_units, text_dim]``
+    array per episode. How texts are batched is the caller's choice, since a batched encoder's last
+    bits can depend on the batch: :func:`add_subgoals` embeds them all in one call
+    (:func:`embed_in_one_batch`), a memory one episode at a time through its memo.
 
     Episodes the graph holds with the same content are skipped before anything is embedded. Every
     episode is checked before the first is ingested: a DataError leaves the graph as it was.
@@ -465,7 +468,8 @@ def add_units(graph: MemoryGraph, episodes: Sequence[Sequence[Subgoal]], image_e
             todo.append(units)
     shots = [p for units in todo for _, p in boundary_screens(units)]
     screens = embed_screenshots(image_embedder, store_root, shots, progress=progress)
-    checked = [graph.check_episode(units, screens, embed_texts([u.text for u in units])) for units in todo]
+    intents = embed_intents([[u.text for u in units] for units in todo])
+    checked = [graph.check_episode(units, screens, vectors) for units, vectors in zip(todo, intents, strict=True)]
     for episode in checked:
         graph.ingest(episode, report)
     return report
@@ -476,7 +480,19 @@ def add_subgoals(graph: MemoryGraph, subgoals: Sequence[Subgoal], image_embedder
     """Embed and ingest subgoals, episodes in order of first appearance (:func:`add_units`); returns the counts."""
     _check_embedders(graph.config, image_embedder, text_embedder)
     episodes = list(group_by_episode(check_subgoals(subgoals)).values())
-    return add_units(graph, episodes, image_embedder, text_embedder.embed, store_root, progress)
+    return add_units(graph, episodes, image_embedder, embed_in_one_batch(text_embedder), store_root, progress)
+
+
+def embed_in_one_batch(text_embedder: TextEmbedder) -> Callable[[Sequence[Sequence[str]]], list[np.ndarray]]:
+    """An ``embed_intents`` for :func:`add_units` that embeds every episode's intents in one call
+    and splits the vectors back by episode."""
+    def embed(texts_per_episode: Sequence[Sequence[str]]) -> list[np.ndarray]:
+        if not texts_per_episode:
+            return []
+        texts = [t for episode in texts_per_episode for t in episode]
+        vectors = text_embedder.embed(texts) if texts else np.zeros((0, text_embedder.dim), np.float32)
+        return np.split(vectors, np.cumsum([len(episode) for episode in texts_per_episode])[:-1])
+    return embed
 
 
 def build_graph(subgoals: Sequence[Subgoal], image_embedder: ImageEmbedder, text_embedder: TextEmbedder,

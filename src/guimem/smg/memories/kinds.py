@@ -173,7 +173,8 @@ class GraphMemory(MemoryBase):
                 todo.append((episode, units))
         items = {u.id: make_item(self.name, kind.item, u, episode) for episode, units in todo for u in units
                  if u.id not in self.items}
-        add_units(self.graph, [units for _, units in todo], self.image_embedder, self._embed_texts, root)
+        add_units(self.graph, [units for _, units in todo], self.image_embedder,
+                  lambda per_episode: [self._embed_texts(texts) for texts in per_episode], root)
         self.items.update(items)
         self.store_root = root
 
