@@ -41,6 +41,7 @@ from guimem.eval.action_match import MatchConfig  # noqa: E402
 from guimem.eval.closed_loop import pick_tasks, replay_tasks, replay_world_config  # noqa: E402
 from guimem.eval.jobs import PlayEpisodes, condition_plays, play_all  # noqa: E402
 from guimem.routing.jobs import record_steps  # noqa: E402
+from guimem.routing.records import SampledPreference  # noqa: E402
 from guimem.train.examples import examples_from_retrieval  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -100,7 +101,7 @@ def main() -> None:
     test = load_episodes(test_root, verify_images=False)
     steps = examples_from_retrieval(test, test_root, ROOT / "data" / "retrieval_eval", ["smg"], 4)[: args.steps]
     rules = {"aitw": MatchConfig("aitw"), "learngui": MatchConfig("learngui", screen_size_px=steps[0].input.screenshot.size)}
-    records = lambda executor: record_steps(actor, steps, rules, 8, 1.0, 0, 64, executor, progress=False)
+    records = lambda executor: record_steps(actor, steps, rules, SampledPreference(), 0, executor, progress=False)
 
     replays = replay_tasks(pick_tasks(test, args.tasks, 0), 1)
     task = PlayEpisodes(actor, replay_world_config(test_root, 20), str(ROOT / "data" / "graph_build"), MEMORIES[1:],

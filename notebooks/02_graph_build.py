@@ -72,7 +72,7 @@ from guimem.pipeline.report import report
 from guimem.smg.figures import draw_graph
 from guimem.smg.graph import build_graph, node_purity
 from guimem.smg.index import NodeSearch
-from guimem.smg.memories import MEMORIES, RenderStyle, build_memory
+from guimem.smg.memories import GRAPH_MEMORIES, MEMORIES, RenderStyle, build_memory
 from guimem.smg.retrieval_config import RetrievalConfig
 from guimem.viz.plotting import MEMORY_COLORS, MEMORY_LABELS, figure_path, save_figure, write_plot_data
 
@@ -122,13 +122,10 @@ style = RenderStyle(max_items=max_items, max_actions=max_actions,
                     image_size=(memory_image_width, memory_image_height))
 search = NodeSearch(kind=node_index, exact_below=exact_below)
 recall = RetrievalConfig(**retrieval)  # graph_build.retrieval's fields over RetrievalConfig's defaults
-params = {"smg": dict(**graph, k=recall.k_nodes, rank_by=recall.rank_by), "flat": dict(k=recall.flat_k),
-          "action_graph": dict(**graph, k=recall.k_nodes, rank_by=recall.rank_by),
-          "task_graph": dict(**graph, k=recall.task_k, alpha=recall.task_alpha)}
 memories = {}
-for name in MEMORIES:
+for name in MEMORIES:  # the graph's thresholds go to the graph memories (Flat leaves them aside)
     memories[name] = build_memory(name, episodes, subgoals, memory_root, images, texts, style=style, search=search,
-                                  **params[name])
+                                  **graph, **recall.settings(name))
     memories[name].save(Path(out_dir) / name)
 smg = memories["smg"].graph
 counts = {name: (m.graph.stats() if name != "flat" else {"items": len(m.items)}) for name, m in memories.items()}
@@ -142,7 +139,7 @@ for name, c in counts.items():
 # share of subgoals dropped as near-duplicates of an earlier edge.
 
 # %%
-purity = {name: node_purity(memories[name].graph, screen_of) for name in ("smg", "action_graph", "task_graph")}
+purity = {name: node_purity(memories[name].graph, screen_of) for name in GRAPH_MEMORIES}
 print({k: round(v, 3) for k, v in purity.items()})
 print(f"SMG: {smg.n_nodes} nodes from {smg.stats()['screens_merged']} screens, {smg.n_edges} edges, "
       f"dedup ratio {smg.stats()['dedup_ratio']:.3f}, true screen types {len(set(screen_of.values()))}")
@@ -229,7 +226,7 @@ results = {
     "tau_sweep": [{k: round(v, 4) for k, v in r.items()} for r in tau_rows],
     "theta_sweep": [{k: round(v, 4) for k, v in r.items()} for r in theta_rows],
 }
-for name in ("smg", "action_graph", "task_graph"):
+for name in GRAPH_MEMORIES:
     results[name]["dedup_ratio"] = round(results[name]["dedup_ratio"], 4)
 
 # %%

@@ -43,21 +43,14 @@ k = 0  # anchors retrieved per query (nodes, Flat subgoals, Task trajectories); 
 history_len = 4  # earlier actions of the episode the actor sees (the pipeline: actor.model.max_history)
 max_steps = 20  # step budget per episode: no successful demonstration is longer than 15 steps (test: 11; median 6)
 batch_size = 0  # episodes played in lock-step (0: all of a memory's at once; fewer: less memory, more ticks)
-actor_batch_size = 64  # actor inputs per forward pass
-torch_threads = 1  # CPU threads for the actor and the screen embedder (results are reproducible for a fixed count)
-executor = "local"  # where the episodes are played and the held-out steps scored: local (workers processes; 1: this one), ray (a local Ray) or ray:<address> (a cluster)
-workers = 1  # workers playing memories (or lock-step batches) or scoring chunks of steps side by side, each loading the actor once (traces and scores do not depend on it)
-gpus_per_worker = 0.0  # ray: GPUs each worker reserves (a Hugging Face actor then loads there)
+executor = {}  # where the episodes are played and the held-out steps scored (ExecutorSpec in guimem.core.executor: kind local or ray, address, workers, gpus_per_worker; a key left out: its default; traces and scores do not depend on it)
 action_score_modalities = ["none", "text", "image", "both"]  # memory conditions of the step-level action score
 action_score_memory = "smg"  # whose memory the step-level score shows
 world_dir = "data/world"  # episode stores from 00_world (test/ is replayed; memory/ holds the memories' screens)
 memories_dir = "data/graph_build"  # memories from 02_graph_build
 retrieval_dir = "data/retrieval_eval"  # per-step retrievals from 03_retrieval_eval (the step-level action score reuses them)
-actor_model = "mini"  # "mini": the frozen miniature actor in actor_dir; else a Hugging Face VLM id or local folder (read from disk only)
-actor_dir = "data/actor/model"  # the frozen actor from 04_actor (used when actor_model is "mini")
-hf_coords = "relative_1000"  # a Hugging Face actor's coordinate convention (guimem.actors.hf.parsing.COORD_CONVENTIONS)
-hf_answer_format = "json"  # the answer format its system prompt asks for: json or uitars (click(...)-style)
-hf_max_new_tokens = 64  # a Hugging Face actor's answer budget in tokens (a JSON action takes ~25; a UI-TARS thought more)
+actor = {}  # the frozen actor of 05-09 (ActorSpec in guimem.actors.loading: actor_model "mini" or a Hugging Face VLM id or folder, batch_size, torch_threads, coords, answer_format, max_new_tokens; a key left out: its default)
+actor_dir = "data/actor/model"  # the frozen miniature actor from 04_actor (used when actor.actor_model is "mini")
 image_embedder = "efficientnet_lite0"  # must be the embedder the memories were built with
 text_embedder = "minilm"  # must be the intent embedder the memories were built with
 cache_dir = ".cache/guimem/embeddings"  # content-hash embedding cache (not tracked)
@@ -112,21 +105,20 @@ from guimem.viz.plotting import MEMORY_LABELS, figure_path, save_figure, table_f
 # %%
 enter_repo_root()
 torch.manual_seed(seed)
-torch.set_num_threads(torch_threads)
+actor_spec = ActorSpec(actor_dir=actor_dir, **actor)
+torch.set_num_threads(actor_spec.torch_threads)
 test_root = Path(world_dir) / "test"
 all_test = load_episodes(test_root)
 test_episodes = pick_tasks(all_test, max_tasks, seed)
 replays = replay_tasks(test_episodes, n_seeds)
-actor_spec = ActorSpec(actor_model, actor_dir, actor_batch_size, hf_coords, hf_answer_format, hf_max_new_tokens,
-                       torch_threads)
-actor = actor_spec.load()  # loaded once in this process; worker processes load their own
+policy = actor_spec.load()  # loaded once in this process; worker processes load their own
 world_config = replay_world_config(test_root, max_steps)
 task = PlayEpisodes(actor_spec, world_config, memories_dir, tuple(m for m in memories if m != NO_MEMORY),
                     str(Path(world_dir) / "memory"), image_embedder, text_embedder, cache_dir, k=k or None,
                     history_len=history_len)
 print(f"{len(test_episodes)} of {len(all_test)} held-out tasks x {n_seeds} seeds = {len(replays)} episodes per memory, "
       f"at most {max_steps} steps each")
-print("actor:", describe_actor(actor, actor_model), "| memories:", list(task.memories))
+print("actor:", describe_actor(policy, actor_spec.actor_model), "| memories:", list(task.memories))
 
 # %% [markdown]
 # ## Playing the tasks
@@ -144,8 +136,8 @@ print("actor:", describe_actor(actor, actor_model), "| memories:", list(task.mem
 # below say how much work that leaves.
 #
 # **Where it runs.** Each memory's episodes are one chunk of work (with `batch_size`, each lock-step
-# batch is one), played by the executor `executor` names: here in this process, or on `workers`
-# processes or Ray workers, each loading the actor and the memories once. A chunk is the same
+# batch is one), played by the executor the `executor` group describes: here in this process, or on
+# `executor.workers` processes or Ray workers, each loading the actor and the memories once. A chunk is the same
 # call wherever it runs, so the traces are the same; only the work counts say what was shared.
 
 # %%
@@ -153,7 +145,7 @@ plays = [p for name in memories
          for p in condition_plays(name, None if name == NO_MEMORY else name, "none" if name == NO_MEMORY else modality,
                                   replays, batch_size)]
 resumed = ChunkCache(chunks_dir) if chunks_dir else None
-run_on = make_executor(ExecutorSpec.parse(executor, workers, gpus_per_worker))
+run_on = make_executor(ExecutorSpec(**executor))
 traces, work = play_all(task, plays, run_on, resumed)
 if resumed is not None and resumed.hits:
     print(f"{resumed.hits} of {len(plays)} plays read back from {chunks_dir} (an earlier run finished them)")

@@ -30,19 +30,16 @@
 #
 # **Paper.** SwitchMem's layer analysis and Fig. 2 (there Qwen3.5-9B on AITW, LearnGUI and
 # MobileMiniWoB++; here the 6-layer miniature on held-out app variants). The same stage runs a
-# Hugging Face VLM (`guimem.actors.hf.HFVLMActor`, hidden states in the same layout) with one parameter:
-# `dvc exp run -S closed_loop.actor_model=<model id or folder>` (05–09 all play that actor).
+# Hugging Face VLM (`guimem.actors.hf.policy.HFVLMActor`, hidden states in the same layout) with one
+# parameter: `dvc exp run -S closed_loop.actor.actor_model=<model id or folder>` (05–09 all play that actor).
 
 # %% tags=["parameters"]
 world_dir = "data/world"  # episode stores from 00_world: test/ (held-out steps) and memory/ (the probe pool)
 subgoals_dir = "data/segmentation"  # subgoals of the memory episodes (memory.jsonl), to rebuild memories per fold
 memories_dir = "data/graph_build"  # the memories from 02_graph_build (their settings are copied per fold)
 retrieval_dir = "data/retrieval_eval"  # what each memory retrieved at every held-out step
-actor_model = "mini"  # the frozen actor 05_closed_loop plays: "mini" (actor_dir), else a Hugging Face VLM id or local folder
-actor_dir = "data/actor/model"  # the frozen miniature actor from 04_actor (used when actor_model is "mini")
-hf_coords = "relative_1000"  # a Hugging Face actor's coordinate convention (guimem.actors.hf.parsing.COORD_CONVENTIONS)
-hf_answer_format = "json"  # the answer format its system prompt asks for: json or uitars
-hf_max_new_tokens = 64  # a Hugging Face actor's answer budget in tokens (a JSON action takes ~25; a UI-TARS thought more)
+actor = {}  # the frozen actor 05_closed_loop plays (ActorSpec in guimem.actors.loading; the pipeline passes closed_loop.actor's fields)
+actor_dir = "data/actor/model"  # the frozen miniature actor from 04_actor (used when actor.actor_model is "mini")
 history_len = 4  # earlier actions of the episode the actor sees (the pipeline: actor.model.max_history)
 out_dir = "scratch/layer_analysis"  # step records go to <out_dir>/{held_out,pool} (the pipeline: data/layer_analysis)
 image_embedder = "efficientnet_lite0"  # must be the embedder the memories were built with
@@ -50,20 +47,12 @@ text_embedder = "minilm"  # must be the intent embedder the memories were built 
 seed = 0  # folds of the pool, sampling, cross-validation and bootstrap
 memories = ["smg", "task_graph"]  # whose top-1 retrieval is rendered both ways (the paper routes a flat top-1 demonstration)
 k_folds = 4  # the pool's memory episodes read memories rebuilt without their own fold
-n_samples = 8  # actions drawn from the actor per step and rendering, for the sampled preference
-temperature = 1.0  # sampling temperature of those draws
-rule = "aitw"  # the step rule the preference and the probe use (aitw or learngui); both are recorded
-pca_dim = 64  # the probe: standardise -> PCA to this many dimensions -> logistic regression
-probe_c = 1.0  # the logistic regression's inverse L2 strength
-cv_folds = 5  # cross-validation folds, by episode
-n_boot = 500  # episode-bootstrap resamples for the intervals
+preference = {}  # the sampled preference (SampledPreference in guimem.routing.records: n_samples actions drawn per step and rendering at temperature, matched under the step rule rule, aitw or learngui; both rules are recorded)
+probe = {}  # the probe: standardise -> PCA to pca_dim dimensions -> logistic regression with inverse L2 strength c (ProbeConfig in guimem.routing.probe)
+curve = {}  # the layer curves: folds (cross-validation by episode) and n_boot (episode-bootstrap resamples; CurveConfig in guimem.routing.probe)
 max_pool_episodes = 0  # size knob: the first N memory episodes only (0: all)
 max_eval_steps = 0  # size knob: a fixed random sample of held-out steps (0: all)
-batch_size = 64  # prompts per forward pass (fixed: batch composition moves float noise)
-torch_threads = 1  # CPU threads (results are reproducible for a fixed count)
-executor = "local"  # where the actor runs: local (workers processes; 1: this one), ray (a local Ray) or ray:<address> (a cluster)
-workers = 1  # workers running chunks of steps side by side, each loading the actor once (records do not depend on it)
-gpus_per_worker = 0.0  # ray: GPUs each worker reserves (a Hugging Face actor then loads there)
+executor = {}  # where the actor runs (ExecutorSpec in guimem.core.executor: kind local or ray, address, workers, gpus_per_worker; records do not depend on it)
 cache_dir = ".cache/guimem/embeddings"  # content-hash embedding cache (not tracked)
 chunks_dir = ".cache/guimem/chunks"  # finished chunks of actor work, by content key: a stopped run resumes from them ("": keep none; not tracked)
 figures_dir = "scratch/figures"  # where the figures go (the pipeline: figures)
@@ -87,7 +76,8 @@ from guimem.pipeline.paths import enter_repo_root
 from guimem.pipeline.report import report
 from guimem.routing.figures import layer_curve_figure, modality_wins_figure
 from guimem.routing.jobs import record_steps
-from guimem.routing.probe import layer_curve, transfer_curve
+from guimem.routing.probe import CurveConfig, ProbeConfig, layer_curve, transfer_curve
+from guimem.routing.records import SampledPreference
 from guimem.routing.route_scores import preference_shares
 from guimem.smg.memories import MEMORIES, load_memories, memory_embedders
 from guimem.train.examples import examples_from_retrieval, sample_held_out
@@ -99,16 +89,18 @@ from guimem.viz.plotting import MEMORY_LABELS, figure_path, save_figure, write_p
 
 # %%
 enter_repo_root()
-torch.set_num_threads(torch_threads)
-actor_spec = ActorSpec(actor_model, actor_dir, batch_size, hf_coords, hf_answer_format, hf_max_new_tokens,
-                       torch_threads)
+actor_spec, run_as = ActorSpec(actor_dir=actor_dir, **actor), ExecutorSpec(**executor)
+sampling, probe_config, curve_config = SampledPreference(**preference), ProbeConfig(**probe), CurveConfig(**curve)
+rule = sampling.rule
+torch.set_num_threads(actor_spec.torch_threads)
 test_root, memory_root = Path(world_dir) / "test", Path(world_dir) / "memory"
 test = load_episodes(test_root, verify_images=False)  # validated by 00_world
 pool_episodes = load_episodes(memory_root, verify_images=False)
 pool_episodes = pool_episodes[:max_pool_episodes] if max_pool_episodes else pool_episodes
 subgoals = group_by_episode(s for s in load_subgoals(Path(subgoals_dir) / "memory.jsonl", store_root=memory_root))
-in_process = executor == "local" and workers == 1  # else only the workers load the actor (a GPU each)
-shown = describe_actor(actor_spec.load(), actor_model) if in_process else f"{actor_model} (loaded by each worker)"
+in_process = run_as.kind == "local" and run_as.workers == 1  # else only the workers load the actor (a GPU each)
+model = actor_spec.actor_model
+shown = describe_actor(actor_spec.load(), model) if in_process else f"{model} (loaded by each worker)"
 print(f"actor: {shown}; {len(test)} held-out episodes, {len(pool_episodes)} pool episodes")
 
 # %% [markdown]
@@ -143,7 +135,7 @@ print(f"{len(held_examples)} held-out examples ({len(held_kinds)} memories each)
 #
 # One forward pass per step and condition gives the greedy action (scored by both rules), the
 # hidden state of every layer at `[ACT]` (the final prompt token) and — from the same pass's
-# distributions — `n_samples` sampled actions. A step's **sampled preference** is the share of
+# distributions — `preference.n_samples` sampled actions. A step's **sampled preference** is the share of
 # image samples that match minus the share of text samples that match; it is *tied* when zero.
 # Sampling is what makes the preference informative where greedy answers agree: the actor may give
 # the same argmax under both renderings while one of them moves probability toward the right
@@ -152,19 +144,18 @@ print(f"{len(held_examples)} held-out examples ({len(held_kinds)} memories each)
 # prompts leave the actor's distribution unchanged, their samples are identical and the step is
 # tied, so a preference is what the rendering changed, not the luck of two independent draws.
 #
-# **Where it runs.** The steps go to the executor `executor` names in chunks of a few forward
-# batches: here, in this process; on `workers` processes or Ray workers (GPU ones on a cluster),
+# **Where it runs.** The steps go to the executor the `executor` group describes, in chunks of a few
+# forward batches: here, in this process; on `executor.workers` processes or Ray workers (GPU ones on a cluster),
 # each loading the actor once. A chunk starts on a batch boundary, so every forward pass holds the
 # same prompts wherever it runs, and the records are the same array for array.
 
 # %%
 size = held_examples[0].input.screenshot.size
 rules = {"aitw": MatchConfig("aitw"), "learngui": MatchConfig("learngui", screen_size_px=size)}
-run_on = make_executor(ExecutorSpec.parse(executor, workers, gpus_per_worker))
+run_on = make_executor(run_as)
 resumed = ChunkCache(chunks_dir) if chunks_dir else None
-held = record_steps(actor_spec, held_examples, rules, n_samples, temperature, seed, batch_size, run_on, cache=resumed)
-pool = record_steps(actor_spec, pool_examples, rules, n_samples, temperature, seed + 1, batch_size, run_on,
-                    cache=resumed)
+held = record_steps(actor_spec, held_examples, rules, sampling, seed, run_on, cache=resumed)
+pool = record_steps(actor_spec, pool_examples, rules, sampling, seed + 1, run_on, cache=resumed)
 if resumed is not None and resumed.hits:
     print(f"{resumed.hits} chunks of steps read back from {chunks_dir} (an earlier run finished them)")
 held.save(Path(out_dir) / "held_out")
@@ -206,9 +197,9 @@ save_figure(fig, figure_path(figures_dir, "layer_analysis", "modality_wins"))
 # %%
 pool_smg, held_smg = pool.of_memory("smg").non_tied(rule), held.of_memory("smg").non_tied(rule)
 y_pool, y_held = pool_smg.preference(rule) > 0, held_smg.preference(rule) > 0
-curve_cv = layer_curve(pool_smg.shift(), y_pool, pool_smg.episodes, cv_folds, pca_dim, probe_c, seed, n_boot)
-curve_transfer = transfer_curve(pool_smg.shift(), y_pool, held_smg.shift(), y_held, held_smg.episodes, pca_dim,
-                                probe_c, seed, n_boot)
+curve_cv = layer_curve(pool_smg.shift(), y_pool, pool_smg.episodes, probe_config, curve_config, seed)
+curve_transfer = transfer_curve(pool_smg.shift(), y_pool, held_smg.shift(), y_held, held_smg.episodes, probe_config,
+                                curve_config, seed)
 fig = layer_curve_figure({"pool, cross-validated by episode": curve_cv, "pool → held-out steps": curve_transfer})
 save_figure(fig, figure_path(figures_dir, "layer_analysis", "layers"))
 
@@ -249,10 +240,10 @@ print(f"CV AUC at layer 1: {first['auc']:.3f}, at layer {last['layer']}: {last['
 # `results/layer_analysis.json`.
 
 # %%
-results = {"steps": {"held_out": len(held), "pool": len(pool)}, "rule": rule, "n_samples": n_samples,
-           "temperature": temperature, "hit_rates": {split: {r: {c: float(v.mean()) for c, v in rec.hits[r].items()}
-                                                            for r in rules} for split, rec in (("held_out", held),
-                                                                                               ("pool", pool))},
+hit_rates = {split: {r: {c: float(v.mean()) for c, v in rec.hits[r].items()} for r in rules}
+             for split, rec in (("held_out", held), ("pool", pool))}
+results = {"steps": {"held_out": len(held), "pool": len(pool)}, "rule": rule, "n_samples": sampling.n_samples,
+           "temperature": sampling.temperature, "hit_rates": hit_rates,
            "modality_wins": wins, "layer_curve_cv": curve_cv, "layer_curve_transfer": curve_transfer,
            "signal_grows_with_depth": bool(grows), "pool_episodes": len(pool_episodes)}
 s = wins["smg/held_out/greedy"]

@@ -40,12 +40,9 @@ out_dir = "scratch/probe_router"  # routers go to <out_dir>/<memory> (the pipeli
 seed = 0  # probe, scorer initialisation, random routing
 memories = ["smg", "task_graph"]  # a router per memory whose top-1 retrieval is routed
 rule = "aitw"  # the step rule whose preference the probe learns (both rules are scored)
-pca_dim = 64  # the probe: standardise -> PCA to this many dimensions -> logistic regression
-probe_c = 1.0  # the logistic regression's inverse L2 strength
+probe = {}  # the probe: standardise -> PCA to pca_dim dimensions -> logistic regression with inverse L2 strength c (ProbeConfig in guimem.routing.probe)
 state_layer = -1  # which layer's memory-free hidden state is the router's state (-1: the last)
-router_hidden = 64  # the shared scorer's MLP width
-router_epochs = 200  # full-batch training passes
-router_lr = 0.003  # AdamW learning rate
+router = {}  # the shared scorer: MLP width hidden, full-batch epochs, AdamW lr and weight_decay (RouterConfig in guimem.routing.router)
 sweep_rates = [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]  # image-use rates of the random-routing comparison
 torch_threads = 1  # CPU threads (results are reproducible for a fixed count)
 figures_dir = "scratch/figures"  # where the figures go (the pipeline: figures)
@@ -62,6 +59,7 @@ from guimem.core.data import DataError
 from guimem.pipeline.paths import enter_repo_root
 from guimem.pipeline.report import report
 from guimem.routing.figures import rate_sweep_figure, table_one_figure
+from guimem.routing.probe import ProbeConfig
 from guimem.routing.recipe import fixed_baselines, score_routers, switchmem_findings, train_routers
 from guimem.routing.records import StepRecords
 from guimem.routing.router import RouterConfig
@@ -93,11 +91,10 @@ print(f"{len(held_all)} held-out and {len(pool_all)} pool records; {held_all.n_l
 # recipe: `train_routers`, then `score_routers` on the held-out steps.)
 
 # %%
-config = RouterConfig(hidden=router_hidden, epochs=router_epochs, lr=router_lr, seed=seed)
+config, probe_config = RouterConfig(**router, seed=seed), ProbeConfig(**probe)
 routers, tables, sweeps = {}, {}, {}
 for kind in memories:
-    routers[kind] = train_routers(pool_all, kind, rule, config, pca_dim=pca_dim, probe_c=probe_c,
-                                  state_layer=state_layer, seed=seed, where=records_dir)
+    routers[kind] = train_routers(pool_all, kind, rule, config, probe_config, state_layer, seed, where=records_dir)
     tables[kind], sweeps[kind] = score_routers(routers[kind], held_all.of_memory(kind), rule, sweep_rates, seed)
     routers[kind].switchmem.save(Path(out_dir) / kind)
     print(f"{MEMORY_LABELS[kind]}: probe on {len(pool_all.of_memory(kind).non_tied(rule))} non-tied pool steps; "

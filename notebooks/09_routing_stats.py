@@ -33,11 +33,8 @@
 # %% tags=["parameters"]
 world_dir = "data/world"  # episode stores from 00_world (test/ is replayed)
 memories_dir = "data/graph_build"  # memories from 02_graph_build
-actor_model = "mini"  # the frozen actor (as 05_closed_loop's): "mini" (actor_dir), else a Hugging Face VLM id or local folder
-actor_dir = "data/actor/model"  # the frozen miniature actor from 04_actor (used when actor_model is "mini")
-hf_coords = "relative_1000"  # a Hugging Face actor's coordinate convention (as 05_closed_loop's)
-hf_answer_format = "json"  # the answer format its system prompt asks for (as 05_closed_loop's)
-hf_max_new_tokens = 64  # a Hugging Face actor's answer budget in tokens (a JSON action takes ~25; a UI-TARS thought more)
+actor = {}  # the frozen actor, as 05_closed_loop's (ActorSpec in guimem.actors.loading; the pipeline passes closed_loop.actor's fields)
+actor_dir = "data/actor/model"  # the frozen miniature actor from 04_actor (used when actor.actor_model is "mini")
 closed_loop_dir = "data/closed_loop"  # 05_closed_loop's traces: its no-memory and text runs are reused
 records_dir = "data/layer_analysis"  # held-out step records from 06_layer_analysis
 routers_dir = "data/probe_router"  # routers from 07_probe_router
@@ -51,11 +48,7 @@ max_steps = 20  # step budget per episode (as 05_closed_loop's)
 history_len = 4  # earlier actions of the episode the actor sees (the pipeline: actor.model.max_history)
 k = 0  # anchors retrieved per query (0: the memory's own default; as 05_closed_loop's)
 batch_size = 0  # episodes played in lock-step (0: all at once)
-actor_batch_size = 64  # actor inputs per forward pass
-torch_threads = 1  # CPU threads (results are reproducible for a fixed count)
-executor = "local"  # where the episodes are played: local (workers processes; 1: this one), ray or ray:<address> (as 05_closed_loop's)
-workers = 1  # workers playing the three conditions side by side, each loading the actor once (traces do not depend on it)
-gpus_per_worker = 0.0  # ray: GPUs each worker reserves
+executor = {}  # where the three conditions are played (ExecutorSpec in guimem.core.executor: kind local or ray, address, workers, gpus_per_worker; traces do not depend on it)
 image_embedder = "efficientnet_lite0"  # must be the embedder the memories were built with
 text_embedder = "minilm"  # must be the intent embedder the memories were built with
 cache_dir = ".cache/guimem/embeddings"  # content-hash embedding cache (not tracked)
@@ -89,7 +82,8 @@ from guimem.viz.plotting import MEMORY_LABELS, figure_path, save_figure
 # %%
 enter_repo_root()
 torch.manual_seed(seed)
-torch.set_num_threads(torch_threads)
+actor_spec, run_as = ActorSpec(actor_dir=actor_dir, **actor), ExecutorSpec(**executor)
+torch.set_num_threads(actor_spec.torch_threads)
 routers = {kind: Router.load(Path(routers_dir) / kind) for kind in sorted({memory, *offline_memories})}
 
 # %% [markdown]
@@ -113,18 +107,17 @@ for kind in offline_memories:
 # The same held-out tasks and world seeds as `05_closed_loop`, the same actor, memory and budget.
 # SwitchMem's reader retrieves once and renders both ways; the router picks one per step and the
 # actor is run on that prompt only. Each step of its traces records the modality shown. The three
-# conditions are played by the executor `executor` names, as in `05_closed_loop` (the same traces
-# wherever they run).
+# conditions are played by the executor the `executor` group describes, as in `05_closed_loop` (the
+# same traces wherever they run).
 
 # %%
 test_root = Path(world_dir) / "test"
 tasks = pick_tasks(load_episodes(test_root, verify_images=False), max_tasks, seed)
 replays = replay_tasks(tasks, n_seeds)
 world_config = replay_world_config(test_root, max_steps)
-actor_spec = ActorSpec(actor_model, actor_dir, actor_batch_size, hf_coords, hf_answer_format, hf_max_new_tokens,
-                       torch_threads)
-in_process = executor == "local" and workers == 1  # else only the workers load the actor (a GPU each)
-print("actor:", describe_actor(actor_spec.load(), actor_model) if in_process else f"{actor_model} (loaded by each worker)")
+in_process = run_as.kind == "local" and run_as.workers == 1  # else only the workers load the actor (a GPU each)
+model = actor_spec.actor_model
+print("actor:", describe_actor(actor_spec.load(), model) if in_process else f"{model} (loaded by each worker)")
 
 # %%
 task = PlayEpisodes(actor_spec, world_config, memories_dir, (memory,), str(Path(world_dir) / "memory"), image_embedder,
@@ -134,8 +127,7 @@ plays = [p for name, modality, routed in (("image", "image", False), ("both", "b
                                           ("switchmem", "both", True))
          for p in condition_plays(name, memory, modality, replays, batch_size, routed)]
 resumed = ChunkCache(chunks_dir) if chunks_dir else None
-traces_played, _ = play_all(task, plays, make_executor(ExecutorSpec.parse(executor, workers, gpus_per_worker)),
-                            resumed)
+traces_played, _ = play_all(task, plays, make_executor(run_as), resumed)
 if resumed is not None and resumed.hits:
     print(f"{resumed.hits} of {len(plays)} plays read back from {chunks_dir} (an earlier run finished them)")
 

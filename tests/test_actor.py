@@ -538,14 +538,15 @@ def run_switchmem_notebooks(tmp: Path, actor: dict[str, Any] | None = None,
                             layer_analysis: dict[str, Any] | None = None) -> dict[str, dict]:
     """06_layer_analysis, 07_probe_router, 08_oracle_headroom and 09_routing_stats, in order, in ``tmp``
     (which holds the earlier stages' outputs), with params.yaml's sections as dvc passes them, the
-    actor parameters ``actor`` (actor_model, hf_coords, ...) given to 06 and 09, and 06's ``layer_analysis``."""
+    actor group ``actor`` (ActorSpec's fields: actor_model, coords, ...) given to 06 and 09, and keys of
+    06's ``layer_analysis`` (its groups' fields merged into them)."""
     actor, layer_analysis = actor or {}, layer_analysis or {}
     from nbsmoke import run_notebook
 
     from guimem.routing.records import StepRecords
 
     params = yaml.safe_load((Path(__file__).parents[1] / "params.yaml").read_text())
-    rule = params["layer_analysis"]["rule"]
+    rule = params["layer_analysis"]["preference"]["rule"]
     out = {"06": run_notebook("06_layer_analysis", tmp, **_layer_analysis_params(tmp, actor, layer_analysis))}
     # The tiny actor's two renderings tie on nearly every step (their samples share random numbers), which
     # 06 reports and 07 refuses to fit a probe on; so the pool's preferences are planted here — alternate
@@ -556,8 +557,9 @@ def run_switchmem_notebooks(tmp: Path, actor: dict[str, Any] | None = None,
     for by in pool.sampled.values():
         by["image"], by["text"] = np.where(image_wins, 0.75, 0.25), np.where(image_wins, 0.25, 0.75)
     pool.save(tmp / "data" / "layer_analysis" / "pool")
-    out["07"] = run_notebook("07_probe_router", tmp, **{**params["probe_router"], "seed": SMOKE_SEED, "rule": rule,
-                                                         "router_epochs": 20})
+    section = params["probe_router"]
+    out["07"] = run_notebook("07_probe_router", tmp, **{**section, "seed": SMOKE_SEED, "rule": rule,
+                                                         "router": {**section["router"], "epochs": 20}})
     out["08"] = run_notebook("08_oracle_headroom", tmp, **{**params["oracle_headroom"], "rule": rule})
     out["09"] = run_notebook("09_routing_stats", tmp, **_routing_stats_params(tmp, actor))
     return out
@@ -569,16 +571,21 @@ def _embedders(tmp: Path) -> dict[str, str]:
 
 def _layer_analysis_params(tmp: Path, actor: dict[str, Any], layer_analysis: dict[str, Any]) -> dict[str, Any]:
     """06_layer_analysis's parameters as dvc passes them, on the tiny world."""
-    section = yaml.safe_load((Path(__file__).parents[1] / "params.yaml").read_text())["layer_analysis"]
-    return {**section, **_embedders(tmp), **actor, "seed": SMOKE_SEED, "history_len": 4, "k_folds": 2, "n_boot": 20,
-            "cv_folds": 2, **layer_analysis}
+    document = yaml.safe_load((Path(__file__).parents[1] / "params.yaml").read_text())
+    section = document["layer_analysis"]
+    smoke = {"curve": {"folds": 2, "n_boot": 20}}
+    groups = {name: {**section[name], **smoke.get(name, {}), **layer_analysis.get(name, {})}
+              for name in ("preference", "probe", "curve")}
+    rest = {k: v for k, v in layer_analysis.items() if k not in groups}
+    return {**section, **groups, **_embedders(tmp), "actor": {**document["closed_loop"]["actor"], **actor},
+            "seed": SMOKE_SEED, "history_len": 4, "k_folds": 2, **rest}
 
 
 def _routing_stats_params(tmp: Path, actor: dict[str, Any]) -> dict[str, Any]:
     """09_routing_stats's parameters as dvc passes them (closed_loop's where it takes those), on the tiny world."""
-    section = yaml.safe_load((Path(__file__).parents[1] / "params.yaml").read_text())["routing_stats"]
-    return {**section, **CLOSED_LOOP_TINY, **_embedders(tmp), **actor, "history_len": 4, "k": 0, "batch_size": 0,
-            "actor_batch_size": 64, "torch_threads": 1}
+    document = yaml.safe_load((Path(__file__).parents[1] / "params.yaml").read_text())
+    return {**document["routing_stats"], **CLOSED_LOOP_TINY, **_embedders(tmp), "history_len": 4, "k": 0,
+            "batch_size": 0, "actor": {**document["closed_loop"]["actor"], **actor}}
 
 
 @pytest.fixture(scope="module")
@@ -591,7 +598,7 @@ def switchmem_stages(closed_loop_stage):
 @pytest.mark.notebook
 @pytest.mark.slow
 def test_switchmem_notebooks_run_on_a_hugging_face_actor(actor_stage, tmp_path):
-    """05 and the four SwitchMem notebooks with ``actor_model`` naming a Hugging Face checkpoint folder
+    """05 and the four SwitchMem notebooks with ``actor.actor_model`` naming a Hugging Face checkpoint folder
     (a tiny random LLaVA): what pointing the pipeline at a real VLM is — one parameter, no code."""
     from nbsmoke import run_notebook
 
@@ -601,13 +608,15 @@ def test_switchmem_notebooks_run_on_a_hugging_face_actor(actor_stage, tmp_path):
     tmp, _ = actor_stage
     for stage in ("world", "segmentation", "graph_build", "retrieval_eval", "actor"):
         shutil.copytree(tmp / "data" / stage, tmp_path / "data" / stage)
-    actor = dict(actor_model=save_tiny_random_llava(str(tmp_path / "llava")), hf_coords="relative_1000",
-                 hf_answer_format="json", hf_max_new_tokens=8)
+    actor = dict(actor_model=save_tiny_random_llava(str(tmp_path / "llava")), coords="relative_1000",
+                 answer_format="json", max_new_tokens=8)
     stage = yaml.safe_load((Path(__file__).parents[1] / "params.yaml").read_text())["closed_loop"]
     closed = run_notebook("05_closed_loop", tmp_path, **{
-        **stage, **CLOSED_LOOP_TINY, **actor, "memories": ["none", "smg"], "action_score_modalities": ["none", "text"],
+        **stage, **CLOSED_LOOP_TINY, "actor": {**stage["actor"], **actor}, "memories": ["none", "smg"],
+        "action_score_modalities": ["none", "text"],
         "image_embedder": "pixels", "text_embedder": "hashing", "cache_dir": str(tmp_path / "cache")})
-    out = run_switchmem_notebooks(tmp_path, actor, layer_analysis=dict(n_samples=2, max_pool_episodes=4))
+    out = run_switchmem_notebooks(tmp_path, actor, layer_analysis=dict(preference={"n_samples": 2},
+                                                                       max_pool_episodes=4))
     held = StepRecords.load(tmp_path / "data" / "layer_analysis" / "held_out")
     assert held.n_layers == 3 and held.hidden["image"].shape[1:] == (4, 32)  # the LLaVA's 3 layers + embedding
     assert held.candidates["image"].shape == (len(held), 32)
@@ -685,17 +694,19 @@ def test_layer_analysis_and_routing_stats_off_process_write_what_they_write_in_p
     from guimem.pipeline.params import find_stage
 
     tmp, _ = switchmem_stages
-    knobs = {"executor", "workers", "gpus_per_worker"}
-    assert all(knobs <= set(find_stage(s).reporting) for s in ("05_closed_loop", "06_layer_analysis", "09_routing_stats"))
+    assert all("executor" in find_stage(s).reporting
+               for s in ("05_closed_loop", "06_layer_analysis", "09_routing_stats"))
     again = tmp_path / "again"
     shutil.copytree(tmp, again, ignore=shutil.ignore_patterns("*.ipynb"))
     fresh = dict(chunks_dir="")  # every chunk recorded and played again, none read back
-    run_notebook("06_layer_analysis", again, **{**_layer_analysis_params(again, {}, {}), **fresh, "executor": "ray"})
+    run_notebook("06_layer_analysis", again, **{**_layer_analysis_params(again, {}, {}), **fresh,
+                                                 "executor": {"kind": "ray"}})
     held, pool = "data/layer_analysis/held_out", "data/layer_analysis/pool"  # (the pool's preferences were planted)
     assert digest(again, [held]) == digest(tmp, [held])
     arrays = [f"{pool}/{p.name}" for p in sorted((tmp / pool).glob("*.npy"))]
     assert arrays and digest(again, arrays) == digest(tmp, arrays)
-    run_notebook("09_routing_stats", again, **{**_routing_stats_params(again, {}), **fresh, "workers": 2})
+    run_notebook("09_routing_stats", again, **{**_routing_stats_params(again, {}), **fresh,
+                                                "executor": {"kind": "local", "workers": 2}})
     assert digest(again, ["data/routing_stats"]) == digest(tmp, ["data/routing_stats"])
 
 

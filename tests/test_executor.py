@@ -25,7 +25,7 @@ from guimem.eval.jobs import Play, PlayEpisodes, condition_plays, play_all, scor
 from guimem.eval.step_table import step_table
 from guimem.models.embedding import CHUNK, CachedImageEmbedder, EmbeddingCache, PixelEmbedder
 from guimem.routing.jobs import record_steps
-from guimem.routing.records import collect_records
+from guimem.routing.records import SampledPreference, collect_records
 
 
 def screenshots(folder: Path, n: int) -> list[Path]:
@@ -81,6 +81,12 @@ def test_specs_are_checked():
             ExecutorSpec.parse(text)
     with pytest.raises(DataError, match="workers"):
         ExecutorSpec("ray", 0)
+    for spec, field in [(dict(kind="local", address="auto"), "address"), (dict(gpus_per_worker=1.0), "gpus_per_worker"),
+                        (dict(kind="spark"), "kind")]:  # the fields as params.yaml's executor groups give them
+        with pytest.raises(DataError) as err:
+            ExecutorSpec(**spec)
+        assert err.value.field == field
+    assert ExecutorSpec.parse("ray://head:10001") == ExecutorSpec(kind="ray", address="ray://head:10001")
 
 
 class CountingPixels(PixelEmbedder):
@@ -203,17 +209,20 @@ def _closed_loop_task(spec, tmp_path):
 
 def test_step_records_are_the_same_in_process_and_on_worker_processes(saved_actor, tmp_path):
     spec, steps, rules = saved_actor
-    whole = collect_records(spec.load(), steps, rules, n_samples=3, seed=5, batch_size=2, progress=False)
+    whole = collect_records(spec.load(), steps, rules, SampledPreference(3), seed=5, batch_size=2, progress=False)
     for executor in (LocalExecutor(1), LocalExecutor(2)):  # 9 steps: chunks of 2 batches (4 steps) over 2 workers
-        _same_records(record_steps(spec, steps, rules, 3, 1.0, 5, 2, executor, chunk_batches=2, progress=False),
+        _same_records(record_steps(spec, steps, rules, SampledPreference(3), 5, executor, chunk_batches=2,
+                                   progress=False),
                       whole)
     kept = ChunkCache(tmp_path / "chunks")
-    _same_records(record_steps(spec, steps, rules, 3, 1.0, 5, 2, chunk_batches=2, cache=kept, progress=False), whole)
+    _same_records(record_steps(spec, steps, rules, SampledPreference(3), 5, chunk_batches=2, cache=kept,
+                               progress=False), whole)
     again = ChunkCache(tmp_path / "chunks")  # a rerun reads every chunk back
-    _same_records(record_steps(spec, steps, rules, 3, 1.0, 5, 2, chunk_batches=2, cache=again, progress=False), whole)
+    _same_records(record_steps(spec, steps, rules, SampledPreference(3), 5, chunk_batches=2, cache=again,
+                               progress=False), whole)
     assert kept.stored == again.hits == 3
     other = ChunkCache(tmp_path / "chunks")  # another seed is another result
-    record_steps(spec, steps, rules, 3, 1.0, 6, 2, chunk_batches=2, cache=other, progress=False)
+    record_steps(spec, steps, rules, SampledPreference(3), 6, chunk_batches=2, cache=other, progress=False)
     assert other.hits == 0 and other.stored == 3
 
 
@@ -259,8 +268,9 @@ def test_closed_loop_plays_in_batches_and_resumed_give_the_same_traces(saved_act
 @pytest.mark.slow
 def test_ray_gives_the_in_process_records_and_traces(saved_actor, tmp_path, ray_two_workers):
     spec, steps, rules = saved_actor
-    whole = collect_records(spec.load(), steps, rules, n_samples=3, seed=5, batch_size=2, progress=False)
-    _same_records(record_steps(spec, steps, rules, 3, 1.0, 5, 2, ray_two_workers, chunk_batches=1, progress=False),
+    whole = collect_records(spec.load(), steps, rules, SampledPreference(3), seed=5, batch_size=2, progress=False)
+    _same_records(record_steps(spec, steps, rules, SampledPreference(3), 5, ray_two_workers, chunk_batches=1,
+                               progress=False),
                   whole)
     task, plays = _closed_loop_task(spec, tmp_path)
     here, _ = play_all(task, plays, progress=False)

@@ -181,8 +181,8 @@ def test_the_switchmem_functions_run_on_a_hugging_face_actor(tiny, tmp_path):
     from guimem.eval.action_match import MatchConfig
     from guimem.routing.route_scores import route_records, routing_statistics, table_one, where_image_helps
     from guimem.routing.policy import SwitchMemPolicy
-    from guimem.routing.probe import layer_curve
-    from guimem.routing.records import StepRecords, collect_records
+    from guimem.routing.probe import CurveConfig, ProbeConfig, layer_curve
+    from guimem.routing.records import SampledPreference, StepRecords, collect_records
     from guimem.routing.router import RouterConfig, calibrate_tau, train_router
 
     model, processor = tiny
@@ -192,14 +192,14 @@ def test_the_switchmem_functions_run_on_a_hugging_face_actor(tiny, tmp_path):
     examples = [ActorExample(PolicyInput(_input(f"goal {i}").screenshot, (), f"goal {i}", (), f"1. tap item {i}", memory),
                              targets[i % 3], f"ep{i // 2}", i % 2, "smg") for i in range(6)]
     rules = {"aitw": MatchConfig("aitw"), "learngui": MatchConfig("learngui", screen_size_px=(90, 180))}
-    rec = collect_records(actor, examples, rules, n_samples=2, seed=0, batch_size=3, progress=False)
+    rec = collect_records(actor, examples, rules, SampledPreference(2), seed=0, batch_size=3, progress=False)
     assert rec.hidden["text"].shape == (6, actor.n_layers + 1, actor.d_model)
     assert rec.candidates["image"].shape == (6, actor.d_model)
     rec.save(tmp_path / "rec")
     back = StepRecords.load(tmp_path / "rec")
     np.testing.assert_array_equal(back.hidden["image"], rec.hidden["image"])
     labels = np.arange(6) % 2 == 0  # the random model's preferences may all tie: the path, not the signal
-    curve = layer_curve(rec.shift(), labels, rec.episodes, folds=3, pca_dim=4, n_boot=10)
+    curve = layer_curve(rec.shift(), labels, rec.episodes, ProbeConfig(pca_dim=4), CurveConfig(3, 10))
     assert len(curve) == actor.n_layers + 1
     router = train_router(rec.hidden["none"][:, -1], rec.candidates["text"], rec.candidates["image"],
                           np.linspace(-1, 1, 6), RouterConfig(hidden=4, epochs=5))

@@ -169,9 +169,6 @@ NOTEBOOKS = sorted((SRC.parent.parent / "notebooks").glob("*.py"))
 MAX_CELL_LINES = 25  # no code cell longer
 MAX_MEDIAN_CELL_LINES = 12  # the median code cell but the parameters cell no longer
 MAX_FUNCTION_LINES = 5  # no function (or lambda) defined in a notebook longer
-# Parameters cells over MAX_CELL_LINES until the parameters of a config are passed as one group (one
-# line each, as actor.model is): allowed for now, to be emptied once that change is merged.
-PARAMETERS_CELL_PENDING = {"05_closed_loop", "06_layer_analysis", "09_routing_stats"}
 
 
 def _lines(cell) -> int:
@@ -207,10 +204,6 @@ def form_offences(path: Path) -> list[str]:
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebook_is_prose_and_short_cells(path: Path):
     found = form_offences(path)
-    if path.stem in PARAMETERS_CELL_PENDING:
-        pending = parameters_cell_offence(path)
-        assert pending, f"{path.stem}: its parameters cell is short now; take it out of PARAMETERS_CELL_PENDING"
-        found.remove(pending)
     assert not found, f"{path.name}: move its logic into the package"
 
 

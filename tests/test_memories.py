@@ -284,3 +284,21 @@ def test_load_memories_applies_the_saved_projection(store):
     loaded = load_memories(root / "mem", "pixels", "hashing", cache_dir=root / "cache", names=("smg", "flat"))
     assert loaded["smg"].image_embedder.name == projected.name and loaded["smg"].store_root == root
     assert loaded["flat"].retrieve(draw_screen("home"), "x").ids[0] == "flat:e0#0"
+
+
+def test_a_retrieval_config_gives_each_kind_the_settings_it_reads(store):
+    """One RetrievalConfig builds every kind: each reads its own fields (KIND_FIELDS), as its constructor's arguments."""
+    from guimem.smg.memories import GRAPH_MEMORIES, MEMORIES
+    from guimem.smg.retrieval_config import KIND_FIELDS, RetrievalConfig
+
+    assert tuple(KIND_FIELDS) == MEMORIES and set(GRAPH_MEMORIES) == set(MEMORIES) - {"flat"}
+    recall = RetrievalConfig(k_nodes=2, flat_k=5, task_k=3, task_alpha=0.25, rank_by="id")
+    assert recall.settings("flat") == {"k": 5} and recall.settings("task_graph") == {"k": 3, "alpha": 0.25}
+    assert recall.settings("smg") == recall.settings("action_graph") == {"k": 2, "rank_by": "id"}
+    root, _, _ = store
+    for name in MEMORIES:
+        params = make_memory(name, *embedders(root), tau=0.8, **recall.settings(name)).get_params()
+        assert {a: params[a] for a in recall.settings(name)} == recall.settings(name)
+        assert params.get("tau", 0.8) == 0.8  # Flat leaves the graph's threshold aside
+    with pytest.raises(DataError, match="unknown memory 'graph'"):
+        recall.settings("graph")

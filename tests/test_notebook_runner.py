@@ -50,8 +50,10 @@ def test_parse_parameters_refuses_repeats_and_bad_names():
     assert parse_parameters([("n", "3"), ("tau", "0.9")]) == {"n": 3, "tau": 0.9}
     with pytest.raises(ValueError, match="given twice"):
         parse_parameters([("n", "3"), ("n", "4")])
-    with pytest.raises(ValueError, match="not a Python identifier"):
-        parse_parameters([("graph.tau", "0.9")])
+    assert parse_parameters([("graph.tau", "0.9")]) == {"graph.tau": 0.9}  # one field of the group graph
+    for name in ("graph.tau.x", "graph.", ".tau", "1n", "a b"):
+        with pytest.raises(ValueError, match="not a Python identifier"):
+            parse_parameters([(name, "0.9")])
 
 
 def test_params_from_yaml_reads_a_section_with_its_types(tmp_path):

@@ -69,23 +69,38 @@ def test_params_yaml_the_configs_defaults_and_the_notebook_agree(stem):
     for name, field in STAGES[stem].fields.items():
         if isinstance(field, Group):
             assert defaults[name] == {}, f"{stem}: the group {name} holds {defaults[name]}, not its config's defaults"
-            defaults[name] = {k: _plain(getattr(field.config, k)) for k in section[name]}
+            defaults[name] = {k: _plain(getattr(field.config, k)) for k in section.get(name, {})}  # else from -p
     assert {k: defaults[k] for k in section} == section
 
 
 @pytest.mark.parametrize("stage", sorted(DVC_STAGES))
 def test_a_value_two_stages_share_is_the_notebooks_default_too(stage):
     """Each ``-p name ${section.key}`` of a stage's command (history_len from actor.model.max_history,
-    09's tasks and seeds from closed_loop) is the notebook's own default: a run by hand agrees."""
+    09's tasks and seeds from closed_loop) is the notebook's own default, and each ``-p group.field
+    ${section.key}`` (06's and 09's actor from closed_loop.actor) its config's: a run by hand agrees."""
     document = yaml.safe_load((REPO / "params.yaml").read_text())
     tokens = shlex.split(DVC_STAGES[stage]["cmd"])
-    defaults = {k: ast.literal_eval(v) for k, v in notebook_defaults(REPO / tokens[3]).items()}
+    notebook = REPO / tokens[3]
+    defaults = {k: ast.literal_eval(v) for k, v in notebook_defaults(notebook).items()}
+    fields = STAGES[notebook.stem].fields
+    shared = 0
     for name, value in zip(tokens[:-1], tokens[1:]):
-        if (shared := re.fullmatch(r"\$\{([\w.]+)\}", value)) and name in defaults:
-            found = document
-            for part in shared[1].split("."):
-                found = found[part]
-            assert defaults[name] == found, f"{tokens[3]}: {name} = {defaults[name]!r}, params.yaml {shared[1]}: {found!r}"
+        if not (found := re.fullmatch(r"\$\{([\w.]+)\}", value)):
+            continue
+        group, _, key = name.partition(".")
+        if key:
+            assert defaults.get(group) == {} and isinstance(fields[group], Group), f"{tokens[3]}: {name} is no group's"
+            default = _plain(getattr(fields[group].config, key))
+        elif name in defaults:
+            default = defaults[name]
+        else:
+            continue
+        value = document
+        for part in found[1].split("."):
+            value = value[part]
+        assert default == value, f"{tokens[3]}: {name} = {default!r}, params.yaml {found[1]}: {value!r}"
+        shared += 1
+    assert shared or stage in {"world", "recorded", "segmentation", "graph_build", "real_graph"}, stage
 
 
 @pytest.mark.parametrize("stage", sorted(DVC_STAGES))
@@ -162,6 +177,27 @@ def test_read_parameters_records_where_each_value_came_from(tmp_path):
     params, sources = read_parameters([f"{path}:world"], [("n_test", "5"), ("seed", "0")])
     assert params == {"n_train": 10, "n_test": 5, "seed": 0}
     assert sources == {"n_train": Source(str(path), "world"), "n_test": COMMAND_LINE, "seed": COMMAND_LINE}
+
+
+def test_a_group_field_given_with_p_joins_the_group_and_is_named_where_it_was_set(tmp_path):
+    path = tmp_path / "params.yaml"
+    path.write_text("closed_loop:\n  actor:\n    actor_model: mini\n    batch_size: 64\n")
+    params, sources = read_parameters([f"{path}:closed_loop"], [("actor.batch_size", "8"), ("executor.kind", "ray")])
+    assert params == {"actor": {"actor_model": "mini", "batch_size": 8}, "executor": {"kind": "ray"}}
+    assert sources["actor"] == Source(str(path), "closed_loop") and sources["actor.batch_size"] == COMMAND_LINE
+    assert sources["executor"] == sources["executor.kind"] == COMMAND_LINE
+    notebook = REPO / "notebooks" / "05_closed_loop.py"
+    values, where = read_parameters([f"{path}:closed_loop"], [("actor.batch_size", "0")])
+    with pytest.raises(DataError, match=r"field 'actor.batch_size': must be in .* \(passed with -p\)"):
+        check_parameters(notebook, values, where)
+    values, where = read_parameters([f"{path}:closed_loop"], [("actor.coords", "pixels")])
+    with pytest.raises(DataError, match=r"field 'actor.coords': expected one of"):
+        check_parameters(notebook, values, where)
+    with pytest.raises(ValueError, match="given whole and its field"):
+        read_parameters([], [("actor", "{batch_size: 8}"), ("actor.batch_size", "8")])
+    path.write_text("closed_loop:\n  n_seeds: 3\n")
+    with pytest.raises(ValueError, match="not a group but int 3"):
+        read_parameters([f"{path}:closed_loop"], [("n_seeds.x", "1")])
 
 
 def test_a_bad_value_is_named_where_it_was_set(tmp_path):
@@ -262,6 +298,8 @@ def test_a_stage_runs_its_checks_after_every_field_passes():
 @pytest.mark.parametrize("stem", ["05_closed_loop", "06_layer_analysis", "09_routing_stats"])
 def test_gpus_are_reserved_only_on_ray_and_said_before_anything_loads(stem):
     notebook = REPO / "notebooks" / f"{stem}.py"
-    check_parameters(notebook, {"executor": "ray", "workers": 2, "gpus_per_worker": 0.5})
-    with pytest.raises(DataError, match="field 'gpus_per_worker': only Ray workers reserve GPUs"):
-        check_parameters(notebook, {"gpus_per_worker": 1.0})  # with the default executor: local
+    check_parameters(notebook, {"executor": {"kind": "ray", "workers": 2, "gpus_per_worker": 0.5}})
+    with pytest.raises(DataError, match="field 'executor.gpus_per_worker': only Ray workers reserve GPUs"):
+        check_parameters(notebook, {"executor": {"gpus_per_worker": 1.0}})  # with the default kind: local
+    with pytest.raises(DataError, match="field 'executor.address': local takes no address"):
+        check_parameters(notebook, {"executor": {"address": "auto"}})

@@ -8,7 +8,7 @@ import pytest
 
 from guimem.core.policy import MODALITIES
 from guimem.viz import plotting
-from guimem.viz.plotting import MEMORY_COLORS, MEMORY_KINDS, MEMORY_LABELS, MODALITY_COLORS, figure_path, save_figure
+from guimem.viz.plotting import MEMORY_COLORS, MEMORY_ORDER, MEMORY_LABELS, MODALITY_COLORS, figure_path, save_figure
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -16,8 +16,8 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 def _figure():
     """A figure with bars, a line, text and an image: most of what the stages draw."""
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(6, 3))
-    ax1.bar([MEMORY_LABELS[k] for k in MEMORY_KINDS], [34.2, 30.8, 38.5, 36.8, 45.3],
-            color=[MEMORY_COLORS[k] for k in MEMORY_KINDS])
+    ax1.bar([MEMORY_LABELS[k] for k in MEMORY_ORDER], [34.2, 30.8, 38.5, 36.8, 45.3],
+            color=[MEMORY_COLORS[k] for k in MEMORY_ORDER])
     ax1.set_title("success rate (%)")
     ax1.tick_params(axis="x", rotation=30)
     ax2.imshow(np.random.default_rng(0).random((8, 5)))
@@ -59,8 +59,8 @@ def test_save_figure_creates_folders_writes_atomically_and_wants_png(tmp_path):
 
 
 def test_every_memory_kind_and_modality_has_its_own_colour():
-    assert set(MEMORY_COLORS) == set(MEMORY_KINDS) == set(MEMORY_LABELS)
-    assert len(set(MEMORY_COLORS.values())) == len(MEMORY_KINDS)
+    assert set(MEMORY_COLORS) == set(MEMORY_ORDER) == set(MEMORY_LABELS)
+    assert len(set(MEMORY_COLORS.values())) == len(MEMORY_ORDER)
     assert set(MODALITY_COLORS) == set(MODALITIES)
     assert len(set(MODALITY_COLORS.values())) == len(MODALITIES)
 

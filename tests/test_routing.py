@@ -16,8 +16,15 @@ from guimem.actors.mini.features import collate, decode, sample_decode
 from guimem.actors.mini.policy import MiniActor
 from guimem.core.data import DataError
 from guimem.routing.policy import SwitchMemPolicy
-from guimem.routing.probe import PreferenceProbe, cross_validated_decisions, layer_curve, transfer_curve
-from guimem.routing.records import CONDITIONS, StepRecords, collect_records, concat, step_seed
+from guimem.routing.probe import (
+    CurveConfig,
+    PreferenceProbe,
+    ProbeConfig,
+    cross_validated_decisions,
+    layer_curve,
+    transfer_curve,
+)
+from guimem.routing.records import CONDITIONS, SampledPreference, StepRecords, collect_records, concat, step_seed
 from guimem.routing.route_scores import (
     at_rate,
     beats_random,
@@ -81,13 +88,13 @@ def test_memory_embeddings_read_only_the_memory_tokens(actor):
 
 # ----------------------------------------------------------------------------- records
 def test_collect_records_runs_every_condition_and_round_trips(actor, tmp_path):
-    rec = collect_records(actor, examples(), RULES, n_samples=4, seed=0, batch_size=4, progress=False)
+    rec = collect_records(actor, examples(), RULES, SampledPreference(4), seed=0, batch_size=4, progress=False)
     n, layers, d = 6, actor.config.num_hidden_layers, actor.config.hidden_size
     assert len(rec) == n and rec.n_layers == layers and rec.d_model == d
     assert set(rec.hits["aitw"]) == set(CONDITIONS) and set(rec.sampled["learngui"]) == {"text", "image"}
     assert all(rec.hidden[c].shape == (n, layers + 1, d) for c in ("none", "text", "image"))
     assert np.all((rec.sampled["aitw"]["text"] * 4) % 1 == 0)  # shares of 4 draws
-    again = collect_records(actor, examples(), RULES, n_samples=4, seed=0, batch_size=3, progress=False)
+    again = collect_records(actor, examples(), RULES, SampledPreference(4), seed=0, batch_size=3, progress=False)
     np.testing.assert_array_equal(again.preference(), rec.preference())  # the batch does not move the draws
     rec.save(tmp_path / "rec")
     back = StepRecords.load(tmp_path / "rec")
@@ -115,7 +122,7 @@ def test_text_and_image_draw_with_common_random_numbers(actor, monkeypatch):
         return real(feats, modalities, output_hidden_states, n_samples, generator, temperature)
 
     monkeypatch.setattr(actor, "act_features", spy)
-    collect_records(actor, examples(4), RULES, n_samples=3, progress=False)
+    collect_records(actor, examples(4), RULES, SampledPreference(3), progress=False)
     assert set(seen) == {"text", "image"} and seen["text"] == seen["image"]
     assert len(set(seen["text"])) == 4  # one seed per step
     feats = [actor.featurise(an_input(0))]
@@ -128,8 +135,8 @@ def test_records_refuse_a_missing_rendering_and_a_bad_array(actor, tmp_path):
     ex = examples(2)
     ex[1] = ActorExample(ex[1].input.with_modality("text"), ex[1].target, "ep9", 0, "smg")
     with pytest.raises(DataError, match="as text and as image"):
-        collect_records(actor, ex, RULES, n_samples=2, progress=False)
-    rec = collect_records(actor, examples(3), RULES, n_samples=2, progress=False)
+        collect_records(actor, ex, RULES, SampledPreference(2), progress=False)
+    rec = collect_records(actor, examples(3), RULES, SampledPreference(2), progress=False)
     rec.save(tmp_path / "rec")
     np.save(tmp_path / "rec" / "hidden_text.npy", np.zeros((3, 2, 5), np.float32))
     with pytest.raises(DataError, match="hidden_text"):
@@ -175,14 +182,14 @@ def synthetic(n_episodes: int = 60, per: int = 5, d: int = 12, layers: int = 4, 
 def test_probe_recovers_a_planted_signal_that_grows_with_depth():
     rec = synthetic()
     y = rec.preference() > 0
-    curve = layer_curve(rec.shift(), y, rec.episodes, folds=5, pca_dim=8, n_boot=100)
+    curve = layer_curve(rec.shift(), y, rec.episodes, ProbeConfig(pca_dim=8), CurveConfig(5, 100))
     assert curve[0]["constant"] and curve[0]["auc"] == 0.5
     assert curve[-1]["auc"] > 0.95 and curve[-1]["accuracy"] > 0.85
     assert curve[-1]["auc_ci"][0] > curve[1]["auc"]  # grows with depth, beyond its interval
     assert curve[-1]["auc_ci"][0] <= curve[-1]["auc"] <= curve[-1]["auc_ci"][1]
     other = synthetic(seed=1)
-    transfer = transfer_curve(rec.shift(), y, other.shift(), other.preference() > 0, other.episodes, pca_dim=8,
-                              n_boot=50)
+    transfer = transfer_curve(rec.shift(), y, other.shift(), other.preference() > 0, other.episodes,
+                              ProbeConfig(pca_dim=8), CurveConfig(n_boot=50))
     assert transfer[-1]["auc"] > 0.95
 
 
@@ -190,7 +197,7 @@ def test_probe_without_signal_stays_at_chance():
     # 750 steps: an out-of-fold AUC on pure noise has a spread of about 0.03 (and cross-validation
     # leans slightly below 0.5), so chance is 0.5 within 0.12 per layer and within 0.05 on average.
     rec = synthetic(n_episodes=150, signal=0.0)
-    curve = layer_curve(rec.shift(), rec.preference() > 0, rec.episodes, folds=5, pca_dim=8, n_boot=50)
+    curve = layer_curve(rec.shift(), rec.preference() > 0, rec.episodes, ProbeConfig(pca_dim=8), CurveConfig(5, 50))
     aucs = [row["auc"] for row in curve[1:]]
     assert all(0.38 < a < 0.62 for a in aucs) and abs(np.mean(aucs) - 0.5) < 0.05
 
@@ -198,13 +205,15 @@ def test_probe_without_signal_stays_at_chance():
 def test_too_few_non_tied_steps_give_no_numbers_rather_than_made_up_ones():
     rec = synthetic(n_episodes=4)
     one_class = np.ones(len(rec), bool)
-    curve = layer_curve(rec.shift(), one_class, rec.episodes, n_boot=10)
+    curve = layer_curve(rec.shift(), one_class, rec.episodes, ProbeConfig(), CurveConfig(n_boot=10))
     assert all(np.isnan(r["auc"]) and "both renderings" in r["insufficient"] for r in curve)
-    one_episode = layer_curve(rec.shift(), np.arange(len(rec)) % 2 == 0, np.zeros(len(rec)), n_boot=10)
+    one_episode = layer_curve(rec.shift(), np.arange(len(rec)) % 2 == 0, np.zeros(len(rec)), ProbeConfig(),
+                              CurveConfig(n_boot=10))
     assert all("one episode" in r["insufficient"] for r in one_episode)
     y = rec.preference() > 0
     assert all("one class" in r["insufficient"]
-               for r in transfer_curve(rec.shift(), y, rec.shift(), one_class, rec.episodes, pca_dim=4, n_boot=10))
+               for r in transfer_curve(rec.shift(), y, rec.shift(), one_class, rec.episodes, ProbeConfig(pca_dim=4),
+                                  CurveConfig(n_boot=10)))
 
 
 def test_cross_validation_never_scores_a_step_with_a_probe_that_saw_its_episode():
@@ -218,11 +227,11 @@ def test_cross_validation_never_scores_a_step_with_a_probe_that_saw_its_episode(
     codes, labels = rng.normal(size=(n_episodes, d)) * 3, rng.random(n_episodes) < 0.5
     x = np.repeat(codes, per, axis=0) + rng.normal(size=(n_episodes * per, d)) * 0.3
     y, groups = np.repeat(labels, per), np.repeat(np.arange(n_episodes), per)
-    grouped = cross_validated_decisions(x, y, groups, folds=5, pca_dim=64)
+    grouped = cross_validated_decisions(x, y, groups, 5, ProbeConfig(pca_dim=64))
     assert abs(((grouped > 0) == y).mean() - 0.5) < 0.15
     leaky = np.zeros(len(y))
     for fit, score in KFold(5, shuffle=True, random_state=0).split(x):
-        leaky[score] = PreferenceProbe(pca_dim=64).fit(x[fit], y[fit]).decision_function(x[score])
+        leaky[score] = PreferenceProbe(ProbeConfig(pca_dim=64)).fit(x[fit], y[fit]).decision_function(x[score])
     assert ((leaky > 0) == y).mean() > 0.8  # what the grouping prevents
     with pytest.raises(DataError, match="labels are equal"):
         PreferenceProbe().fit(x, np.ones(len(x), bool))
@@ -232,7 +241,7 @@ def test_cross_validation_never_scores_a_step_with_a_probe_that_saw_its_episode(
 def test_router_learns_the_probes_decision_from_the_memory_free_state(tmp_path):
     rec = synthetic()
     fit, held = rec.subset(np.arange(len(rec)) < 200), rec.subset(np.arange(len(rec)) >= 200)
-    probe = PreferenceProbe(pca_dim=8).fit(fit.shift(-1), fit.preference() > 0)
+    probe = PreferenceProbe(ProbeConfig(pca_dim=8)).fit(fit.shift(-1), fit.preference() > 0)
     teacher = probe.decision_function(fit.shift(-1))
     router = train_router(fit.hidden["none"][:, -1], fit.candidates["text"], fit.candidates["image"], teacher,
                           RouterConfig(hidden=16, epochs=300, seed=0))
@@ -319,7 +328,7 @@ def test_routing_statistics_count_switches_and_runs():
 
 # ----------------------------------------------------------------------------- the routed policy
 def test_switchmem_policy_runs_only_the_chosen_prompt(actor, monkeypatch):
-    rec = collect_records(actor, examples(8), RULES, n_samples=2, progress=False)
+    rec = collect_records(actor, examples(8), RULES, SampledPreference(2), progress=False)
     router = train_router(rec.hidden["none"][:, -1], rec.candidates["text"], rec.candidates["image"],
                           np.linspace(-1, 1, len(rec)), RouterConfig(hidden=8, epochs=20))
     inputs = [ex.input for ex in examples(8)]

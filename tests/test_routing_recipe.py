@@ -14,7 +14,7 @@ from guimem.core.data import Action, DataError
 from guimem.eval.closed_loop import Trace, TraceStep, save_traces
 from guimem.routing.route_scores import label_free_tau, routing_statistics
 from guimem.routing.figures import table_one_figure
-from guimem.routing.probe import PreferenceProbe, cross_validated_decisions
+from guimem.routing.probe import PreferenceProbe, ProbeConfig, cross_validated_decisions
 from guimem.routing.recipe import (
     TEACHER_FOLDS,
     fixed_baselines,
@@ -63,13 +63,14 @@ def both_memories() -> StepRecords:
 
 def test_train_routers_is_the_probe_its_out_of_fold_teacher_and_the_two_routers():
     pool_all = both_memories()
-    got = train_routers(pool_all, "smg", "aitw", CONFIG, pca_dim=3, probe_c=1.0, state_layer=-1, seed=0)
+    got = train_routers(pool_all, "smg", "aitw", CONFIG, ProbeConfig(3, 1.0), state_layer=-1, seed=0)
     pool = pool_all.of_memory("smg")
     decided = pool.non_tied()
     preferred = decided.preference() > 0
-    teacher = PreferenceProbe(3, 1.0, 0).fit(decided.shift(-1), preferred).decision_function(pool.shift(-1))
+    probe = PreferenceProbe(ProbeConfig(3, 1.0), 0).fit(decided.shift(-1), preferred)
+    teacher = probe.decision_function(pool.shift(-1))
     teacher[pool.preference() != 0] = cross_validated_decisions(decided.shift(-1), preferred, decided.episodes,
-                                                                TEACHER_FOLDS, 3, 1.0, 0)
+                                                                TEACHER_FOLDS, ProbeConfig(3, 1.0), 0)
     np.testing.assert_array_equal(got.teacher, teacher)  # out of fold where the probe was fitted
     state = pool.hidden["none"][:, -1]
     switchmem = train_router(state, pool.candidates["text"], pool.candidates["image"], teacher, CONFIG)
@@ -86,13 +87,13 @@ def test_train_routers_is_the_probe_its_out_of_fold_teacher_and_the_two_routers(
 def test_a_pool_no_probe_can_be_fitted_on_is_refused_naming_the_records():
     pool = records(n_episodes=1)
     with pytest.raises(DataError, match="no probe can be fitted") as err:
-        train_routers(pool, "smg", "aitw", CONFIG, pca_dim=3, where="data/layer_analysis")
+        train_routers(pool, "smg", "aitw", CONFIG, ProbeConfig(3), where="data/layer_analysis")
     assert "data/layer_analysis" in str(err.value)
 
 
 def test_score_routers_sets_tau_from_scores_alone_and_scores_both_rules_and_the_sweeps():
     pool, held = records(), records(seed=2)
-    routers = train_routers(pool, "smg", "aitw", CONFIG, pca_dim=3)
+    routers = train_routers(pool, "smg", "aitw", CONFIG, ProbeConfig(3))
     table, sweeps = score_routers(routers, held, "aitw", [0.25, 0.5], seed=0)
     assert routers.switchmem.tau == label_free_tau(routers.switchmem, held)
     assert set(table) == {"aitw", "learngui"}
@@ -132,7 +133,7 @@ def test_headroom_findings_say_which_claims_hold():
 # ----------------------------------------------------------------------------- along trajectories
 def test_routed_trajectories_are_each_episodes_choices_in_step_order():
     rec = records(n_episodes=3, per=4)
-    routers = train_routers(rec, "smg", "aitw", CONFIG, pca_dim=3)
+    routers = train_routers(rec, "smg", "aitw", CONFIG, ProbeConfig(3))
     order = np.random.default_rng(0).permutation(len(rec))
     shuffle = lambda by: {k: v[order] for k, v in by.items()}
     shuffled = StepRecords([rec.rows[i] for i in order], {r: shuffle(by) for r, by in rec.hits.items()},

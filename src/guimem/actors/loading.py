@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import torch
 
+from guimem.actors.hf.parsing import DEFAULT_ANSWER_FORMAT, DEFAULT_COORDS, DEFAULT_MAX_NEW_TOKENS
 from guimem.actors.hf.policy import HFVLMActor
 from guimem.actors.mini.policy import MiniActor
 from guimem.core.data import DataError
@@ -15,11 +16,12 @@ from guimem.core.resume import tree_digest
 
 MINI_ACTOR = "mini"
 """``actor_model`` value naming the miniature actor trained by the ``actor`` stage."""
+DEFAULT_BATCH_SIZE = 64  # actor inputs per forward pass (fixed in a run: batch composition moves float noise)
 
 
-def load_actor(actor_model: str, actor_dir: str | os.PathLike, batch_size: int = 64,
-               coords: str = "relative_1000", answer_format: str = "json", max_new_tokens: int = 64,
-               device: str | None = None) -> Policy:
+def load_actor(actor_model: str, actor_dir: str | os.PathLike, batch_size: int = DEFAULT_BATCH_SIZE,
+               coords: str = DEFAULT_COORDS, answer_format: str = DEFAULT_ANSWER_FORMAT,
+               max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS, device: str | None = None) -> Policy:
     """The frozen actor a closed-loop run plays with, chosen by ``actor_model`` (a params.yaml value).
 
     ``"mini"``: the miniature actor saved by the ``actor`` stage in ``actor_dir``. Anything else is
@@ -47,13 +49,13 @@ class ActorSpec:
     process would: a worker that cannot (no GPU visible) fails instead of running elsewhere.
     """
 
-    actor_model: str = MINI_ACTOR
+    actor_model: str = MINI_ACTOR  # "mini", else a Hugging Face VLM id or local folder (read from disk only)
     actor_dir: str = ""  # the miniature actor's folder (actor_model "mini")
-    batch_size: int = 64
-    coords: str = "relative_1000"
-    answer_format: str = "json"
-    max_new_tokens: int = 64
-    torch_threads: int = 0  # CPU threads of a process that loads it (0: leave torch's setting)
+    batch_size: int = DEFAULT_BATCH_SIZE  # inputs per forward pass
+    coords: str = DEFAULT_COORDS  # a Hugging Face actor's coordinate convention (actors.hf.parsing.COORD_CONVENTIONS)
+    answer_format: str = DEFAULT_ANSWER_FORMAT  # the format its system prompt asks for: json or uitars
+    max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS  # a Hugging Face actor's answer budget in tokens
+    torch_threads: int = 1  # CPU threads of a process that loads it (reproducible for a fixed count; 0: torch's own)
     device: str = ""  # a Hugging Face actor's device ("": cuda where this process sees one, else cpu)
 
     def __post_init__(self) -> None:

@@ -21,8 +21,10 @@ and :func:`guimem.core.resume.cached_map` does the same for any task that can fi
 inputs (the actor's step records and closed-loop plays), so a stage stopped midway recomputes only
 what it had not finished.
 
-:class:`ExecutorSpec` is what ``params.yaml`` says (``executor: local``, ``ray`` or
-``ray:<address>``, with a stage's worker count); :func:`make_executor` builds it.
+:class:`ExecutorSpec` is what ``params.yaml`` says: the ``executor`` group of the actor stages (05,
+06, 09) holds its fields (``kind``, ``address``, ``workers``, ``gpus_per_worker``); the embedding and
+OCR stages (00_recorded, 02, 03) write it as one string (``local``, ``ray`` or ``ray:<address>``,
+:meth:`ExecutorSpec.parse`) beside their worker count. :func:`make_executor` builds it.
 """
 
 from __future__ import annotations
@@ -62,20 +64,24 @@ class Task(Protocol):
 class ExecutorSpec:
     """Which executor, and how many workers."""
 
-    kind: str = "local"  # one of EXECUTORS
-    workers: int = 1
-    address: str = ""  # ray: "" starts a local Ray; else ray.init(address=...) joins a cluster
+    kind: str = "local"  # one of EXECUTORS: local (this process, or workers processes) or ray
+    workers: int = 1  # processes or Ray workers, each loading its model once
+    address: str = ""  # ray: "" starts a local Ray, else the cluster ray.init joins (auto, host:port, ray://host:port)
     gpus_per_worker: float = 0.0  # ray: GPUs each actor reserves (its model then loads there)
     max_retries: int = 2  # ray: restarts of a dead worker, and retries of the chunk it held
 
     def __post_init__(self) -> None:
         if self.kind not in EXECUTORS:
-            raise DataError("executor", f"expected one of {list(EXECUTORS)}, got {self.kind!r:.60}")
+            raise DataError("kind", f"expected one of {list(EXECUTORS)}, got {self.kind!r:.60}")
         check_number(self.workers, "workers", lo=1, integer=True)
         check_number(self.gpus_per_worker, "gpus_per_worker", lo=0.0)
         check_number(self.max_retries, "max_retries", lo=0, integer=True)
         if not isinstance(self.address, str):
             raise DataError("address", f"expected a string, got {type(self.address).__name__}")
+        if self.kind == "local" and self.address:
+            raise DataError("address", f"local takes no address, got {self.address!r:.60}")
+        if self.kind == "local" and self.gpus_per_worker:
+            raise DataError("gpus_per_worker", "only Ray workers reserve GPUs (local processes use what they see)")
 
     @classmethod
     def parse(cls, text: str, workers: int = 1, gpus_per_worker: float = 0.0) -> "ExecutorSpec":
@@ -86,11 +92,10 @@ class ExecutorSpec:
         if text.startswith("ray://"):  # a Ray client address, given whole
             return cls(kind="ray", workers=workers, address=text, gpus_per_worker=gpus_per_worker)
         kind, _, address = text.partition(":")
-        if kind == "local" and address:
-            raise DataError("executor", f"local takes no address, got {text!r:.60}")
-        if kind == "local" and gpus_per_worker:
-            raise DataError("gpus_per_worker", "only Ray workers reserve GPUs (local processes use what they see)")
-        return cls(kind=kind, workers=workers, address=address, gpus_per_worker=gpus_per_worker)
+        try:
+            return cls(kind=kind, workers=workers, address=address, gpus_per_worker=gpus_per_worker)
+        except DataError as err:  # the text is one value: name it for kind and address
+            raise DataError("executor" if err.field in ("kind", "address") else err.field, err.message) from None
 
 
 # ----------------------------------------------------------------------------- local

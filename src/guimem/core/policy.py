@@ -18,6 +18,8 @@ from guimem.core.data import Action, UIElement
 
 Modality = Literal["none", "text", "image", "both"]
 MODALITIES: tuple[Modality, ...] = ("none", "text", "image", "both")
+HISTORY_LEN = 4
+"""Earlier actions of the episode an actor is shown by default (the miniature's ``ActorConfig.max_history``)."""
 
 
 @dataclass(frozen=True)

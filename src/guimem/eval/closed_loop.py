@@ -24,7 +24,7 @@ from tqdm.auto import tqdm
 from guimem.core.data import Action, DataError, as_object, get_field, nested_field
 from guimem.core.env import Env, Task, WorldObservation
 from guimem.core.io import read_jsonl, write_jsonl
-from guimem.core.policy import Modality, Policy, PolicyInput
+from guimem.core.policy import HISTORY_LEN, Modality, Policy, PolicyInput
 from guimem.core.store import read_manifest
 from guimem.eval.action_match import paired_counts
 from guimem.phone.config import WorldConfig
@@ -180,7 +180,7 @@ def input_key(obs: WorldObservation, goal: str, history: Sequence[Action], histo
 
 def run_closed_loop(make_env: Callable[[], Env], tasks: Sequence[Replay], policy: Policy,
                     memory: Memory | None, memory_name: str, modality: Modality = "text", k: int | None = 1,
-                    history_len: int = 4, batch_size: int = 32, max_ticks: int = 1000,
+                    history_len: int = HISTORY_LEN, batch_size: int = 32, max_ticks: int = 1000,
                     progress: bool = True, vectors: QueryVectors | None = None, memo: bool = True,
                     stats: LoopStats | None = None, trace_shown: bool = False) -> list[Trace]:
     """Play every replay with ``policy`` reading ``memory``; return the traces.

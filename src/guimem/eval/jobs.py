@@ -37,7 +37,7 @@ from tqdm.auto import tqdm
 
 from guimem.core.data import Action, DataError
 from guimem.core.executor import Executor, LocalExecutor
-from guimem.core.policy import Modality, Policy
+from guimem.core.policy import HISTORY_LEN, Modality, Policy
 from guimem.core.resume import ChunkCache, cached_map, check_same_code, code_fingerprint, tree_digest
 from guimem.eval.action_match import MatchConfig
 from guimem.eval.closed_loop import LoopStats, Replay, Trace, TraceStep, run_closed_loop
@@ -174,7 +174,7 @@ class PlayEpisodes:
     cache_dir: str = ""  # the content-hash embedding cache ("": none)
     routing: Routing | None = None  # routed plays: the actor routed per memory (None: no routed play)
     k: int | None = None  # anchors per query (None: each memory's own)
-    history_len: int = 4
+    history_len: int = HISTORY_LEN
     code: str = field(default_factory=code_fingerprint)  # the code the results belong to (checked by workers)
     result_types: ClassVar[tuple[type, ...]] = (Trace, TraceStep, Action, LoopStats)  # a kept play's result (core.resume)
 

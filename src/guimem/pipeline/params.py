@@ -3,8 +3,9 @@
 A stage notebook (``00_world``, ``00_recorded``, ``01_segmentation`` ... ``10_real_graph``) gets its
 parameters from three places: its ``parameters`` cell (the defaults), a ``params.yaml`` section
 (``-f params.yaml:world``) and the command line (``-p seed 0``, often a ``${base.seed}`` DVC
-interpolated). A parameter is one value, or a :class:`Group`: the fields of one code config
-(``graph_build.graph`` for ``GraphConfig``, ``actor.train`` for ``TrainConfig``), which arrives in the
+interpolated; ``-p group.field value`` sets one field of a group). A parameter is one value, or a
+:class:`Group`: the fields of one code config (``graph_build.graph`` for ``GraphConfig``,
+``actor.training`` for ``TrainConfig``, ``closed_loop.actor`` for ``ActorSpec``), which arrives in the
 notebook as a dict and builds that config; a field the group leaves out keeps the config's default,
 so every default is written once, in its config. :class:`Stage` checks the complete mapping in three
 passes, so that a bad value stops the stage before any kernel starts, not ten minutes later deep in a cell:
@@ -51,8 +52,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from guimem.actors.hf.parsing import ANSWER_FORMATS, COORD_CONVENTIONS
+from guimem.actors.loading import MINI_ACTOR, ActorSpec
 from guimem.core.data import DataError
-from guimem.core.executor import ExecutorSpec
+from guimem.core.executor import EXECUTORS, ExecutorSpec
 from guimem.core.io import check_number
 from guimem.models.embedding import (
     IMAGE_EMBEDDERS,
@@ -60,6 +63,7 @@ from guimem.models.embedding import (
     EfficientNetLite0Embedder,
     PixelEmbedder,
 )
+from guimem.routing.probe import ProbeConfig
 from guimem.smg.graph import GraphConfig
 from guimem.smg.memories import MEMORIES
 from guimem.train.folds import assign_folds
@@ -127,7 +131,8 @@ class Params:
 
     def error(self, name: str, message: str) -> DataError:
         """A DataError naming parameter ``name`` (``group.field`` inside a group) where its value was set."""
-        return self.sources.get(name.partition(".")[0], self.default).error(name, message)
+        source = self.sources.get(name) or self.sources.get(name.partition(".")[0], self.default)
+        return source.error(name, message)
 
     def build(self, names: Mapping[str, str], make: Callable[..., T], *args: Any, item: int | None = None,
               **kwargs: Any) -> T:
@@ -287,7 +292,9 @@ IMAGE_EMBEDDER = Text(choices=tuple(n for n in IMAGE_EMBEDDERS if "<" not in n),
 _HOST = r"(?:[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\])"
 _PORT = r"(?:[1-9]\d{0,3}|[1-5]\d{4}|6[0-4]\d{3}|65[0-4]\d{2}|655[0-2]\d|6553[0-5])"
 EXECUTOR = Text(choices=("local", "ray"), pattern=rf"ray:(?:auto|{_HOST}:{_PORT}|//{_HOST}(?::{_PORT})?)",
-                shown=("local", "ray", "ray:auto", "ray:<host>:<port>", "ray://<host>[:<port>]"))
+                shown=("local", "ray", "ray:auto", "ray:<host>:<port>", "ray://<host>[:<port>]"))  # 00, 02, 03's
+RAY_ADDRESS = Text(choices=("auto",), pattern=rf"{_HOST}:{_PORT}|ray://{_HOST}(?::{_PORT})?", empty=True,
+                   shown=("", "auto", "<host>:<port>", "ray://<host>[:<port>]"))
 TEXT_EMBEDDER = Text(choices=TEXT_EMBEDDERS, pattern=r"hashing-[1-9]\d{0,4}", shown=(*TEXT_EMBEDDERS, "hashing-<dim>"))
 
 
@@ -405,10 +412,24 @@ def check_image_pca(p: Params) -> None:
                                  f"got {p['pca_dim']}")
 
 
+# 05, 06 and 09: the frozen actor and where its work runs, each the fields of its code config
+ACTOR = Group(ActorSpec, {"actor_model": Text(), "batch_size": BATCH, "torch_threads": THREADS,
+                          "coords": Text(COORD_CONVENTIONS), "answer_format": Text(ANSWER_FORMATS),
+                          "max_new_tokens": TOKENS})
+EXECUTOR_GROUP = Group(ExecutorSpec, {"kind": Text(EXECUTORS), "address": RAY_ADDRESS, "workers": WORKERS,
+                                      "gpus_per_worker": GPUS})
+PROBE = Group(ProbeConfig, {"pca_dim": POSITIVE, "c": INVERSE_STRENGTH})  # 06's and 07's ``probe``
+
+
+def check_actor(p: Params) -> None:
+    """05, 06 and 09: the ``actor`` group and ``actor_dir`` make an ActorSpec."""
+    p.build({f: f"actor.{f}" for f in ACTOR.fields} | {"actor_dir": "actor_dir"}, ActorSpec,
+            actor_dir=p["actor_dir"], **p["actor"])
+
+
 def check_executor(p: Params) -> None:
-    """05, 06 and 09: where the actor's work runs (a GPU per worker only on Ray)."""
-    p.build({"executor": "executor", "gpus_per_worker": "gpus_per_worker", "workers": "workers"},
-            ExecutorSpec.parse, p["executor"], p["workers"], p["gpus_per_worker"])
+    """05, 06 and 09: the ``executor`` group makes an ExecutorSpec (a GPU per worker only on Ray)."""
+    p.build({f: f"executor.{f}" for f in EXECUTOR_GROUP.fields}, ExecutorSpec, **p["executor"])
 
 
 def check_folds(p: Params) -> None:
@@ -431,17 +452,24 @@ def check_folds_within(p: Params, name: str, episodes: int | None, what: str) ->
 
 
 def mini_actor(p: Params) -> bool:
-    """Whether the actor 05-09 run is the actor stage's miniature (so its size is actor's)."""
-    model = p.values.get("actor_model", p.upstream("closed_loop", "actor_model", Text()))
-    return model == "mini"
+    """Whether the actor 05-09 run is the actor stage's miniature (so its size is actor's): the stage's
+    own ``actor`` group says, else 05's in the params file (a group without ``actor_model``: the default)."""
+    if "actor" in p.values:
+        return p["actor"].get("actor_model", ActorSpec.actor_model) == MINI_ACTOR
+    closed_loop = p.document.get("closed_loop")
+    actor = closed_loop.get("actor") if isinstance(closed_loop, Mapping) else None
+    if not isinstance(actor, Mapping):
+        return False  # no params file, or one without 05's actor: unknown
+    return actor.get("actor_model", ActorSpec.actor_model) == MINI_ACTOR
 
 
 def check_probe_dim(p: Params) -> None:
     """06 and 07: the probe's PCA is at most the actor's hidden size (the shift's dimensions)."""
     width = p.upstream("actor.model", "hidden_size", POSITIVE) if mini_actor(p) else None
-    if width is not None and p["pca_dim"] > width:
-        raise p.error("pca_dim", f"must be at most the actor's hidden size ({width}: actor.model.hidden_size), "
-                                 f"got {p['pca_dim']}")
+    pca_dim = p["probe"].get("pca_dim", ProbeConfig.pca_dim)
+    if width is not None and pca_dim > width:
+        raise p.error("probe.pca_dim", f"must be at most the actor's hidden size ({width}: actor.model.hidden_size), "
+                                       f"got {pca_dim}")
 
 
 def check_subset(p: Params, name: str, section: str, key: str, what: str) -> None:

@@ -100,11 +100,16 @@ def parse_value(text: str) -> Any:
 
 
 def parse_parameters(pairs: Sequence[Sequence[str]]) -> dict[str, Any]:
-    """``[(name, value), ...]`` from the command line to a typed dict; a repeated name is an error."""
+    """``[(name, value), ...]`` from the command line to a typed dict; a repeated name is an error.
+
+    A name is a Python identifier (``seed``), or a group's and its field's (``actor.actor_model``:
+    one field of the group ``actor``, see :func:`read_parameters`)."""
     params: dict[str, Any] = {}
     for name, value in pairs:
-        if not name.isidentifier():
-            raise ValueError(f"parameter name {shorten(repr(name))} is not a Python identifier")
+        parts = name.split(".")
+        if len(parts) > 2 or not all(part.isidentifier() for part in parts):
+            raise ValueError(f"parameter name {shorten(repr(name))} is not a Python identifier "
+                             "(or a group's and its field's: group.field)")
         if name in params:
             raise ValueError(f"parameter {shorten(repr(name))} given twice")
         params[name] = parse_value(value)
@@ -285,7 +290,11 @@ def params_from_yaml(spec: str) -> dict[str, Any]:
 
 
 def read_parameters(params_from: Sequence[str], pairs: Sequence[Sequence[str]]) -> tuple[dict[str, Any], dict[str, Source]]:
-    """The values of ``-f FILE:KEY`` options, then of ``-p NAME VALUE`` pairs (later ones win), and where each was set."""
+    """The values of ``-f FILE:KEY`` options, then of ``-p NAME VALUE`` pairs (later ones win), and where each was set.
+
+    ``-p group.field VALUE`` sets one field of the group ``group`` (a mapping, from ``-f`` or new)
+    and keeps its other fields: ``-p actor.actor_model ${closed_loop.actor.actor_model}`` shares
+    one value of 05's group with 06. Its source is recorded under ``group.field``."""
     params: dict[str, Any] = {}
     sources: dict[str, Source] = {}
     for spec in params_from:
@@ -293,8 +302,20 @@ def read_parameters(params_from: Sequence[str], pairs: Sequence[Sequence[str]]) 
         params.update(values)
         sources.update(dict.fromkeys(values, yaml_source(spec)))
     given = parse_parameters(pairs)
-    params.update(given)
-    sources.update(dict.fromkeys(given, COMMAND_LINE))
+    for name, value in given.items():
+        group, dot, key = name.partition(".")
+        if not dot:
+            params[name], sources[name] = value, COMMAND_LINE
+            continue
+        if group in given:
+            raise ValueError(f"parameter {shorten(repr(group))} is given whole and its field {shorten(repr(name))} too")
+        fields = params.get(group, {})
+        if not isinstance(fields, Mapping):
+            raise ValueError(f"parameter {shorten(repr(name))} sets a field of {shorten(repr(group))}, "
+                             f"which is not a group but {type(fields).__name__} {shorten(repr(fields))}")
+        params[group] = {**fields, key: value}
+        sources.setdefault(group, COMMAND_LINE)
+        sources[name] = COMMAND_LINE
     return params, sources
 
 

@@ -25,7 +25,7 @@ from PIL import Image
 
 from guimem.core.data import Action, DataError, Episode, Observation, Step
 from guimem.core.env import Env, Task, WorldObservation
-from guimem.core.policy import PolicyInput
+from guimem.core.policy import HISTORY_LEN, PolicyInput
 from guimem.core.store import save_episodes
 
 Choose = Callable[[Task, WorldObservation, Sequence[Action]], Action]
@@ -45,7 +45,7 @@ def scripted(actions: Sequence[Action]) -> Choose:
     return choose
 
 
-def actor_choice(actor: Any, history_len: int = 4) -> Choose:
+def actor_choice(actor: Any, history_len: int = HISTORY_LEN) -> Choose:
     """An actor (anything with ``act([PolicyInput]) -> [PolicyOutput]``) choosing from the screen,
     the goal and its last ``history_len`` actions, without memory."""
 

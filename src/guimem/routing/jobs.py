@@ -25,7 +25,7 @@ from guimem.core.resume import ChunkCache, cached_map, code_fingerprint, tree_di
 from guimem.eval.action_match import MatchConfig
 from guimem.eval.jobs import ActorWork
 from guimem.routing.policy import SwitchMemPolicy
-from guimem.routing.records import StepRecords, collect_records, concat
+from guimem.routing.records import SampledPreference, StepRecords, collect_records, concat
 from guimem.routing.router import Router
 
 
@@ -37,33 +37,34 @@ class RecordSteps(ActorWork):
 
     actor: ActorSpec
     rules: tuple[tuple[str, MatchConfig], ...]
-    n_samples: int = 8
-    temperature: float = 1.0
-    batch_size: int = 64
+    preference: SampledPreference
+    batch_size: int
     code: str = field(default_factory=code_fingerprint)  # the code the results belong to (checked by workers)
     result_types: ClassVar[tuple[type, ...]] = (StepRecords,)  # what a kept chunk's result is built of (core.resume)
 
     def run(self, policy: Any, chunk: tuple[int, Sequence[Any]]) -> StepRecords:
         seed, examples = chunk
-        return collect_records(policy, examples, dict(self.rules), self.n_samples, self.temperature, seed,
-                               self.batch_size, progress=False)
+        return collect_records(policy, examples, dict(self.rules), self.preference, seed, self.batch_size,
+                               progress=False)
 
 
-def record_steps(actor: ActorSpec, examples: Sequence[Any], rules: Mapping[str, MatchConfig], n_samples: int = 8,
-                 temperature: float = 1.0, seed: int = 0, batch_size: int = 64, executor: Executor | None = None,
+def record_steps(actor: ActorSpec, examples: Sequence[Any], rules: Mapping[str, MatchConfig],
+                 preference: SampledPreference, seed: int = 0, executor: Executor | None = None,
                  chunk_batches: int = 4, cache: ChunkCache | None = None, progress: bool = True) -> StepRecords:
-    """:func:`collect_records` with the actor ``actor`` names, run by ``executor`` (default: this
-    process) on chunks of ``chunk_batches`` forward batches; with ``cache`` each finished chunk is
-    kept, and a run stopped midway resumes from those (:mod:`guimem.core.resume`).
+    """:func:`collect_records` with the actor ``actor`` names (``actor.batch_size`` prompts per forward
+    pass), run by ``executor`` (default: this process) on chunks of ``chunk_batches`` forward batches;
+    with ``cache`` each finished chunk is kept, and a run stopped midway resumes from those
+    (:mod:`guimem.core.resume`).
 
     A chunk starts at a multiple of ``batch_size``, so every forward pass holds the same prompts as
     in one call over all the examples: the records are the same, array for array, wherever the
     chunks ran (batch composition moves float noise; sampling is seeded per step)."""
     if not examples:
         raise DataError("examples", "no steps to record")
+    batch_size = actor.batch_size
     size = batch_size * chunk_batches
     chunks = [(seed, list(examples[lo:lo + size])) for lo in range(0, len(examples), size)]
-    task = RecordSteps(actor, tuple(rules.items()), n_samples, temperature, batch_size)
+    task = RecordSteps(actor, tuple(rules.items()), preference, batch_size)
     parts = []
     with tqdm(total=len(examples), desc="layer analysis", disable=not progress) as bar:
         for part in cached_map(executor or LocalExecutor(), task, chunks, cache):

@@ -1,10 +1,10 @@
 """The preference probe: does the actor's hidden-state shift ``h_I - h_T`` say which rendering of
 its memory it will act better with?
 
-:class:`PreferenceProbe` is SwitchMem's probe: standardise the shift, reduce it to ``pca_dim``
-dimensions with PCA, fit a logistic regression on the sign of the sampled action preference of the
-non-tied steps (scikit-learn throughout). Its continuous ``decision_function`` is what the router's
-scorer is trained to reproduce (:mod:`guimem.routing.router`).
+:class:`PreferenceProbe` is SwitchMem's probe (its settings a :class:`ProbeConfig`): standardise the
+shift, reduce it to ``pca_dim`` dimensions with PCA, fit a logistic regression on the sign of the
+sampled action preference of the non-tied steps (scikit-learn throughout). Its continuous
+``decision_function`` is what the router's scorer is trained to reproduce (:mod:`guimem.routing.router`).
 
 :func:`layer_curve` asks the question of the paper's layer analysis — does the signal grow with
 depth? — by fitting the same probe on every layer's shift, cross-validated by episode (no episode in
@@ -14,7 +14,7 @@ bootstrap intervals over episodes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -26,24 +26,50 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
 
 from guimem.core.data import DataError
+from guimem.core.io import check_number
 
 
-def make_probe(pca_dim: int = 64, c: float = 1.0, seed: int = 0, n_samples: int | None = None,
+@dataclass(frozen=True)
+class ProbeConfig:
+    """The probe's settings (params.yaml ``layer_analysis.probe`` and ``probe_router.probe``)."""
+
+    pca_dim: int = 64  # principal directions the standardised shift is reduced to (paper: 64; capped by the data)
+    c: float = 1.0  # the logistic regression's inverse L2 strength
+
+    def __post_init__(self) -> None:
+        check_number(self.pca_dim, "pca_dim", 1, None, integer=True)
+        if not check_number(self.c, "c") > 0:
+            raise DataError("c", f"must be > 0, got {self.c!r}")
+
+
+@dataclass(frozen=True)
+class CurveConfig:
+    """How the layer curves score the probe (params.yaml ``layer_analysis.curve``)."""
+
+    folds: int = 5  # cross-validation folds of the layer curve, by episode
+    n_boot: int = 500  # episode-bootstrap resamples of each layer's intervals
+
+    def __post_init__(self) -> None:
+        check_number(self.folds, "folds", 2, None, integer=True)
+        check_number(self.n_boot, "n_boot", 1, None, integer=True)
+
+
+def make_probe(config: ProbeConfig, seed: int = 0, n_samples: int | None = None,
                n_features: int | None = None) -> Pipeline:
-    """standardise → PCA(``pca_dim``, capped at what the data allows) → logistic regression (L2, ``c``)."""
-    dim = pca_dim
+    """standardise → PCA(``config.pca_dim``, capped at what the data allows) → logistic regression
+    (L2, ``config.c``)."""
+    dim = config.pca_dim
     if n_samples is not None and n_features is not None:
-        dim = max(1, min(pca_dim, n_samples - 1, n_features))
+        dim = max(1, min(config.pca_dim, n_samples - 1, n_features))
     return Pipeline([("scale", StandardScaler()), ("pca", PCA(n_components=dim, random_state=seed)),
-                     ("logistic", LogisticRegression(C=c, max_iter=2000))])
+                     ("logistic", LogisticRegression(C=config.c, max_iter=2000))])
 
 
 @dataclass
 class PreferenceProbe:
     """SwitchMem's probe on one layer's shift ``h_I - h_T`` (``[n, d]``)."""
 
-    pca_dim: int = 64
-    c: float = 1.0
+    config: ProbeConfig = field(default_factory=ProbeConfig)
     seed: int = 0
     pipeline: Pipeline | None = None
 
@@ -54,7 +80,7 @@ class PreferenceProbe:
             raise DataError("shift", f"expected [n, d] with one label per row, got {shift.shape} and {y.shape}")
         if len(np.unique(y)) < 2:
             raise DataError("image_preferred", "the probe needs steps won by each modality; all labels are equal")
-        self.pipeline = make_probe(self.pca_dim, self.c, self.seed, *shift.shape).fit(shift, y)
+        self.pipeline = make_probe(self.config, self.seed, *shift.shape).fit(shift, y)
         return self
 
     def decision_function(self, shift: np.ndarray) -> np.ndarray:
@@ -69,8 +95,8 @@ class PreferenceProbe:
         return float(self.pipeline.named_steps["pca"].explained_variance_ratio_.sum())
 
 
-def cross_validated_decisions(shift: np.ndarray, image_preferred: np.ndarray, groups: np.ndarray, folds: int = 5,
-                              pca_dim: int = 64, c: float = 1.0, seed: int = 0) -> np.ndarray:
+def cross_validated_decisions(shift: np.ndarray, image_preferred: np.ndarray, groups: np.ndarray, folds: int,
+                              probe: ProbeConfig, seed: int = 0) -> np.ndarray:
     """``[n]`` out-of-fold probe decision values, folds by ``groups`` (episodes): each step scored by
     a probe that never saw its episode."""
     shift, y, groups = np.asarray(shift, dtype=np.float64), np.asarray(image_preferred, bool), np.asarray(groups)
@@ -82,8 +108,8 @@ def cross_validated_decisions(shift: np.ndarray, image_preferred: np.ndarray, gr
         if len(np.unique(y[fit_idx])) < 2:  # a fold without one class: the prior decides
             out[score_idx] = 1.0 if y[fit_idx].all() else -1.0
             continue
-        probe = PreferenceProbe(pca_dim, c, seed).fit(shift[fit_idx], y[fit_idx])
-        out[score_idx] = probe.decision_function(shift[score_idx])
+        fitted = PreferenceProbe(probe, seed).fit(shift[fit_idx], y[fit_idx])
+        out[score_idx] = fitted.decision_function(shift[score_idx])
     return out
 
 
@@ -94,7 +120,7 @@ def probe_scores(y: np.ndarray, decision: np.ndarray) -> tuple[float, float]:
     return acc, auc
 
 
-def bootstrap_interval(y: np.ndarray, decision: np.ndarray, groups: np.ndarray, n_boot: int = 500, seed: int = 0,
+def bootstrap_interval(y: np.ndarray, decision: np.ndarray, groups: np.ndarray, n_boot: int, seed: int = 0,
                        level: float = 0.95) -> dict[str, tuple[float, float]]:
     """Percentile intervals of accuracy and AUC, resampling *episodes* with replacement (steps of one
     episode are not independent)."""
@@ -152,8 +178,8 @@ def _scored(layer: int, y: np.ndarray, decision: np.ndarray, groups: np.ndarray,
             "auc_ci": list(ci["auc"]), "majority": majority, "steps": int(len(y))}
 
 
-def layer_curve(shifts: np.ndarray, image_preferred: np.ndarray, groups: np.ndarray, folds: int = 5,
-                pca_dim: int = 64, c: float = 1.0, seed: int = 0, n_boot: int = 500) -> list[dict[str, Any]]:
+def layer_curve(shifts: np.ndarray, image_preferred: np.ndarray, groups: np.ndarray, probe: ProbeConfig,
+                curve: CurveConfig, seed: int = 0) -> list[dict[str, Any]]:
     """Per layer of ``shifts`` (``[n, n_layers + 1, d]``, non-tied steps only): out-of-fold accuracy
     and AUC of the probe, with 95% episode-bootstrap intervals, and the majority-class accuracy.
 
@@ -164,21 +190,22 @@ def layer_curve(shifts: np.ndarray, image_preferred: np.ndarray, groups: np.ndar
     if (why := fit_problem(y, groups)) is not None:
         return [_insufficient(layer, len(y), why) for layer in range(shifts.shape[1])]
     majority = float(max(y.mean(), 1 - y.mean())) if len(y) else float("nan")
-    curve = []
+    points = []
     for layer in range(shifts.shape[1]):
         if is_constant(shifts[:, layer]):
-            curve.append(_no_signal(layer, majority, len(y)))
+            points.append(_no_signal(layer, majority, len(y)))
             continue
-        decision = cross_validated_decisions(shifts[:, layer], y, groups, folds, pca_dim, c, seed)
-        curve.append(_scored(layer, y, decision, groups, majority, n_boot, seed))
-    return curve
+        decision = cross_validated_decisions(shifts[:, layer], y, groups, curve.folds, probe, seed)
+        points.append(_scored(layer, y, decision, groups, majority, curve.n_boot, seed))
+    return points
 
 
 def transfer_curve(fit_shifts: np.ndarray, fit_preferred: np.ndarray, score_shifts: np.ndarray,
-                   score_preferred: np.ndarray, score_groups: np.ndarray, pca_dim: int = 64, c: float = 1.0,
-                   seed: int = 0, n_boot: int = 500) -> list[dict[str, Any]]:
+                   score_preferred: np.ndarray, score_groups: np.ndarray, probe: ProbeConfig,
+                   curve: CurveConfig, seed: int = 0) -> list[dict[str, Any]]:
     """Per layer: the probe fitted on one set of steps (``[n, layers + 1, d]`` shifts, non-tied) and
-    scored on another (other tasks, another split): accuracy and AUC with episode-bootstrap intervals."""
+    scored on another (other tasks, another split): accuracy and AUC with episode-bootstrap intervals
+    (``curve.n_boot`` resamples; ``curve.folds`` is not used: nothing is cross-validated)."""
     y = np.asarray(score_preferred, dtype=bool)
     why = fit_problem(fit_preferred, np.arange(len(fit_preferred)))  # the fit needs both classes
     if why is None and len(np.unique(y)) < 2:
@@ -186,12 +213,12 @@ def transfer_curve(fit_shifts: np.ndarray, fit_preferred: np.ndarray, score_shif
     if why is not None:
         return [_insufficient(layer, len(y), why) for layer in range(fit_shifts.shape[1])]
     majority = float(max(y.mean(), 1 - y.mean())) if len(y) else float("nan")
-    curve = []
+    points = []
     for layer in range(fit_shifts.shape[1]):
         if is_constant(fit_shifts[:, layer]):
-            curve.append(_no_signal(layer, majority, len(y)))
+            points.append(_no_signal(layer, majority, len(y)))
             continue
-        probe = PreferenceProbe(pca_dim, c, seed).fit(fit_shifts[:, layer], fit_preferred)
-        decision = probe.decision_function(score_shifts[:, layer])
-        curve.append(_scored(layer, y, decision, np.asarray(score_groups), majority, n_boot, seed))
-    return curve
+        fitted = PreferenceProbe(probe, seed).fit(fit_shifts[:, layer], fit_preferred)
+        decision = fitted.decision_function(score_shifts[:, layer])
+        points.append(_scored(layer, y, decision, np.asarray(score_groups), majority, curve.n_boot, seed))
+    return points

@@ -22,7 +22,7 @@ import numpy as np
 
 from guimem.core.data import DataError
 from guimem.routing.route_scores import density_routing, label_free_tau, rate_sweep, table_one
-from guimem.routing.probe import PreferenceProbe, cross_validated_decisions, fit_problem
+from guimem.routing.probe import PreferenceProbe, ProbeConfig, cross_validated_decisions, fit_problem
 from guimem.routing.records import StepRecords
 from guimem.routing.router import Router, RouterConfig, train_router
 from guimem.viz.plotting import MEMORY_LABELS
@@ -55,24 +55,24 @@ class Routers:
                 "teacher_positive_share": float((self.teacher > 0).mean())}
 
 
-def train_routers(records: StepRecords, kind: str, rule: str, config: RouterConfig, pca_dim: int = 64,
-                  probe_c: float = 1.0, state_layer: int = -1, seed: int = 0, where: str = "") -> Routers:
+def train_routers(records: StepRecords, kind: str, rule: str, config: RouterConfig, probe_config: ProbeConfig,
+                  state_layer: int = -1, seed: int = 0, where: str = "") -> Routers:
     """SwitchMem's routers for memory ``kind`` from the pool ``records`` (every memory's steps):
-    probe on the final-layer shift of the non-tied steps under ``rule``, its out-of-fold teacher
-    values, then the ``probe`` and ``binary`` routers with ``config``'s shape and training (its
+    probe (``probe_config``) on the final-layer shift of the non-tied steps under ``rule``, its out-of-fold
+    teacher values, then the ``probe`` and ``binary`` routers with ``config``'s shape and training (its
     ``target`` replaced). A pool no probe can be fitted on is a ``DataError`` naming ``where``."""
     pool = records.of_memory(kind)
     decided = pool.non_tied(rule)
     if (why := fit_problem(decided.preference(rule) > 0, decided.episodes)) is not None:
         raise DataError("n_samples", f"{MEMORY_LABELS[kind]}: no probe can be fitted on the pool: {why}; draw more "
-                                     "actions per step (layer_analysis.n_samples), at a higher temperature, or "
-                                     "from a larger pool", where)
+                                     "actions per step (layer_analysis.preference.n_samples), at a higher "
+                                     "temperature, or from a larger pool", where)
     preferred = decided.preference(rule) > 0
-    probe = PreferenceProbe(pca_dim, probe_c, seed).fit(decided.shift(-1), preferred)
+    probe = PreferenceProbe(probe_config, seed).fit(decided.shift(-1), preferred)
     teacher = probe.decision_function(pool.shift(-1))  # tied steps: the probe never saw them
     non_tied = pool.preference(rule) != 0  # the steps it was fitted on get out-of-fold values instead
     teacher[non_tied] = cross_validated_decisions(decided.shift(-1), preferred, decided.episodes, TEACHER_FOLDS,
-                                                  pca_dim, probe_c, seed)
+                                                  probe_config, seed)
     state = lambda rec: rec.hidden["none"][:, state_layer]
     switchmem = train_router(state(pool), pool.candidates["text"], pool.candidates["image"], teacher,
                              dataclasses.replace(config, target="probe"))

@@ -55,7 +55,7 @@ from guimem.core.io import (
     write_jsonl,
 )
 from guimem.core.policy import Modality, PolicyInput, PolicyOutput
-from guimem.eval.action_match import MatchConfig, action_match
+from guimem.eval.action_match import VARIANTS, MatchConfig, action_match
 from guimem.eval.modality import information_groups, step_groups
 
 RECORDS_KIND = "guimem.step_records"
@@ -70,6 +70,26 @@ CANDIDATES: tuple[Modality, ...] = ("text", "image")
 ROW_FIELDS: tuple[str, ...] = ("episode_id", "step", "memory_kind", "target_type", "groups", "n_elements", "hits",
                                "sampled")
 """The fields every row of ``steps.jsonl`` must have (what the routing stages read)."""
+MAX_SAMPLES = 1024  # actions drawn per step and rendering: each one a decode
+
+
+@dataclass(frozen=True)
+class SampledPreference:
+    """How a step's modality preference is measured (params.yaml ``layer_analysis.preference``):
+    ``n_samples`` actions drawn from the actor at ``temperature`` under the text and under the image
+    rendering, each matched to the demonstrated action; the preference is the image's share of
+    matches minus the text's under the step rule ``rule``. The records keep both rules' shares, so
+    ``rule`` only says which one the probe and the routers learn from (07 and 08 read it too)."""
+
+    n_samples: int = 8
+    temperature: float = 1.0
+    rule: str = "aitw"  # one of guimem.eval.action_match.VARIANTS
+
+    def __post_init__(self) -> None:
+        check_number(self.n_samples, "n_samples", 1, MAX_SAMPLES, integer=True)
+        check_number(self.temperature, "temperature", 1e-3, 1e3)  # below, large logits overflow; above, uniform
+        if self.rule not in VARIANTS:
+            raise DataError("rule", f"expected one of {list(VARIANTS)}, got {self.rule!r:.60}")
 
 
 @dataclass
@@ -304,16 +324,19 @@ def _policy_outputs(policy: Any, inputs: Sequence[PolicyInput], feats: list | No
     return outputs
 
 
-def collect_records(policy: Any, examples: Sequence[Any], rules: Mapping[str, MatchConfig], n_samples: int = 8,
-                    temperature: float = 1.0, seed: int = 0, batch_size: int = 64, progress: bool = True) -> StepRecords:
+def collect_records(policy: Any, examples: Sequence[Any], rules: Mapping[str, MatchConfig],
+                    preference: SampledPreference, seed: int = 0, batch_size: int = 64,
+                    progress: bool = True) -> StepRecords:
     """Run ``policy`` on every example under every condition and keep what SwitchMem needs.
 
     ``examples`` carry ``input`` (with the memory as text *and* image), ``target``, ``episode_id``,
     ``step`` and ``memory_kind``. ``rules`` names the step rules (``{"aitw": MatchConfig("aitw"),
-    "learngui": ...}``). A featurising policy (the miniature actor) reads each input once and is run
+    "learngui": ...}``); ``preference`` how many actions are drawn, at what temperature. A featurising
+    policy (the miniature actor) reads each input once and is run
     from its features; any other must offer ``act(..., output_hidden_states=True)``, ``sample`` (for
     ``n_samples > 0``) and ``memory_embeddings``.
     """
+    n_samples, temperature = preference.n_samples, preference.temperature
     for ex in examples:
         if ex.input.memory_text is None or ex.input.memory_image is None:
             raise DataError("memory", f"step {ex.episode_id}/{ex.step} needs its memory as text and as image")

@@ -23,7 +23,7 @@ from tqdm.auto import tqdm
 
 from guimem.core.data import Action, DataError, Episode, Step
 from guimem.core.describe import target_element
-from guimem.core.policy import PolicyInput
+from guimem.core.policy import HISTORY_LEN, PolicyInput
 from guimem.core.store import load_screenshot, open_image
 from guimem.smg.memories import Memory
 from guimem.smg.reader import MemoryReader
@@ -58,7 +58,7 @@ def episode_steps(episode: Episode, store_root: str | Path, max_history: int) ->
 
 
 def build_examples(episodes: Sequence[Episode], store_root: str | Path, memories: Mapping[str, Memory],
-                   kinds_per_step: int | None = None, seed: int = 0, max_history: int = 4,
+                   kinds_per_step: int | None = None, seed: int = 0, max_history: int = HISTORY_LEN,
                    query_vectors: Mapping[str, np.ndarray] | None = None, progress: bool = True) -> list[ActorExample]:
     """Examples of ``episodes`` with experience retrieved from ``memories`` (built without them).
 
@@ -81,7 +81,7 @@ def build_examples(episodes: Sequence[Episode], store_root: str | Path, memories
 
 
 def examples_from_retrieval(episodes: Sequence[Episode], store_root: str | Path, retrieval_dir: str | Path,
-                            kinds: Sequence[str], max_history: int = 4) -> list[ActorExample]:
+                            kinds: Sequence[str], max_history: int = HISTORY_LEN) -> list[ActorExample]:
     """Held-out examples with the memory the ``retrieval_eval`` stage retrieved for every step.
 
     Reads ``<retrieval_dir>/<kind>/steps.jsonl`` (text block and image path per step); one

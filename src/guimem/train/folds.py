@@ -15,6 +15,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from guimem.core.data import DataError, Episode, Subgoal
+from guimem.core.policy import HISTORY_LEN
 from guimem.smg.memories import Memory, rebuild_like
 from guimem.train.examples import ActorExample, build_examples
 
@@ -42,7 +43,7 @@ def rebuild_from(saved: Mapping[str, Memory], subgoals: Mapping[str, Sequence[Su
 
 def build_kfold_examples(episodes: Sequence[Episode], store_root: str | Path, factory: MemoryFactory,
                          kinds: Sequence[str], k_folds: int, seed: int, kinds_per_step: int | None = 1,
-                         max_history: int = 4, query_vectors: Mapping[str, np.ndarray] | None = None,
+                         max_history: int = HISTORY_LEN, query_vectors: Mapping[str, np.ndarray] | None = None,
                          progress: bool = True,
                          folds: tuple[dict[str, int], list[dict[str, Memory]]] | None = None) -> list[ActorExample]:
     """Training examples whose memory never holds their own episode (no leakage).

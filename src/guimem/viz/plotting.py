@@ -26,8 +26,8 @@ from guimem.core.io import atomic_write_bytes, atomic_write_text
 DPI = 150  # every saved figure; a 6.4 x 4 inch figure is 960 x 600 pixels
 FONT = "DejaVu Sans"  # ships with matplotlib, so text renders the same on every machine
 
-# Memory kinds, in the order tables and bars show them (the paper's order, SMG last).
-MEMORY_KINDS: tuple[str, ...] = ("none", "flat", "action_graph", "task_graph", "smg")
+# The memories and no memory, in the order tables and bars show them (the paper's order, SMG last).
+MEMORY_ORDER: tuple[str, ...] = ("none", "flat", "action_graph", "task_graph", "smg")
 MEMORY_LABELS: dict[str, str] = {
     "none": "None",
     "flat": "Subgoal-Flat",
@@ -68,7 +68,7 @@ STYLE: dict[str, Any] = {
     "axes.spines.right": False,
     "axes.grid": True,
     "grid.alpha": 0.3,
-    "axes.prop_cycle": matplotlib.cycler(color=[MEMORY_COLORS[k] for k in MEMORY_KINDS[1:]] + ["#0072B2", "#E69F00"]),
+    "axes.prop_cycle": matplotlib.cycler(color=[MEMORY_COLORS[k] for k in MEMORY_ORDER[1:]] + ["#0072B2", "#E69F00"]),
     "image.cmap": "viridis",
     "legend.frameon": False,
     "savefig.dpi": DPI,

@@ -55,6 +55,9 @@ CoordConvention = Literal["relative_1000", "absolute_resized", "absolute_origina
 AnswerFormat = Literal["json", "uitars"]
 COORD_CONVENTIONS: tuple[CoordConvention, ...] = ("relative_1000", "absolute_resized", "absolute_original", "normalized")
 ANSWER_FORMATS: tuple[AnswerFormat, ...] = ("json", "uitars")
+DEFAULT_COORDS: CoordConvention = "relative_1000"  # what most GUI VLMs answer in (Qwen2.5-VL: absolute_resized)
+DEFAULT_ANSWER_FORMAT: AnswerFormat = "json"
+DEFAULT_MAX_NEW_TOKENS = 64  # an answer's budget in tokens: a JSON action takes ~25, a UI-TARS thought more
 FALLBACK_ACTION = Action("impossible")  # what an unparseable answer becomes (flagged in info)
 DEFAULT_SWIPE_LENGTH = 0.3  # finger travel of a direction-only scroll/swipe, fraction of the screen
 

@@ -40,6 +40,9 @@ from PIL import Image
 from guimem.actors.hf.parsing import (
     ANSWER_FORMATS,
     COORD_CONVENTIONS,
+    DEFAULT_ANSWER_FORMAT,
+    DEFAULT_COORDS,
+    DEFAULT_MAX_NEW_TOKENS,
     DEFAULT_SWIPE_LENGTH,
     FALLBACK_ACTION,
     AnswerFormat,
@@ -68,8 +71,9 @@ def check_checkpoint_folder(folder: Path) -> None:
 class HFVLMActor:
     """:class:`guimem.core.policy.Policy` over a Hugging Face VLM (greedy decoding, parsed answers)."""
 
-    def __init__(self, model_id_or_path: str, *, coords: CoordConvention = "relative_1000",
-                 answer_format: AnswerFormat = "json", max_new_tokens: int = 64, batch_size: int = 1,
+    def __init__(self, model_id_or_path: str, *, coords: CoordConvention = DEFAULT_COORDS,
+                 answer_format: AnswerFormat = DEFAULT_ANSWER_FORMAT, max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
+                 batch_size: int = 1,
                  swipe_length: float = DEFAULT_SWIPE_LENGTH, system: str | None = None,
                  device: str | None = None, dtype: str | torch.dtype = "auto"):
         """Load ``model_id_or_path`` (a local folder or a cached hub id; never downloads).
@@ -102,8 +106,9 @@ class HFVLMActor:
                     swipe_length, system, name=str(model_id_or_path))
 
     @classmethod
-    def from_model(cls, model: Any, processor: Any, *, coords: CoordConvention = "relative_1000",
-                   answer_format: AnswerFormat = "json", max_new_tokens: int = 64, batch_size: int = 1,
+    def from_model(cls, model: Any, processor: Any, *, coords: CoordConvention = DEFAULT_COORDS,
+                   answer_format: AnswerFormat = DEFAULT_ANSWER_FORMAT, max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS,
+                   batch_size: int = 1,
                    swipe_length: float = DEFAULT_SWIPE_LENGTH, system: str | None = None) -> "HFVLMActor":
         """An actor over an already-built model and processor (on the model's device)."""
         actor = cls.__new__(cls)

@@ -14,6 +14,7 @@ from transformers import PretrainedConfig
 
 from guimem.core.data import ACTION_TYPES, DataError
 from guimem.core.io import check_number
+from guimem.core.policy import HISTORY_LEN
 
 DIRECTIONS: tuple[str, ...] = ("up", "down", "left", "right")
 """Swipe directions: the way the finger moves (``up`` = lift point above touch point)."""
@@ -104,7 +105,7 @@ class ActorConfig(PretrainedConfig):
     max_element_words: int = 6  # words of an element's label (text, else accessibility description) kept
     crop_size: int = 12  # an element's pixels: its box cut out of the full-size screenshot, scaled to this square
     max_goal_tokens: int = 32  # goal truncated to this many tokens
-    max_history: int = 4  # last actions shown (2 tokens each)
+    max_history: int = HISTORY_LEN  # last actions shown (2 tokens each)
     max_memory_tokens: int = 224  # memory text budget in tokens (covers the p95 SMG block of 3 items; longer ones are cut)
     max_span_tokens: int = 8  # longest text span the type head may decode
     swipe_length: float = 0.3  # swipe distance (normalized screen units) from the pointed point

@@ -115,7 +115,8 @@ def corpus_texts(examples: Iterable[ActorExample]) -> Iterable[str]:
                 yield el.text
 
 
-def build_vocabulary(examples: Sequence[ActorExample], min_count: int = 2, n_hash_buckets: int = 64) -> Vocabulary:
+def build_vocabulary(examples: Sequence[ActorExample], min_count: int = TrainConfig.min_count,
+                     n_hash_buckets: int = TrainConfig.n_hash_buckets) -> Vocabulary:
     """The word vocabulary of a training set, with the special and history tokens."""
     return Vocabulary.build(corpus_texts(examples), extra_tokens=history_tokens(), min_count=min_count,
                             n_hash_buckets=n_hash_buckets)

@@ -29,18 +29,12 @@ from guimem.pipeline.params import (
 )
 from guimem.smg.index import NODE_INDEXES
 from guimem.smg.memories import RenderStyle, make_memory
-from guimem.smg.retrieval_config import RetrievalConfig
+from guimem.smg.retrieval_config import KIND_FIELDS, RetrievalConfig
 
 _STAND_INS = (PixelEmbedder(1, 1), HashingTextEmbedder(1))  # a memory built only to run its constructor's checks
 _THRESHOLDS = {"tau": "graph.tau", "theta": "graph.theta"}
 RETRIEVAL = Group(RetrievalConfig, {"k_nodes": INTEGER, "flat_k": INTEGER, "task_k": INTEGER, "task_alpha": REAL,
                                     "rank_by": Text()})  # each memory's constructor checks its own
-_MEMORY_ARGS: dict[str, dict[str, str]] = {  # each memory's constructor argument -> RetrievalConfig field
-    "smg": {"k": "k_nodes", "rank_by": "rank_by"},
-    "flat": {"k": "flat_k"},
-    "action_graph": {"k": "k_nodes", "rank_by": "rank_by"},
-    "task_graph": {"k": "task_k", "alpha": "task_alpha"},
-}
 
 
 def _memories(p: Params) -> None:
@@ -50,12 +44,9 @@ def _memories(p: Params) -> None:
     style = p.build({"max_items": "max_items", "max_actions": "max_actions", "image_size": short_side}, RenderStyle,
                     max_items=p["max_items"], max_actions=p["max_actions"], image_size=(width, height))
     recall = RetrievalConfig(**p["retrieval"])
-    for name, args in _MEMORY_ARGS.items():
-        graph = {} if name == "flat" else p["graph"]
-        fields = {a: f"retrieval.{f}" for a, f in args.items()}
-        names = fields if name == "flat" else {**_THRESHOLDS, **fields}
-        p.build(names, make_memory, name, *_STAND_INS, style=style, **graph,
-                **{a: getattr(recall, f) for a, f in args.items()})
+    for name, args in KIND_FIELDS.items():
+        names = {**_THRESHOLDS, **{a: f"retrieval.{f}" for a, f in args.items()}}
+        p.build(names, make_memory, name, *_STAND_INS, style=style, **p["graph"], **recall.settings(name))
 
 
 def _graph_sweeps(p: Params) -> None:

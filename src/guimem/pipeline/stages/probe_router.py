@@ -1,16 +1,18 @@
-"""07_probe_router's parameters (params.yaml ``probe_router``): the probe, the shared scorer, the rate sweep."""
+"""07_probe_router's parameters (params.yaml ``probe_router``): the probe (``probe``: ProbeConfig), the shared
+scorer (``router``: RouterConfig), the rate sweep."""
 
 from __future__ import annotations
 
 from guimem.eval.action_match import VARIANTS
 from guimem.pipeline.params import (
-    INVERSE_STRENGTH,
     LEARNING_RATE,
     MAX_LAYERS,
     PATH,
     POSITIVE,
+    PROBE,
     SEED,
     THREADS,
+    Group,
     Items,
     Number,
     Params,
@@ -20,7 +22,12 @@ from guimem.pipeline.params import (
     check_subset,
     mini_actor,
 )
+from guimem.routing.router import MAX_HIDDEN, RouterConfig
 from guimem.smg.memories import MEMORIES
+
+ROUTER = Group(RouterConfig, {"hidden": Number(integer=True, lo=1, hi=MAX_HIDDEN),
+                              "epochs": Number(integer=True, lo=1, hi=10**6), "lr": LEARNING_RATE,
+                              "weight_decay": Number(lo=0.0, hi=1.0)})
 
 
 def _state_layer(p: Params) -> None:
@@ -39,10 +46,7 @@ def _recorded_memories(p: Params) -> None:
 STAGE = Stage("07_probe_router", "probe_router", {
     "records_dir": PATH, "out_dir": PATH, "seed": SEED,
     "memories": Items(Text(MEMORIES), nonempty=True, unique=True), "rule": Text(VARIANTS),
-    "pca_dim": POSITIVE, "probe_c": INVERSE_STRENGTH,
-    "state_layer": Number(integer=True, lo=-MAX_LAYERS - 1, hi=MAX_LAYERS),
-    "router_hidden": Number(integer=True, lo=1, hi=1 << 16), "router_epochs": Number(integer=True, lo=1, hi=10**6),
-    "router_lr": LEARNING_RATE,
+    "probe": PROBE, "state_layer": Number(integer=True, lo=-MAX_LAYERS - 1, hi=MAX_LAYERS), "router": ROUTER,
     "sweep_rates": Items(Number(above=0.0, hi=1.0), nonempty=True, unique=True), "torch_threads": THREADS,
     "figures_dir": PATH, "plots_dir": PATH, "metrics_path": PATH, "results_path": PATH,
 }, (check_probe_dim, _state_layer, _recorded_memories), reporting=("sweep_rates",))

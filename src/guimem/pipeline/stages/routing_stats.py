@@ -3,26 +3,22 @@ the closed loop (its tasks, seeds and budget are 05's, passed by dvc.yaml)."""
 
 from __future__ import annotations
 
-from guimem.actors.hf.parsing import ANSWER_FORMATS, COORD_CONVENTIONS
 from guimem.eval.closed_loop import NO_MEMORY
 from guimem.pipeline.params import (
-    BATCH,
+    ACTOR,
     COUNT,
-    EXECUTOR,
-    GPUS,
+    EXECUTOR_GROUP,
     IMAGE_EMBEDDER,
     OPTIONAL_PATH,
     PATH,
     POSITIVE,
     SEED,
     TEXT_EMBEDDER,
-    THREADS,
-    TOKENS,
-    WORKERS,
     Items,
     Params,
     Stage,
     Text,
+    check_actor,
     check_executor,
     check_subset,
     shown,
@@ -48,14 +44,11 @@ def _reused_traces(p: Params) -> None:
 
 
 STAGE = Stage("09_routing_stats", "routing_stats", {
-    "world_dir": PATH, "memories_dir": PATH, "actor_model": Text(), "actor_dir": PATH,
-    "hf_coords": Text(COORD_CONVENTIONS), "hf_answer_format": Text(ANSWER_FORMATS), "hf_max_new_tokens": TOKENS,
-    "closed_loop_dir": PATH, "records_dir": PATH,
-    "routers_dir": PATH, "out_dir": PATH, "memory": Text(MEMORIES),
+    "world_dir": PATH, "memories_dir": PATH, "actor": ACTOR, "actor_dir": PATH, "closed_loop_dir": PATH,
+    "records_dir": PATH, "routers_dir": PATH, "out_dir": PATH, "memory": Text(MEMORIES),
     "offline_memories": Items(Text(MEMORIES), nonempty=True, unique=True), "seed": SEED, "n_seeds": POSITIVE,
     "max_tasks": COUNT, "max_steps": POSITIVE, "history_len": COUNT, "k": COUNT, "batch_size": COUNT,
-    "actor_batch_size": BATCH, "torch_threads": THREADS, "executor": EXECUTOR, "workers": WORKERS,
-    "gpus_per_worker": GPUS, "chunks_dir": OPTIONAL_PATH, "image_embedder": IMAGE_EMBEDDER,
+    "executor": EXECUTOR_GROUP, "chunks_dir": OPTIONAL_PATH, "image_embedder": IMAGE_EMBEDDER,
     "text_embedder": TEXT_EMBEDDER, "cache_dir": PATH, "figures_dir": PATH, "metrics_path": PATH,
     "results_path": PATH,
-}, (check_executor, _routed_memory, _reused_traces), reporting=("executor", "workers", "gpus_per_worker"))
+}, (check_actor, check_executor, _routed_memory, _reused_traces), reporting=("executor",))

@@ -57,6 +57,7 @@ from guimem.smg.memories.kinds import (
     MEMORIES,
     MEMORY_FILE,
     MEMORY_FORMAT_VERSION,
+    GRAPH_MEMORIES,
     MEMORY_KIND,
     MEMORY_KINDS,
     MEMORY_OWNED,
@@ -72,7 +73,6 @@ from guimem.smg.memories.kinds import (
     memory_kind,
     memory_size,
     rebuild_like,
-    units_for,
 )
 from guimem.smg.memories.render import (
     EMPTY,
@@ -102,12 +102,12 @@ from guimem.smg.memories.units import (
 )
 
 __all__ = [
-    "EMPTY", "FLAT_VECTORS", "ITEMS_FILE", "ITEM_KINDS", "KINDS", "MARK", "MARK_EDGE", "MEMORIES", "MEMORY_CROPS",
+    "EMPTY", "FLAT_VECTORS", "GRAPH_MEMORIES", "ITEMS_FILE", "ITEM_KINDS", "KINDS", "MARK", "MARK_EDGE", "MEMORIES", "MEMORY_CROPS",
     "MEMORY_FILE", "MEMORY_FORMAT_VERSION", "MEMORY_KIND", "MEMORY_KINDS", "MEMORY_OWNED", "MIN_PANEL",
     "OUTCOME_COLOURS", "OUTCOME_WORDS", "FlatMemory", "GraphMemory", "Memory", "MemoryBase", "MemoryItem",
     "MemoryKind", "RenderStyle", "Retrieved", "TaskGraphMemory", "build_memory", "clone", "count_tokens",
     "draw_actions", "episode_store", "extend_memory", "image_layout", "item_text", "load_memories", "load_memory",
     "make_item", "make_memory", "memory_embedders", "memory_kind", "memory_size", "pair_episodes", "read_items",
     "rebuild_like", "render_image", "render_panel", "render_text", "span_effects", "step_units", "store_screen",
-    "subgoal_units", "task_unit", "task_units", "units_for",
+    "subgoal_units", "task_unit", "task_units"
 ]

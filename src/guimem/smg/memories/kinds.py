@@ -34,6 +34,7 @@ from guimem.smg.memories.units import make_item, pair_episodes, step_units, subg
 from guimem.smg.retrieval_config import RetrievalConfig
 
 MEMORY_FILE, ITEMS_FILE, FLAT_VECTORS = "memory.json", "items.jsonl", "flat_vectors.npy"
+GRAPH_MEMORIES: tuple[str, ...] = ("smg", "action_graph", "task_graph")  # the kinds that keep a MemoryGraph
 MEMORY_OWNED = tuple(sorted(GRAPH_FILES | {MEMORY_FILE, ITEMS_FILE, FLAT_VECTORS}))  # a graph or a flat memory's files
 MEMORY_FORMAT_VERSION = 1
 MEMORY_KIND = "guimem.memory"
@@ -144,7 +145,7 @@ class GraphMemory(MemoryBase):
                  tau: float = GraphConfig.tau, theta: float = GraphConfig.theta, k: int = RetrievalConfig.k_nodes,
                  rank_by: str = RetrievalConfig.rank_by,
                  style: RenderStyle | None = None, search: NodeSearch | None = None):
-        if name not in ("smg", "action_graph", "task_graph"):
+        if name not in GRAPH_MEMORIES:
             raise DataError("memory", f"{name!r} is not a graph memory")
         if rank_by not in ("goal", "id"):
             raise DataError("rank_by", f"expected 'goal' or 'id', got {rank_by!r:.60}")
@@ -323,11 +324,6 @@ def memory_kind(name: Any) -> MemoryKind:
     if not isinstance(name, str) or name not in MEMORY_KINDS:
         raise DataError("memory", f"unknown memory {name!r:.60}; expected one of {MEMORIES}")
     return MEMORY_KINDS[name]
-
-
-def units_for(memory: str, episode: Episode, subgoals: Sequence[Subgoal]) -> list[Subgoal]:
-    """The units ``memory`` stores for one episode."""
-    return memory_kind(memory).units(episode, subgoals)
 
 
 def make_memory(name: str, image_embedder: ImageEmbedder, text_embedder: TextEmbedder,
