@@ -12,6 +12,7 @@ from guimem.phone.demonstrator import (
     demonstrate,
     plan_tasks,
     run_episode,
+    shared_tasks,
     split_combos,
     unseen_types_covered,
 )
@@ -119,5 +120,7 @@ def test_variants_split_training_from_evaluation_and_memory_holds_other_tasks():
     test_jobs = {(a.task.template, a.task.params, a.variant) for a in jobs["test"]}
     memory_jobs = [(a.task.template, a.task.params, a.variant) for a in jobs["memory"]]
     assert not test_jobs & set(memory_jobs)  # never a test episode's own task on its own variant
+    shared = sum((t, p) in {(m, q) for m, q, _ in memory_jobs} for t, p, _ in test_jobs)
+    assert shared_tasks(jobs["test"], jobs["memory"]) == shared  # on the other variant: counted
     assert {t for t, _, _ in memory_jobs} == set(TEMPLATES)  # but experience of every template
     assert len(memory_jobs) == 200

@@ -472,6 +472,10 @@ def test_world_notebook_metrics(world_notebook):
     assert metrics["actions_per_subgoal"]["train"] > 1.0
     assert metrics["templates"] >= 30 and metrics["subgoal_reuse_share"] >= 0.5
     assert len(metrics["screen_types_per_app"]) >= 5 and min(metrics["screen_types_per_app"].values()) >= 8
+    task = lambda e: (e.provenance["task"]["template"], sorted(e.provenance["task"]["params"].items()))
+    remembered = [task(e) for e in load_episodes(tmp / "data" / "world" / "memory")]
+    test = load_episodes(tmp / "data" / "world" / "test")
+    assert metrics["memory_test_goal_overlap"] == sum(task(e) in remembered for e in test)  # as the stores hold them
 
 
 @pytest.mark.notebook

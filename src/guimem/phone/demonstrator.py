@@ -273,6 +273,14 @@ def plan_tasks(config: WorldConfig, seed: int) -> dict[str, list[Assignment]]:
             "memory": draw(list(TEMPLATES), config.n_memory, every, ev, taken)}
 
 
+def shared_tasks(test: Sequence[Assignment], memory: Sequence[Assignment]) -> int:
+    """How many ``test`` assignments ask a task (template and parameters) some ``memory`` assignment
+    demonstrates, on any variant: a goal the memory holds verbatim, where memory is meant to be
+    experience of other tasks. (:func:`plan_tasks` keeps a test task off its own variant only.)"""
+    remembered = {(a.task.template, a.task.params) for a in memory}
+    return sum((a.task.template, a.task.params) in remembered for a in test)
+
+
 def unseen_types_covered(config: WorldConfig) -> bool:
     """Whether every subgoal type of the unseen templates also occurs in a training template."""
     def types(tids: Iterable[str]) -> set[str]:
@@ -341,7 +349,8 @@ def generate_dataset(config: WorldConfig, out_dir: str | Path, seed: int, progre
         raise ValueError("an unseen template uses a subgoal type no training template uses")
     out = Path(out_dir)
     tasks = plan_tasks(config, seed)
-    stats: dict[str, Any] = {"seed": seed, "world": config.to_dict()}
+    stats: dict[str, Any] = {"seed": seed, "world": config.to_dict(),
+                             "memory_test_goal_overlap": shared_tasks(tasks["test"], tasks["memory"])}
     for split in SPLITS:
         episodes, images = demonstrate(config, tasks[split], seed, split, progress)
         meta = {"split": split, "seed": seed, "world": config.to_dict(), "generator": "guimem.demonstrator"}
