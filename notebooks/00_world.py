@@ -99,26 +99,35 @@ print(info["effect"], "->", obs.screen, [e.text for e in obs.elements if e.role 
 
 # %% [markdown]
 # ## App variants: the same app from another phone maker
-# Every app exists in several **variants** (`variants`, here 4), as the same app differs
+# Every app exists in several **variants** (`variants`, here 8), as the same app differs
 # between phone makers and versions. Variant 0 is the reference design above; each other one
-# is drawn once and for all from the app's name and its index (`guimem.phone.variants`):
+# is drawn once and for all from the app's name, its index and whether it is a training or an
+# evaluation variant (`guimem.phone.variants`):
 # - **words**: some labels take a synonym ("Preferences" may read "Options", "Dark mode"
-#   "Night mode", "Trash" "Bin") — the goal keeps the plain words;
-# - **labelled or bare icons**: each toolbar glyph carries an accessibility label ("Search")
-#   or stays a bare picture;
+#   "Night mode", "Trash" "Bin") — the goal keeps the plain words. Each label's last synonym is
+#   kept for the evaluation variants: a word no training phone shows;
+# - **glyph designs**: each toolbar function (search, add, favourite, delete, ...) is drawn in the
+#   variant's own design, or (on a training variant) in the familiar one. The designs of training
+#   and evaluation variants are disjoint, so what a new glyph does is known only from a picture
+#   of having used it;
+# - **labelled or bare icons**: on a training variant each toolbar glyph carries an accessibility
+#   label ("Search") or stays a bare picture; evaluation variants label none;
 # - **where a function sits**: the settings open from the ⋮ menu or from a gear in the top
 #   bar, and some switches sit on another settings page;
-# - **order**: toolbars, menus, tabs and dialog buttons have the variant's own order. (List and
-#   switch order still changes between episodes, while the labels stay.)
+# - **order**: menus, tabs and dialog buttons have the variant's own order. Icon toolbars (and
+#   the side of the round add button), lists and switches are reordered in every episode, while
+#   the labels and glyphs stay: "the bare icon at top right" does not carry over, the glyph does.
 #
 # The actor learns on `train_variants` and is tested on the others: there, only experience
-# tells where a function is and what it is called. Here is what each variant of Notes changes.
+# tells where a function is, what it is called and what a bare icon does. Here is what each
+# variant of Notes changes.
 
 # %%
 for v in range(config.variants):
-    d = app_variant("notes", v).to_dict()
-    print(f"variant {v}: settings from the {d['settings_entry']}; labelled glyphs {d['labelled'] or 'none'}; "
-          f"moved switches {d['moved'] or 'none'}\n    words {d['words'] or 'the reference words'}")
+    d = app_variant("notes", v, v in config.eval_variants).to_dict()
+    print(f"variant {v} ({'evaluation' if v in config.eval_variants else 'training'}): settings from the "
+          f"{d['settings_entry']}; labelled glyphs {d['labelled'] or 'none'}; own designs "
+          f"{sorted(d['designs']) or 'none'}; moved switches {d['moved'] or 'none'}\n    words {d['words'] or 'the reference words'}")
 
 # %% [markdown]
 # The same task in every variant, "Turn on Dark mode in Notes": the app as it opens (top row)
@@ -275,9 +284,12 @@ save_figure(fig, figure_path(figures_dir, "world", "summary"))
 # ## Metrics
 # The headline numbers (`dvc metrics show`, `make metrics`), and every count and rate of the
 # world behind them (`results/world.json`). `memory_test_goal_overlap` counts the test tasks
-# (template and parameters) that a memory episode demonstrates word for word, on the other
-# evaluation variant: memory is meant to be experience of *other* tasks, and the planner keeps a
-# test task only off its own variant, so this number says how far that falls short.
+# (template and parameters) that a memory episode demonstrates word for word, on any variant:
+# memory is meant to be experience of *other* tasks, and the planner keeps every test task out of
+# it (0). `test_tasks_without_experience` is the share of test tasks whose expert path on their
+# evaluation variant is the path on the reference design — the same moves on widgets that read
+# and look the same (no synonym, no glyph of the variant's own design, no moved switch, no other
+# route): tasks an actor trained on other variants can complete with no memory of this phone.
 
 # %%
 results = {
@@ -302,11 +314,13 @@ results = {
     "episodes_with_popup": sum(stats[s]["episodes_with_popup"] for s in SPLITS),
     "demonstrator_modes": stats["train"]["modes"],
     "memory_test_goal_overlap": stats["memory_test_goal_overlap"],
+    "test_tasks_without_experience": stats["test_tasks_without_experience"],
 }
 
 # %%
 metrics = {k: results[k] for k in ("train_episodes", "test_episodes", "memory_episodes", "mean_steps",
                                    "demonstrator_success_rate", "unique_screenshots", "templates",
-                                   "expert_perturbed_completion", "memory_test_goal_overlap")}
+                                   "expert_perturbed_completion", "memory_test_goal_overlap",
+                                   "test_tasks_without_experience")}
 metrics["actions_per_subgoal"] = results["actions_per_subgoal"]["train"]
 report(results_path, results, metrics_path, metrics)

@@ -6,16 +6,21 @@ import dataclasses
 
 import pytest
 
+from guimem.core.data import DataError
+
 from guimem.phone.config import WorldConfig
 from guimem.phone.demonstrator import (
     dataset_stats,
+    Assignment,
     demonstrate,
+    holds_everywhere,
     plan_tasks,
     run_episode,
     shared_tasks,
     split_combos,
     unseen_types_covered,
 )
+from guimem.phone.expert import play
 from guimem.phone.tasks import TEMPLATES, make_task
 from guimem.phone.world import World
 
@@ -117,10 +122,27 @@ def test_variants_split_training_from_evaluation_and_memory_holds_other_tasks():
     jobs = plan_tasks(cfg, 0)
     assert {a.variant for a in jobs["train"]} == set(cfg.train_variants)
     assert {a.variant for a in jobs["test"]} == {a.variant for a in jobs["memory"]} == set(cfg.eval_variants)
-    test_jobs = {(a.task.template, a.task.params, a.variant) for a in jobs["test"]}
-    memory_jobs = [(a.task.template, a.task.params, a.variant) for a in jobs["memory"]]
-    assert not test_jobs & set(memory_jobs)  # never a test episode's own task on its own variant
-    shared = sum((t, p) in {(m, q) for m, q, _ in memory_jobs} for t, p, _ in test_jobs)
-    assert shared_tasks(jobs["test"], jobs["memory"]) == shared  # on the other variant: counted
-    assert {t for t, _, _ in memory_jobs} == set(TEMPLATES)  # but experience of every template
+    test_jobs = {(a.task.template, a.task.params) for a in jobs["test"]}
+    memory_jobs = [(a.task.template, a.task.params) for a in jobs["memory"]]
+    assert not test_jobs & set(memory_jobs)  # never a test episode's task, on any variant
+    assert shared_tasks(jobs["test"], jobs["memory"]) == 0
+    assert shared_tasks(jobs["test"], jobs["test"][:5]) >= 5  # what it counts: the goals a memory holds verbatim
+    assert {t for t, _ in memory_jobs} == set(TEMPLATES)  # but experience of every template
     assert len(memory_jobs) == 200
+
+
+def test_variant_zero_must_be_a_training_variant():
+    with pytest.raises(DataError, match="train_variants.*reference"):
+        WorldConfig(train_variants=(1, 2))
+
+
+def test_a_task_holds_everywhere_when_its_path_reads_and_looks_as_on_the_reference_design():
+    world = World(WorldConfig(dialog_prob=0.0), render=False)
+    rename = make_task("notes.rename", (("new", "Errands"), ("old", "Groceries")))
+    switch = make_task("clock.switch_alarm", TEMPLATES["clock.switch_alarm"].combos()[0])
+    assert holds_everywhere(world, Assignment(rename, 0), 1)  # the reference design itself
+    assert not holds_everywhere(world, Assignment(rename, 6), 1)  # the search glyph in variant 6's own design
+    assert holds_everywhere(world, Assignment(switch, 6), 1)  # a switch in the row the goal names: any variant
+    world.reset(rename, 1, 6)
+    trace = play(world.fork(), TEMPLATES["notes.rename"].full_plan(dict(rename.params)))
+    assert any(e.look[1].startswith("search@") for e in trace)  # the trace records how a touched widget looks

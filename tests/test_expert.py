@@ -14,8 +14,8 @@ from guimem.phone.config import WorldConfig
 from guimem.phone.demonstrator import plan_tasks, run_episode
 from guimem.phone.expert import DONE, Expert, ExpertLost, loc_of, perturbed_completion, play, route
 from guimem.phone.tasks import TEMPLATES, make_task
-from guimem.phone.toolkit import AppVariant
-from guimem.phone.variants import SYNONYMS, app_variant, phone_variants
+from guimem.phone.toolkit import DESIGNED_GLYPHS, AppVariant
+from guimem.phone.variants import SYNONYMS, app_variant, phone_variants, unseen_words
 from guimem.phone.world import World
 
 
@@ -62,13 +62,13 @@ def test_variants_differ_in_words_icons_placement_and_order():
 
 def test_a_synonym_replaces_the_reference_word_on_screen_and_the_goal_keeps_it():
     found = 0
-    for i in range(1, 6):
-        v = app_variant("notes", i)
+    for i in range(1, 8):
+        v = app_variant("notes", i, evaluation=i >= 6)  # the default world: variants 6 and 7 are for evaluation
         say = v.say("Dark mode")
         if say == "Dark mode":
             continue
         found += 1
-        w = quiet(variants=6)
+        w = quiet()
         w.reset(dark_mode(), 0, variant=i)
         expert = Expert(w)
         rng = random.Random(0)
@@ -92,14 +92,51 @@ def test_where_settings_and_switches_sit_changes_the_route():
     assert len(routes) >= 3
 
 
-def test_toolbar_order_belongs_to_the_variant_and_list_order_to_the_episode():
-    def toolbar_and_rows(seed, variant):
+def test_toolbar_order_belongs_to_the_episode_and_its_glyphs_to_the_variant():
+    def toolbar(seed, variant):
         w = quiet()
         w.reset(dark_mode(), seed, variant=variant)
-        icons = tuple(x.glyph for x in w.layout.widgets if x.kind == "icon" and x.box[1] < 44 and x.glyph != "back")
-        return icons
-    assert len({toolbar_and_rows(s, 2) for s in range(5)}) == 1  # the same variant: the same toolbar
-    assert len({toolbar_and_rows(0, v) for v in range(4)}) > 1
+        return tuple(x.glyph for x in w.layout.widgets if x.kind == "icon" and x.box[1] < 44 and x.glyph != "back")
+    for variant in (2, 6):
+        orders = {toolbar(s, variant) for s in range(8)}
+        assert len(orders) > 1  # the same variant, other episodes: the icons move ...
+        assert len({frozenset(o) for o in orders}) == 1  # ... and stay the same glyphs
+    assert len({frozenset(toolbar(0, v)) for v in range(8)}) > 1  # variants draw them differently
+
+
+def test_menus_keep_their_variants_order():
+    def menu(seed):
+        w = quiet()
+        w.reset(dark_mode(), seed, variant=3)
+        w.step(Action("tap", point=next(e.center for e in w._observe().elements if e.role == "icon"
+                                         and w.layout.hit(e.center[0] * 180, e.center[1] * 360).id == "icon:more")))
+        return tuple(x.text for x in w.layout.overlay if x.kind == "menu_item")
+    assert len({menu(s) for s in range(5)}) == 1 and menu(0)
+
+
+def test_training_and_evaluation_variants_share_no_glyph_design_word_or_label():
+    train, evaluation = range(6), (6, 7)
+    for app in APPS:
+        seen = {d for i in train for d in app_variant(app, i).designs}
+        held = [app_variant(app, i, evaluation=True) for i in evaluation]
+        assert all(not v.labelled for v in held)  # evaluation phones label no glyph
+        assert all({g for g, _ in v.designs} == DESIGNED_GLYPHS for v in held)  # every glyph in a design of its own
+        assert not seen & {d for v in held for d in v.designs}
+        assert not {w for i in train for _, w in app_variant(app, i).words} & {w for v in held for _, w in v.words}
+    words = unseen_words(train, evaluation)
+    assert "Bin" in words or "Recently deleted" in words or "Empty bin" in words or len(words) >= 10
+    assert not words & {label for labels in SYNONYMS.values() for label in labels}
+    with pytest.raises(ValueError, match="reference"):
+        app_variant("notes", 0, evaluation=True)
+
+
+def test_a_variant_draws_a_glyph_in_its_design_everywhere_the_glyph_shows():
+    v = app_variant("notes", 6, evaluation=True)
+    assert v.draw("search") == "search@6" and v.draw("star_filled") == "star_filled@6" and v.draw("back") == "back"
+    w = quiet()
+    w.reset(dark_mode(), 0, variant=6)
+    glyphs = {x.glyph for x in w.layout.widgets if x.kind == "icon"}
+    assert "back" not in glyphs and all("@6" in g for g in glyphs if g.split("@")[0] in DESIGNED_GLYPHS)
 
 
 def test_labelled_glyphs_carry_a_description_and_bare_ones_none():
@@ -108,7 +145,7 @@ def test_labelled_glyphs_carry_a_description_and_bare_ones_none():
         w = quiet()
         obs = w.reset(dark_mode(), 0, variant=i)
         search = next(e for e in obs.elements if e.role == "icon" and e.bounds[1] < 0.13
-                      and w.layout.hit(e.center[0] * 180, e.center[1] * 360).glyph == "search")
+                      and w.layout.hit(e.center[0] * 180, e.center[1] * 360).glyph.split("@")[0] == "search")
         assert (search.description == "Search") == ("search" in v.labelled)
 
 
@@ -118,8 +155,8 @@ def test_phone_variants_cover_every_app():
 
 
 def test_a_world_refuses_a_variant_it_does_not_have():
-    with pytest.raises(ValueError, match="variant 4"):
-        quiet().reset(dark_mode(), 0, variant=4)
+    with pytest.raises(ValueError, match="variant 8"):
+        quiet().reset(dark_mode(), 0, variant=8)
 
 
 # ----------------------------------------------------------------------------- routes

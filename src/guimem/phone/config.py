@@ -20,12 +20,12 @@ class WorldConfig:
     n_test: int = 120  # test episodes
     n_memory: int = 240  # memory episodes: experience on the evaluation variants (other tasks than the test's)
     start: str = "app"  # where an episode starts: "app" (inside the task's app) or "launcher"
-    variants: int = 4  # variants of every app (0: the reference design)
-    train_variants: tuple[int, ...] = (0, 1)  # variants the training episodes run on; the others are for evaluation
+    variants: int = 8  # variants of every app (0: the reference design)
+    train_variants: tuple[int, ...] = (0, 1, 2, 3, 4, 5)  # variants the training episodes run on (0 among them); the others are for evaluation
     image_width: int = 180  # screenshot width in pixels; height is twice that
     max_steps: int = 30  # step budget per episode
     dialog_prob: float = 0.3  # chance that an episode is interrupted by a popup
-    shuffle: bool = True  # per-episode layout shuffles (list, menu, tab and toolbar order)
+    shuffle: bool = True  # per-episode layout shuffles (list and icon-toolbar order, the FAB's side)
     themes: bool = True  # per-episode accent colours (False: always blue)
     p_launcher_tap: float = 0.5  # the demonstrator opens apps from the launcher grid (else open_app)
     p_wrong_tap: float = 0.05  # per-step chance of a wrong tap, undone with back
@@ -55,6 +55,9 @@ class WorldConfig:
         if bad or not self.train_variants or len(set(self.train_variants)) != len(self.train_variants):
             raise DataError("world.train_variants", f"must be distinct variant indices in [0, {self.variants}), got "
                             f"{list(self.train_variants)!r}")
+        if 0 not in self.train_variants:
+            raise DataError("world.train_variants", "must hold variant 0, the reference design (the evaluation "
+                            f"variants' glyph designs and words are the ones training never shows), got {list(self.train_variants)!r}")
         if len(self.train_variants) == self.variants:
             raise DataError("world.train_variants", "must leave at least one variant for evaluation")
         for name in ("n_train", "n_test", "n_memory", "max_steps", "image_width"):

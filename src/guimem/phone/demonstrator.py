@@ -34,7 +34,7 @@ from guimem.core.env import WorldObservation
 from guimem.core.store import SPLITS, png_bytes, save_episodes
 from guimem.phone.apps import APPS
 from guimem.phone.config import WorldConfig
-from guimem.phone.expert import BACK, DONE, POPUP, Expert, norm_point, scroll_swipe, tap_point
+from guimem.phone.expert import BACK, DONE, POPUP, Expert, ExpertLost, norm_point, play, scroll_swipe, tap_point
 from guimem.phone.subgoals import SubgoalSpec, dismiss_popup
 from guimem.phone.tasks import TEMPLATES, make_task, spec_of, subgoal_reuse
 from guimem.phone.toolkit import H as LH
@@ -238,8 +238,8 @@ def plan_tasks(config: WorldConfig, seed: int) -> dict[str, list[Assignment]]:
     * ``train``: the seen templates' training parameters, on the train variants;
     * ``test``: held-out parameters of seen templates plus the unseen templates, on the
       evaluation variants;
-    * ``memory``: past experience on the evaluation variants, every template and parameter,
-      but never a test episode's task on its own variant (memory of *other* tasks).
+    * ``memory``: past experience on the evaluation variants, every template, but never a test
+      episode's task (template and parameters) on any variant: memory of *other* tasks.
     """
     rng = random.Random(stable_int("tasks", seed))
     combos = split_combos(config)
@@ -249,6 +249,10 @@ def plan_tasks(config: WorldConfig, seed: int) -> dict[str, list[Assignment]]:
 
     def draw(templates: Sequence[str], n: int, pools: dict[str, list], variants: Sequence[int],
              avoid: set[tuple] = frozenset()) -> list[Assignment]:
+        pools = {t: [c for c in pools[t] if (t, c) not in avoid] for t in templates}
+        templates = [t for t in templates if pools[t]]
+        if n and not templates:
+            raise ValueError("no task left to draw: every parameter combination is held out")
         out: list[Assignment] = []
         order: list[str] = []
         while len(out) < n:
@@ -256,17 +260,14 @@ def plan_tasks(config: WorldConfig, seed: int) -> dict[str, list[Assignment]]:
                 order = list(templates)
                 rng.shuffle(order)
             tid = order.pop()
-            variant = variants[len(out) % len(variants)]
-            pool = [c for c in pools[tid] if (tid, c, variant) not in avoid]
-            if pool:
-                out.append(Assignment(make_task(tid, rng.choice(pool)), variant))
+            out.append(Assignment(make_task(tid, rng.choice(pools[tid])), variants[len(out) % len(variants)]))
         return out
 
     train_pool = {t: c["train"] for t, c in combos.items()}
     test_pool = {t: c["test"] for t, c in combos.items()}
     ev = config.eval_variants
     test = draw(list(config.unseen_templates), n_unseen, test_pool, ev) + draw(seen_test, config.n_test - n_unseen, test_pool, ev)
-    taken = {(a.task.template, a.task.params, a.variant) for a in test}
+    taken = {(a.task.template, a.task.params) for a in test}
     every = {t: c["train"] + c["test"] for t, c in combos.items()}
     return {"train": draw(seen, config.n_train, train_pool, config.train_variants),
             "test": test,
@@ -276,9 +277,27 @@ def plan_tasks(config: WorldConfig, seed: int) -> dict[str, list[Assignment]]:
 def shared_tasks(test: Sequence[Assignment], memory: Sequence[Assignment]) -> int:
     """How many ``test`` assignments ask a task (template and parameters) some ``memory`` assignment
     demonstrates, on any variant: a goal the memory holds verbatim, where memory is meant to be
-    experience of other tasks. (:func:`plan_tasks` keeps a test task off its own variant only.)"""
+    experience of other tasks (:func:`plan_tasks` keeps every test task out of memory: 0)."""
     remembered = {(a.task.template, a.task.params) for a in memory}
     return sum((a.task.template, a.task.params) in remembered for a in test)
+
+
+def holds_everywhere(world: World, assignment: Assignment, seed: int) -> bool:
+    """Whether the expert's noise-free path for ``assignment`` on its variant is the path on the
+    reference design (variant 0) with the same world seed: the same moves on widgets that read and
+    look the same (no synonym, no glyph of the variant's own design, no switch moved, no other
+    route). Such a task needs no experience of the phone: its path holds on every variant."""
+    task, variant = assignment
+    plan = spec_of(task).full_plan(task.p, world.config.start)
+
+    def path(v: int) -> list[tuple]:
+        world.reset(task, seed, v)
+        try:
+            return [(e.move, e.look) for e in play(world.fork(), plan)]
+        except ExpertLost:
+            return [("lost", v)]
+
+    return path(variant) == path(0)
 
 
 def unseen_types_covered(config: WorldConfig) -> bool:
@@ -349,8 +368,12 @@ def generate_dataset(config: WorldConfig, out_dir: str | Path, seed: int, progre
         raise ValueError("an unseen template uses a subgoal type no training template uses")
     out = Path(out_dir)
     tasks = plan_tasks(config, seed)
+    planner = World(config, render=False)
     stats: dict[str, Any] = {"seed": seed, "world": config.to_dict(),
-                             "memory_test_goal_overlap": shared_tasks(tasks["test"], tasks["memory"])}
+                             "memory_test_goal_overlap": shared_tasks(tasks["test"], tasks["memory"]),
+                             "test_tasks_without_experience": round(
+                                 sum(holds_everywhere(planner, a, stable_int("episode", seed, "test", i) % 2**31)
+                                     for i, a in enumerate(tasks["test"])) / max(1, len(tasks["test"])), 4)}
     for split in SPLITS:
         episodes, images = demonstrate(config, tasks[split], seed, split, progress)
         meta = {"split": split, "seed": seed, "world": config.to_dict(), "generator": "guimem.demonstrator"}

@@ -213,11 +213,13 @@ def move_action(world: World, move: Move, rng: random.Random, p_launcher_tap: fl
 # ----------------------------------------------------------------------------- the expert
 @dataclass(frozen=True)
 class TraceEntry:
-    """One move of the noise-free run: where it was made from, and which subgoal it belongs to."""
+    """One move of the noise-free run: where it was made from, which subgoal it belongs to, and how
+    the widget it touches looks there (its words and its glyph as this phone draws them)."""
 
     loc: Loc
     move: Move
     subgoal: int
+    look: tuple[str, str] = ("", "")
 
 
 def play(world: World, plan: Sequence[SubgoalSpec], strict: bool = False) -> list[TraceEntry]:
@@ -237,7 +239,9 @@ def play(world: World, plan: Sequence[SubgoalSpec], strict: bool = False) -> lis
             else:
                 moves = [move]
             for m in moves:
-                trace.append(TraceEntry(loc_of(world.state), m, i))
+                widget = world.layout.find(m[1]) if len(m) > 1 and isinstance(m[1], str) else None
+                look = (widget.text or widget.desc, widget.glyph) if widget is not None else ("", "")
+                trace.append(TraceEntry(loc_of(world.state), m, i, look))
                 for _ in range(MAX_MOVE_ACTIONS):
                     if achieved(world, m):
                         break

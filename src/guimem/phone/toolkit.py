@@ -162,7 +162,9 @@ class AppVariant:
     * ``settings_entry``: where the app's settings open from, the overflow (⋮) menu or a gear
       icon in the top bar;
     * ``moved``: switches that sit on another settings page than in the reference design;
-    * ``order_seed``: the order of toolbars, menus, tabs and dialog buttons (None: the reference order).
+    * ``order_seed``: the order of menus, tabs and dialog buttons (None: the reference order);
+    * ``designs``: toolbar glyphs drawn in a design of this variant's own (elsewhere the familiar
+      drawing); a widget then carries the glyph as ``"<glyph>@<variant>"``.
     """
 
     app: str
@@ -172,10 +174,20 @@ class AppVariant:
     settings_entry: str = "overflow"  # "overflow" or "toolbar"
     moved: tuple[tuple[str, str], ...] = ()  # (switch key, settings screen name it sits on here)
     order_seed: int | None = None
+    designs: tuple[tuple[str, int], ...] = ()  # (glyph, design): drawn in a design of its own here
 
     @functools.cached_property
     def _words(self) -> dict[str, str]:
         return dict(self.words)
+
+    @functools.cached_property
+    def _designs(self) -> dict[str, int]:
+        return dict(self.designs)
+
+    def draw(self, glyph: str) -> str:
+        """The glyph as this variant draws it: ``"search@3"`` in design 3, else ``glyph`` itself."""
+        design = self._designs.get(DESIGN_OF.get(glyph, glyph))
+        return f"{glyph}@{design}" if design is not None else glyph
 
     def say(self, label: str) -> str:
         """This variant's word for the reference label ``label`` (unchanged when it has none)."""
@@ -183,7 +195,7 @@ class AppVariant:
 
     def to_dict(self) -> dict[str, Any]:
         return {"app": self.app, "index": self.index, "words": dict(self.words), "labelled": sorted(self.labelled),
-                "settings_entry": self.settings_entry, "moved": dict(self.moved)}
+                "settings_entry": self.settings_entry, "moved": dict(self.moved), "designs": dict(self.designs)}
 
 
 REFERENCE = AppVariant("")
@@ -229,8 +241,9 @@ class View:
         return self.state.variant(self.app)
 
     def perm(self, key: str, items: Sequence[T]) -> list[T]:
-        """``items`` in their order for ``key``: the app variant's for chrome (toolbars, menus, tabs,
-        dialog buttons: :data:`CHROME_KEYS`), this episode's for lists (unchanged when shuffles are off)."""
+        """``items`` in their order for ``key``: the app variant's for chrome (menus, tabs, dialog
+        buttons: :data:`CHROME_KEYS`), this episode's for lists and icon toolbars (:data:`EPISODE_KEYS`;
+        unchanged when shuffles are off)."""
         items = list(items)
         seed = self.variant.order_seed if key.split(":")[0] in CHROME_KEYS else self.state.shuffle_seed
         if seed is None:
@@ -239,16 +252,21 @@ class View:
         return items
 
     def flip(self, key: str) -> bool:
-        """The app variant's coin for binary layout choices (e.g. which side the FAB sits)."""
-        seed = self.variant.order_seed
+        """The coin for binary layout choices (which side the FAB sits): the app variant's, or this
+        episode's for a key of :data:`EPISODE_KEYS`."""
+        seed = self.state.shuffle_seed if key in EPISODE_KEYS else self.variant.order_seed
         return seed is not None and stable_int(seed, self.app, key) % 2 == 1
 
 
 CHROME_KEYS = frozenset({
-    "toolbar", "view_toolbar", "product_toolbar", "viewer_toolbar", "edit_toolbar", "composer", "tabs", "overflow",
-    "more", "item_menu", "trash_menu", "thread_menu", "chat_menu", "alarm_menu", "viewer_more", "confirm", "form",
-    "app_info", "trash_item", "fab"})
-"""Order keys fixed by the app variant (its design); every other key is shuffled per episode (content)."""
+    "tabs", "overflow", "more", "item_menu", "trash_menu", "thread_menu", "chat_menu", "alarm_menu", "viewer_more",
+    "confirm", "form", "app_info", "trash_item"})
+"""Order keys fixed by the app variant (its design); every other key is shuffled per episode."""
+
+EPISODE_KEYS = frozenset({"toolbar", "view_toolbar", "product_toolbar", "viewer_toolbar", "edit_toolbar", "composer",
+                          "fab"})
+"""The icon toolbars (and the FAB's side): reordered per episode, so "the bare icon at top right"
+does not carry from one episode to the next while the glyph does."""
 
 TRANSLATED_KINDS = frozenset({"title", "text", "row", "toggle", "button", "tab", "menu_item"})
 """Widget kinds whose text is the app's own wording (a variant's synonyms apply); others show content."""
@@ -258,6 +276,12 @@ GLYPH_WORDS: dict[str, str] = {
     "star_filled": "Favourite", "trash": "Delete", "edit": "Edit", "share": "Share", "cart": "Cart", "send": "Send",
     "check": "Save", "smiley": "Stickers"}
 """The accessibility label a toolbar glyph carries in variants that label it."""
+
+DESIGN_OF: dict[str, str] = {"star_filled": "star"}
+"""Glyphs drawn as another's design (a filled star is the favourite's design, filled)."""
+
+DESIGNED_GLYPHS: frozenset[str] = frozenset(g for g in GLYPH_WORDS if g not in DESIGN_OF)
+"""The toolbar functions a variant may draw in a design of its own (:func:`guimem.phone.variants.app_variant`)."""
 
 
 # ----------------------------------------------------------------------------- builder
@@ -286,9 +310,13 @@ class Builder:
                       self.scroll_max, self.scroll_step, tuple(self.offscreen))
 
     def _say(self, widgets: Sequence[Widget]) -> tuple[Widget, ...]:
-        if not self.variant.words:
+        variant = self.variant
+        if variant.designs:
+            widgets = [dataclasses.replace(w, glyph=variant.draw(w.glyph)) if w.kind == "icon" and w.glyph else w
+                       for w in widgets]
+        if not variant.words:
             return tuple(widgets)
-        say = self.variant.say
+        say = variant.say
         return tuple(dataclasses.replace(w, text=say(w.text), sub=say(w.sub),
                                          desc=say(w.desc) if w.kind != "toggle" else w.desc)
                      if w.kind in TRANSLATED_KINDS and (say(w.text) != w.text or say(w.sub) != w.sub) else w

@@ -1,29 +1,38 @@
 """App variants: the same app as different phone makers and versions ship it.
 
 Variant 0 of every app is its reference design (:data:`guimem.phone.toolkit.REFERENCE`). Every
-other variant is drawn, deterministically from ``(app, index)``, by :func:`app_variant`:
+other variant is drawn, deterministically from ``(app, index)`` and whether it is a training or an
+evaluation variant, by :func:`app_variant`:
 
 * **synonyms**: each of the app's own labels keeps its reference word or takes one of its
-  synonyms (:data:`SYNONYMS`), so "Dark mode" may read "Night mode" and "Trash" "Bin";
-* **labelled or label-free controls**: each toolbar glyph carries an accessibility label
-  (``"Search"``) or stays a bare icon that only its picture tells apart;
+  synonyms (:data:`SYNONYMS`), so "Dark mode" may read "Night mode" and "Trash" "Bin". A label's
+  last synonym is kept for evaluation variants (:func:`synonym_pools`): a word no training
+  variant ever shows, so on an evaluation phone only experience tells that "Bin" is the trash;
+* **glyph designs**: each toolbar function (search, add, favourite, ...) is drawn in the design of
+  the variant (:data:`DESIGNED_GLYPHS`). Training variants keep the familiar drawing or use a
+  design of their own; evaluation variants always use a design of their own, so the designs seen
+  in training and in evaluation are disjoint and what a new glyph does is known only from a
+  picture of having used it;
+* **labelled or label-free controls**: on a training variant each toolbar glyph carries an
+  accessibility label (``"Search"``) or stays a bare icon; evaluation variants label none;
 * **where a function sits**: the app's settings open from the overflow (⋮) menu or from a gear
   in the top bar, and some switches sit on another settings page;
-* **order**: toolbars, menus, tabs and dialog buttons have this variant's order.
+* **order**: menus, tabs and dialog buttons have this variant's order (icon toolbars are
+  reordered per episode, :data:`guimem.phone.toolkit.EPISODE_KEYS`).
 
 A phone runs variant ``i`` of every app (one maker's phone). The actor learns on some variants
 and is evaluated on others (``params.yaml: world.phone.train_variants``): on an unfamiliar variant only
-experience tells where things are and what they are called.
+experience tells where things are, what they are called and what a bare icon does.
 """
 
 from __future__ import annotations
 
 import functools
 import random
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from guimem.phone.apps import APPS
-from guimem.phone.toolkit import GLYPH_WORDS, AppVariant, stable_int
+from guimem.phone.toolkit import DESIGNED_GLYPHS, GLYPH_WORDS, AppVariant, stable_int
 
 SYNONYMS: dict[str, dict[str, tuple[str, ...]]] = {
     "settings": {
@@ -75,29 +84,50 @@ SYNONYMS: dict[str, dict[str, tuple[str, ...]]] = {
 """Per app: its own labels (reference words) and the synonyms other variants use instead."""
 
 P_SYNONYM = 0.6  # chance that a variant uses a synonym for a label (else the reference word)
-P_LABELLED = 0.5  # chance that a variant labels a toolbar glyph
+P_LABELLED = 0.5  # chance that a training variant labels a toolbar glyph (evaluation variants label none)
+P_OWN_DESIGN = 0.5  # chance that a training variant draws a toolbar function in a design of its own
 P_MOVED = 0.35  # chance that a variant moves a switch to another settings page of the app
 
 
+def synonym_pools(alternatives: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """A label's synonyms for training variants and for evaluation variants: the last one is kept
+    for evaluation (a word no training phone shows), the others are the training variants'."""
+    return alternatives[:-1], alternatives[-1:]
+
+
 @functools.lru_cache(maxsize=None)
-def app_variant(app: str, index: int) -> AppVariant:
-    """Variant ``index`` of ``app`` (0: the reference design), the same on every machine."""
+def app_variant(app: str, index: int, evaluation: bool = False) -> AppVariant:
+    """Variant ``index`` of ``app`` (0: the reference design, a training variant), the same on every
+    machine; ``evaluation``: a variant held out from training (its own designs, words, no labels)."""
     if app not in APPS:
         raise KeyError(f"unknown app {app!r}")
     if index < 0:
         raise ValueError(f"a variant index is >= 0, got {index}")
     if index == 0:
+        if evaluation:
+            raise ValueError("variant 0 is the reference design, a training variant")
         return AppVariant(app, 0)
     rng = random.Random(stable_int("variant", app, index))
     words = []
     for label, alternatives in SYNONYMS.get(app, {}).items():
-        if rng.random() < P_SYNONYM:
-            words.append((label, rng.choice(alternatives)))
-    labelled = frozenset(g for g in sorted(GLYPH_WORDS) if rng.random() < P_LABELLED)
+        pool = synonym_pools(alternatives)[1 if evaluation else 0]
+        if rng.random() < P_SYNONYM and pool:
+            words.append((label, rng.choice(pool)))
+    labelled = frozenset(g for g in sorted(GLYPH_WORDS) if rng.random() < P_LABELLED and not evaluation)
+    designs = tuple((g, index) for g in sorted(DESIGNED_GLYPHS) if evaluation or rng.random() < P_OWN_DESIGN)
     spec = APPS[app]
     entry = rng.choice(("overflow", "toolbar")) if spec.settings is not None else "overflow"
     return AppVariant(app, index, tuple(words), labelled, entry, _moves(spec.TOGGLE_SECTIONS, rng),
-                      rng.getrandbits(32))
+                      rng.getrandbits(32), designs)
+
+
+def unseen_words(train_variants: Sequence[int], eval_variants: Sequence[int]) -> frozenset[str]:
+    """The labels the evaluation variants show that no training variant (nor the reference design)
+    does: the synonyms only experience of an evaluation phone teaches."""
+    def shown(variants: Sequence[int], evaluation: bool) -> set[str]:
+        return {word for v in variants for app in APPS for _, word in app_variant(app, v, evaluation).words}
+    reference = {label for labels in SYNONYMS.values() for label in labels}
+    return frozenset(shown(eval_variants, True) - shown(train_variants, False) - reference)
 
 
 def _moves(sections: Mapping[str, tuple[tuple[str, str], ...]], rng: random.Random) -> tuple[tuple[str, str], ...]:
@@ -116,6 +146,6 @@ def _moves(sections: Mapping[str, tuple[tuple[str, str], ...]], rng: random.Rand
     return tuple(moved)
 
 
-def phone_variants(index: int) -> dict[str, AppVariant]:
-    """Variant ``index`` of every app: one phone maker's phone."""
-    return {key: app_variant(key, index) for key in APPS}
+def phone_variants(index: int, evaluation: bool = False) -> dict[str, AppVariant]:
+    """Variant ``index`` of every app: one phone maker's phone (``evaluation``: held out from training)."""
+    return {key: app_variant(key, index, evaluation) for key in APPS}

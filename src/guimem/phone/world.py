@@ -16,8 +16,8 @@ What makes memory worth having lives here, in :mod:`guimem.phone.apps` and in
   **app variant** moves, renames and reorders some of it (:mod:`guimem.phone.variants`);
 * **label-free icons and dense grids**: toolbar icons carry no text or description; photos
   and stickers are told apart only by their picture;
-* **per-episode shuffles and themes**: list, menu, tab and toolbar orders and the accent
-  colour change between episodes while every label stays the same;
+* **per-episode shuffles and themes**: list and icon-toolbar orders and the accent colour change
+  between episodes while every label and glyph stays the same;
 * **interruptions and dead ends**: popups (rate us, notifications, ...) that must be
   dismissed, and menu entries that lead nowhere useful.
 
@@ -94,7 +94,7 @@ class World:
         self._popup_at = rng.randint(1, 4) if popup else None
         spec_of(task).prepare(data, task.p, rng)
         self.state = PhoneState("launcher", [Page("launcher/home")], data, accent, shuffle_seed,
-                                variants=phone_variants(variant))
+                                variants=phone_variants(variant, variant in self.config.eval_variants))
         if self.config.start == "app":
             open_app(self.state, task.app)
         self.task, self.t, self.ended, self.variant = task, 0, None, variant

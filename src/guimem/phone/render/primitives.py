@@ -1,6 +1,6 @@
 """Drawing primitives of the synthetic phone: text fitted to a width, and the pictures that carry no
 words at all and are told apart by appearance only: icons (``ICON_GLYPHS``: gear, more, plus,
-magnifier, star, trash, share, ...), photos (``PHOTO_SUBJECTS``: beach, mountain, city, ...),
+magnifier, star, trash, share, ...; each also in app variants' own designs, :func:`draw_design`), photos (``PHOTO_SUBJECTS``: beach, mountain, city, ...),
 stickers (``STICKERS``: heart, sun, ...), app icons and product dots.
 
 Every primitive is pure (the same arguments give the same pixels) and uses Pillow's bundled font
@@ -10,9 +10,12 @@ only, so screens look the same on every machine.
 from __future__ import annotations
 
 import math
+import random
 from functools import lru_cache
 
 from PIL import Image, ImageDraw, ImageFont
+
+from guimem.phone.toolkit import DESIGN_OF, stable_int
 
 Color = tuple[int, int, int]
 Box = tuple[float, float, float, float]  # x0, y0, x1, y1 in output pixels
@@ -74,7 +77,12 @@ def _star_points(cx: float, cy: float, r: float, n: int = 5, inner: float = 0.45
 
 
 def draw_icon(d: ImageDraw.ImageDraw, name: str, box: Box, color: Color, bg: Color) -> None:
-    """Draw the label-free icon ``name`` centred in ``box``."""
+    """Draw the label-free icon ``name`` centred in ``box``: a glyph of :data:`ICON_GLYPHS` in its
+    familiar drawing, or ``"<glyph>@<design>"`` in an app variant's own design (:func:`draw_design`)."""
+    if "@" in name:
+        glyph, _, design = name.partition("@")
+        draw_design(d, glyph, int(design), box, color)
+        return
     x0, y0, x1, y1 = box
     cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
     r = min(x1 - x0, y1 - y0) * 0.32
@@ -145,6 +153,60 @@ def draw_icon(d: ImageDraw.ImageDraw, name: str, box: Box, color: Color, bg: Col
     else:
         raise KeyError(f"unknown icon glyph {name!r}")
 
+
+DESIGN_SHAPES: tuple[str, ...] = ("ring", "disc", "square", "block", "triangle", "bar", "pillar", "slash", "dots",
+                                  "chevron", "arc", "cross")
+"""The strokes an app variant's own glyph designs are composed of (:func:`draw_design`)."""
+
+
+def design_strokes(glyph: str, design: int) -> list[tuple[str, float, float, float]]:
+    """The strokes of ``glyph`` in design ``design``: 2 or 3 (shape, x, y, size) with the centre in
+    units of the icon's radius, the same on every machine. Each design is its own arbitrary mark,
+    as a maker's icon set is: nothing in it says what it does, and no two designs of one glyph coincide."""
+    rng = random.Random(stable_int("design", DESIGN_OF.get(glyph, glyph), design))
+    cells = rng.sample([(-0.5, -0.5), (0.5, -0.5), (-0.5, 0.5), (0.5, 0.5), (0.0, 0.0)], rng.choice((2, 3)))
+    shapes = rng.sample(DESIGN_SHAPES, len(cells))
+    return [(shape, x, y, rng.choice((0.4, 0.5))) for shape, (x, y) in zip(shapes, cells)]
+
+
+def draw_design(d: ImageDraw.ImageDraw, glyph: str, design: int, box: Box, color: Color) -> None:
+    """Draw ``glyph`` in an app variant's own design (:func:`design_strokes`) centred in ``box``; a
+    filled glyph (``star_filled``: the favourite, set) fills the outlined strokes of its design."""
+    x0, y0, x1, y1 = box
+    cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
+    r = min(x1 - x0, y1 - y0) * 0.34
+    w = max(1, int(round(r / 4.5)))
+    filled = glyph in FILLED_GLYPHS
+    for shape, sx, sy, size in design_strokes(glyph, design):
+        px, py, q = cx + sx * r, cy + sy * r, size * r
+        rect = [px - q, py - q, px + q, py + q]
+        if shape in ("ring", "disc"):
+            d.ellipse(rect, fill=color if shape == "disc" or filled else None, outline=color, width=w)
+        elif shape in ("square", "block"):
+            d.rectangle(rect, fill=color if shape == "block" or filled else None, outline=color, width=w)
+        elif shape == "triangle":
+            pts = [(px, py - q), (px + q, py + q), (px - q, py + q)]
+            d.polygon(pts, fill=color) if filled else d.polygon(pts, outline=color, width=w)
+        elif shape == "bar":
+            _line(d, [(px - q, py), (px + q, py)], color, w + 1)
+        elif shape == "pillar":
+            _line(d, [(px, py - q), (px, py + q)], color, w + 1)
+        elif shape == "slash":
+            _line(d, [(px - q, py + q), (px + q, py - q)], color, w + 1)
+        elif shape == "dots":
+            for dx in (-0.6, 0.6):
+                d.ellipse([px + dx * q - w, py - w, px + dx * q + w, py + w], fill=color)
+        elif shape == "chevron":
+            _line(d, [(px - q, py - q * 0.6), (px, py + q * 0.6), (px + q, py - q * 0.6)], color, w)
+        elif shape == "arc":
+            d.arc(rect, 200, 340, fill=color, width=w + 1)
+        elif shape == "cross":
+            _line(d, [(px - q, py - q), (px + q, py + q)], color, w)
+            _line(d, [(px - q, py + q), (px + q, py - q)], color, w)
+
+
+FILLED_GLYPHS = frozenset({"star_filled"})
+"""Glyphs whose design is drawn filled: a state of another glyph (:data:`guimem.phone.toolkit.DESIGN_OF`)."""
 
 ICON_GLYPHS: tuple[str, ...] = (
     "back", "more", "plus", "minus", "search", "gear", "star", "star_filled", "trash", "share", "send",
