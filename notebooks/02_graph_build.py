@@ -43,7 +43,7 @@ retrieval = {}  # what each memory retrieves per query: fields of RetrievalConfi
 max_items = 3  # items the actor is shown, as text and as image
 max_actions = 4  # actions shown per item
 memory_image_width = 180  # memory image width in pixels: the top-1 item's screen at the live screen's size ...
-memory_image_height = 405  # ... (180 x 360) over a strip of 4 crops of the touched elements (45 px each)
+memory_image_height = 405  # ... (180 x 360) over a strip of 4 crops of the shown items' touched elements (45 px each)
 node_index = "auto"  # node search: exact, hnsw (approximate, hnswlib) or auto (exact below exact_below nodes, then hnsw)
 exact_below = 20000  # auto: nodes searched exactly before HNSW takes over (the default run stays far below)
 tau_sweep = [0.8, 0.85, 0.9, 0.93, 0.95, 0.97]  # merge thresholds compared (SMG, theta fixed)
@@ -187,9 +187,11 @@ save_figure(fig, figure_path(figures_dir, "graph_build", "graph"))
 # %% [markdown]
 # ## What the actor will read
 # For a screen, the SMG returns the outgoing edges of its most similar node. The same
-# retrieval is rendered twice: as a text block for the prompt, and as an image of the
-# anchor screens with the actions marked (ring: tap, arrow: swipe, label: typed text or a
-# key; border: green success, vermillion failure, yellow unsure). The node shown is the one
+# retrieval is rendered twice, the same items (the first `max_items`) each way: as a text block
+# for the prompt, and as an image — the top item's anchor screen with its actions marked (ring:
+# tap, arrow: swipe, label: typed text or a key; border: green success, vermillion failure,
+# yellow unsure) over a strip of crops of what the shown items touched, each framed in its
+# item's outcome colour. The node shown is the one
 # with the most out-edges; its screenshots show what merging by pixels alone does when
 # purity is low: list screens of different apps can share one node, and the goal ranking
 # has to bring the relevant edges first.

@@ -202,6 +202,23 @@ def test_render_image_fixed_size_marks_and_determinism(store):
     assert m.render_image(Retrieved("smg", ())).size == (180, 405)
 
 
+def test_the_crop_strip_holds_every_shown_item_best_first():
+    from types import SimpleNamespace
+
+    from guimem.core.data import UIElement
+    from guimem.smg.memories.render import touched_crops
+
+    def item(name, n):
+        els = tuple(UIElement(f"{name}{j}", "icon", "", bounds=(0.1, 0.1, 0.2, 0.2)) for j in range(n))
+        return SimpleNamespace(targets=els, shot=lambda j, name=name: f"{name}.png", success="yes")
+
+    a, b, c = item("a", 3), item("b", 1), item("c", 2)
+    crops = touched_crops([a, b, c], RenderStyle(max_items=3))
+    assert [t.id for _, _, t in crops] == ["a0", "b0", "c0", "a1"]  # each item's first touch, then the next
+    assert [shot for _, shot, _ in crops] == ["a.png", "b.png", "c.png", "a.png"]
+    assert [t.id for _, _, t in touched_crops([a], RenderStyle(max_items=1))] == ["a0", "a1", "a2"]
+
+
 def test_render_image_marks_swipes_and_typing(store):
     root, eps, subs = store
     swipe = Action("swipe", (0.5, 0.8), end=(0.5, 0.3))

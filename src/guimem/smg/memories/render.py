@@ -3,8 +3,8 @@
 This is the one module to open to change what the actor sees of a memory. :class:`RenderStyle`
 says how much is shown; :func:`render_text` writes the block of the prompt (a header, then one
 line per item: outcome, task, subgoal, actions in words, result); :func:`render_image` draws the
-top-1 item (its first screen, actions marked, border coloured by outcome) over a strip of crops of
-the elements its actions touched. :func:`image_layout` is the actor's geometry contract: where the
+same items: the top-1 item's first screen (actions marked, border coloured by outcome) over a strip
+of crops of the elements the shown items touched. :func:`image_layout` is the actor's geometry contract: where the
 remembered screen and each crop sit in the image; the miniature actor cuts the image along the same
 boxes, so a change here is a change to its input. :func:`count_tokens` measures a block as the
 actor's tokenizer reads it.
@@ -16,34 +16,37 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Sequence
 
 from PIL import Image, ImageDraw, ImageFont
 
-from guimem.core.data import DataError
+from guimem.core.data import DataError, UIElement
 from guimem.core.io import check_number, file_inside
 from guimem.core.store import open_image
 from guimem.models.tokenizer import words
 from guimem.smg.memories.items import MemoryItem, Retrieved
 
 MIN_PANEL = 8  # pixels: the smallest side of one item's panel in the memory image
-MEMORY_CROPS = 4  # crops of touched elements in the memory image's strip (the first actions of the item)
+MEMORY_CROPS = 4  # crops of touched elements in the memory image's strip (the shown items' first actions, round robin)
 
 
 def image_layout(size: tuple[int, int]) -> tuple[tuple[int, int, int, int], list[tuple[int, int, int, int]]]:
     """Where things are in a memory image of ``size`` (width, height): the box of the remembered
-    screen (the top, in the live screen's geometry) and the boxes of the :data:`MEMORY_CROPS` crop
-    slots (a strip along the bottom, ``width // MEMORY_CROPS`` square), each ``(x0, y0, x1, y1)``.
-    The miniature actor cuts the image along the same boxes."""
+    screen (the top, in the live screen's geometry) and the boxes of the :data:`MEMORY_CROPS` crops
+    (a strip along the bottom of ``width // MEMORY_CROPS`` square slots, each crop inside a frame
+    one pixel wide), each ``(x0, y0, x1, y1)``. The miniature actor cuts the image along the same
+    boxes, so the frame never enters a crop it compares with the screen."""
     width, height = size
     side = width // MEMORY_CROPS
     screen = (0, 0, width, height - side)
-    return screen, [(i * side, height - side, (i + 1) * side, height) for i in range(MEMORY_CROPS)]
+    return screen, [(i * side + 1, height - side + 1, (i + 1) * side - 1, height - 1) for i in range(MEMORY_CROPS)]
 
 
 @dataclass(frozen=True)
 class RenderStyle:
-    """How much of a retrieval the actor is shown: in words the first ``max_items`` items (the SMG
-    block), in pixels the first item (the top-1 demonstration, in the live screen's geometry)."""
+    """How much of a retrieval the actor is shown: the first ``max_items`` items, in words (the SMG
+    block) and in pixels (the top-1 item's screen in the live screen's geometry, and the elements
+    every shown item touched), so the two renderings hold the same experience."""
 
     max_items: int = 3  # items rendered as text; the rest are counted, not shown
     max_actions: int = 4  # actions shown per item
@@ -63,7 +66,7 @@ class RenderStyle:
         for value in size:
             check_number(value, "image_size", lo=1, integer=True)
         screen, crops = image_layout(tuple(size))
-        if min(screen[2] - screen[0], screen[3] - screen[1], crops[0][2] - crops[0][0]) < MIN_PANEL:
+        if min(screen[2] - screen[0], screen[3] - screen[1], crops[0][2] - crops[0][0] + 2) < MIN_PANEL:
             raise DataError("image_size", f"{size[0]}x{size[1]} pixels leave the remembered screen or its crops "
                                           f"smaller than {MIN_PANEL} pixels")
         object.__setattr__(self, "image_size", tuple(size))
@@ -196,28 +199,50 @@ def render_panel(item: MemoryItem, store_root: str | Path, size: tuple[int, int]
 
 @lru_cache(maxsize=4096)
 def _crop(store_root: str, rel: str, bounds: tuple[float, float, float, float], side: int) -> Image.Image:
-    """The element at ``bounds`` on screenshot ``rel``, cut out at full resolution and scaled to ``side``."""
+    """The element at ``bounds`` on screenshot ``rel``, cut out at full resolution and scaled, its
+    aspect kept, to fit a ``side`` square (centred on grey): a square glyph fills the square; a wide
+    list row becomes a thin band whose words are too small to read, as in any picture of a screen."""
     shot = open_image(file_inside(store_root, rel, "anchor"))
     w, h = shot.size
     x0, y0, x1, y1 = bounds
     box = (int(x0 * w), int(y0 * h), max(int(x0 * w) + 1, math.ceil(x1 * w)), max(int(y0 * h) + 1, math.ceil(y1 * h)))
-    return shot.crop(box).resize((side, side), Image.BILINEAR)
+    element = shot.crop(box)
+    scale = side / max(element.size)
+    fitted = element.resize((max(1, round(element.width * scale)), max(1, round(element.height * scale))), Image.BILINEAR)
+    out = Image.new("RGB", (side, side), EMPTY)
+    out.paste(fitted, ((side - fitted.width) // 2, (side - fitted.height) // 2))
+    return out
+
+
+def touched_crops(items: Sequence[MemoryItem], style: RenderStyle) -> list[tuple[MemoryItem, str, UIElement]]:
+    """The elements the crop strip shows, at most :data:`MEMORY_CROPS`: round robin over the shown
+    items (each one's first touched element, then each one's second, ...), so the strip holds every
+    item the text block holds, best first: ``(item, screenshot, element)`` each."""
+    per_item = [[(item, item.shot(j), t) for j, t in enumerate(item.targets[: style.max_actions]) if t is not None]
+                for item in items]
+    out = []
+    for rank in range(max((len(t) for t in per_item), default=0)):
+        out += [touched[rank] for touched in per_item if rank < len(touched)]
+    return out[:MEMORY_CROPS]
 
 
 def render_image(retrieved: Retrieved, store_root: str | Path, style: RenderStyle = RenderStyle()) -> Image.Image:
-    """The top-1 item as a picture: its first screen in the live screen's geometry (the whole width,
-    so a remembered control sits where it sits on a screen of this variant), each action marked where
-    it was made, inside a border coloured by the item's outcome; below it a strip of crops of the
-    elements its first actions touched, at full resolution, so a label-free glyph stays recognisable
+    """The shown items as a picture — the same items the text block holds (the first ``max_items``):
+    the top-1 item's first screen in the live screen's geometry (the whole width, so a remembered
+    control sits where it sits on a screen of this variant), each action marked where it was made,
+    inside a border coloured by the item's outcome; below it a strip of crops of the elements the
+    shown items touched (:func:`touched_crops`: each item's first, then its next), at full
+    resolution and in their own aspect, so a label-free glyph stays recognisable (and a list row's
+    words do not), each framed in its item's outcome colour
     (:func:`image_layout`). An empty retrieval is a grey image."""
     canvas = Image.new("RGB", style.image_size, EMPTY)
     if not retrieved.items:
         return canvas
-    item = retrieved.items[0]
+    shown = retrieved.items[: style.max_items]
     screen, crops = image_layout(style.image_size)
-    canvas.paste(render_panel(item, store_root, (screen[2] - screen[0], screen[3] - screen[1]), style), screen[:2])
-    touched = [(item.shot(j), t) for j, t in enumerate(item.targets[: style.max_actions]) if t is not None]
-    for (x0, y0, x1, y1), (shot, target) in zip(crops, touched[:MEMORY_CROPS]):
-        side = x1 - x0 - 2
-        canvas.paste(_crop(str(store_root), shot, target.bounds, side), (x0 + 1, y0 + 1))
+    canvas.paste(render_panel(shown[0], store_root, (screen[2] - screen[0], screen[3] - screen[1]), style), screen[:2])
+    draw = ImageDraw.Draw(canvas)
+    for (x0, y0, x1, y1), (item, shot, target) in zip(crops, touched_crops(shown, style)):
+        draw.rectangle((x0 - 1, y0 - 1, x1, y1), fill=OUTCOME_COLOURS.get(item.success, EMPTY))  # the frame
+        canvas.paste(_crop(str(store_root), shot, target.bounds, x1 - x0), (x0, y0))
     return canvas
