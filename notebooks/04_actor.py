@@ -79,7 +79,7 @@ from guimem.pipeline.report import report
 from guimem.smg.memories import MEMORIES, count_tokens, load_memories, memory_embedders
 from guimem.train.dagger import run_dagger
 from guimem.train.examples import examples_from_retrieval, memory_names_target, sample_held_out
-from guimem.train.folds import build_kfold_examples, fold_memories, rebuild_from
+from guimem.train.folds import build_kfold_examples, fold_memories, rebuild_from, validation_split
 from guimem.viz.plotting import MEMORY_LABELS, MODALITY_COLORS, figure_path, save_figure, write_plot_data
 
 # %% [markdown]
@@ -107,7 +107,10 @@ print(f"{len(train)} training episodes ({sum(len(e.steps) for e in train)} steps
 # rebuilt (same kind, same parameters as in `02_graph_build`) from the *other* folds only.
 # Each step gets `kinds_per_step` memory kinds drawn at random, so that one actor learns to
 # read all four: Subgoal-Graph, Subgoal-Flat, Action-Graph and Task-Graph. Which *modality*
-# it sees (none, text, image, both) is drawn again at every epoch.
+# it sees (none, text, image, both) is drawn again at every epoch. A share of the training
+# episodes (`training["validation_share"]`) is kept out of learning: after every epoch the actor
+# is scored on them, and the weights kept are those of the best epoch there — chosen on the
+# training variants, never on a test or memory episode.
 
 # %%
 images, texts = memory_embedders(memories_dir, image_embedder, text_embedder, cache_dir)
@@ -118,8 +121,13 @@ rebuild = rebuild_from(saved, subgoals, train_root)  # a memory of a kind, with 
 folds = fold_memories(train, rebuild, MEMORIES, k_folds, seed)  # kept: DAgger's rollouts read them too
 examples = build_kfold_examples(train, train_root, rebuild, MEMORIES, k_folds, seed, kinds_per_step,
                                 shape.max_history, query_vectors=queries, folds=folds)
-print(f"{len(examples)} training examples; kinds:",
-      {k: sum(ex.memory_kind == k for ex in examples) for k in MEMORIES})
+config = TrainConfig(**training, model=model)
+learn, validate = validation_split(train, config.validation_share, seed)  # checkpoints are chosen on validate
+kept_out = {e.id for e in validate}
+selection = [ex for ex in examples if ex.episode_id in kept_out]
+examples = [ex for ex in examples if ex.episode_id not in kept_out]
+print(f"{len(examples)} training examples ({len(learn)} episodes), {len(selection)} validation examples "
+      f"({len(validate)} episodes); kinds:", {k: sum(ex.memory_kind == k for ex in examples) for k in MEMORIES})
 print("\nOne of them — goal:", examples[3].input.goal, "| demonstrated:", examples[3].target.describe())
 print(examples[3].input.memory_text)
 
@@ -173,8 +181,8 @@ print("share of memory blocks longer than the actor's budget (cut):", {k: f"{v:.
 # coordinates), a swipe direction, a span of the goal to type, and the app to open.
 
 # %%
-config = TrainConfig(**training, max_eval_examples=len(watch), model=model)
-actor, history = train_actor(examples, config, seed, eval_examples=watch)
+config = dataclasses.replace(config, max_eval_examples=len(watch))
+actor, history = train_actor(examples, config, seed, eval_examples=watch, select_examples=selection)
 n_params = sum(p.numel() for p in actor.model.parameters())
 print(f"{n_params:,} parameters")  # speed: benchmarks/bench_actor.py (timings would make this report differ run to run)
 bc_epochs = len(history.train_loss)
@@ -187,21 +195,25 @@ bc_epochs = len(history.train_loss)
 # rounds: the actor plays `dagger_tasks` training tasks itself (each in a fresh world seed, on
 # its own train variant, reading a memory built without its episode's fold, in a modality drawn
 # as in training), the expert — right from any state (`00_world`) — labels every state it
-# visits, and the actor trains on for `dagger_epochs` epochs over all examples so far.
+# visits, and the actor trains on for `dagger_epochs` epochs over all examples so far. A round is
+# kept only if it holds the validation accuracy: its best epoch there against the weights it
+# started from (so a round that makes the actor worse on the training variants is undone).
 
 # %%
 def train_on(examples, r, actor):
     """The actor trained on for ``dagger_epochs`` epochs over ``examples`` after round ``r`` (curve appended)."""
     return train_actor(examples, dataclasses.replace(config, epochs=dagger_epochs), seed + 1 + r,
-                       eval_examples=watch, init=actor, history=history)[0]
+                       eval_examples=watch, init=actor, history=history, select_examples=selection)[0]
 
 
-actor, examples, dagger = run_dagger(actor, examples, train_on, train, folds,
+actor, examples, dagger = run_dagger(actor, examples, train_on, learn, folds,
                                      replay_world_config(train_root, dagger_max_steps), dagger_rounds, dagger_tasks,
                                      seed, config.modality_weights, shape.max_history)
 for r, stats in enumerate(dagger):
+    stats["kept_epoch"] = history.selected[r + 1] if history.selected else dagger_epochs  # 0: undone (see above)
     print(f"round {r + 1}: the actor succeeded on {stats['success']} of {stats['episodes']} rollouts; {stats['kept']} "
-          f"new examples ({stats['type_disagreement_rate']:.0%} of states: another action type than the expert's)")
+          f"new examples ({stats['type_disagreement_rate']:.0%} of states: another action type than the expert's); "
+          + (f"kept its epoch {stats['kept_epoch']}" if stats["kept_epoch"] else "undone (validation did not hold)"))
 actor.save(Path(out_dir) / "model")
 
 # %%
@@ -212,15 +224,17 @@ a.set(xlabel="epoch", ylabel="training loss (sum of heads)", title="Training los
 for ax in (a, b):
     if bc_epochs < len(ep):
         ax.axvline(bc_epochs + 0.5, color="#bbbbbb", lw=1, ls=":")  # DAgger from here on
-b.plot(ep, history.eval_step_accuracy, "o-", color=MODALITY_COLORS["both"], label="step accuracy")
+b.plot(ep, history.eval_step_accuracy, "o-", color=MODALITY_COLORS["both"], label="step accuracy (held-out test)")
+b.plot(ep, history.validation_step_accuracy, "^-", color="#333333", label="step accuracy (validation: selects)")
 b.plot(ep, history.eval_type_accuracy, "s--", color="#999999", label="type accuracy")
-b.set(xlabel="epoch", ylabel="held-out share", ylim=(0, 1), title="Held-out steps (SMG memory, modality drawn)")
+b.set(xlabel="epoch", ylabel="share of steps", ylim=(0, 1), title="Step accuracy (modality drawn)")
 b.legend()
 save_figure(fig, figure_path(figures_dir, "actor", "training_curves"))
 write_plot_data(plots_dir, "actor", "training_curves", [
     {"epoch": int(e), "train_loss": round(loss, 4), "held_out_step_accuracy": round(step, 4),
-     "held_out_type_accuracy": round(kind, 4)}
-    for e, loss, step, kind in zip(ep, history.train_loss, history.eval_step_accuracy, history.eval_type_accuracy)])
+     "held_out_type_accuracy": round(kind, 4), "validation_step_accuracy": round(val, 4)}
+    for e, loss, step, kind, val in zip(ep, history.train_loss, history.eval_step_accuracy, history.eval_type_accuracy,
+                                        history.validation_step_accuracy)])
 
 # %% [markdown]
 # ## Does the actor beat a trivial policy, and does memory help it?
@@ -234,21 +248,24 @@ write_plot_data(plots_dir, "actor", "training_curves", [
 # %%
 from guimem.eval.action_match import paired_counts, step_accuracy
 from guimem.eval.figures import accuracy_by_condition_figure, memory_effect_figure, modality_contest_figure
-from guimem.eval.memory_effect import names_target_split, right_experience_split
-from guimem.eval.modality import DETERMINED, contest, contest_by_group, information_groups, step_groups
+from guimem.eval.memory_effect import names_target_split, right_experience_split, shuffled_images
+from guimem.eval.modality import (DETERMINED, contest, contest_by_group, information_groups, rendering_measures,
+                                  step_groups)
+from guimem.phone.variants import unseen_words
 from guimem.eval.step_table import step_table
 from guimem.smg.retrieval import read_results
 
 # %%
+world = replay_world_config(test_root)  # the world the held-out episodes ran in
 train_actions = [ex.target for ex in examples]
 majority = majority_action(train_actions, actor.config.screen_grid)
 by_kind = {kind: [ex for ex in held if ex.memory_kind == kind] for kind in MEMORIES}  # same steps, same order
 baseline = step_accuracy([majority] * len(steps), [ex.target for ex in by_kind["smg"]],
                          [ex.input.elements for ex in by_kind["smg"]], STRICT_MATCH)
 print(f"majority action {majority.describe()}: step accuracy {baseline['step_accuracy']:.3f}")
-hits = {}  # condition -> (step hits, type hits), one per held-out step
+hits, tables = {}, {}  # condition -> (step hits, type hits), one per held-out step; memory -> its step table
 for kind in MEMORIES:  # each step featurised once per memory; "none" is the same prompt for every memory
-    table = step_table(actor, by_kind[kind], MODALITIES if kind == "smg" else MODALITIES[1:], STRICT_MATCH)
+    table = tables[kind] = step_table(actor, by_kind[kind], MODALITIES if kind == "smg" else MODALITIES[1:], STRICT_MATCH)
     for m, h in table.items():
         hits["none" if m == "none" else f"{kind}/{m}"] = (h.step, h.type)
 by_condition = {name: {"step_accuracy": float(h.mean()), "type_accuracy": float(t.mean())} for name, (h, t) in hits.items()}
@@ -322,7 +339,8 @@ for name, c in paired.items():
 # reference that sees which one was right) — and where each wins, by what the step needs.
 
 # %%
-groups = step_groups([ex.input for ex in smg_examples], [ex.target for ex in smg_examples])
+unseen = unseen_words(world.train_variants, world.eval_variants)  # the evaluation variants' synonyms
+groups = step_groups([ex.input for ex in smg_examples], [ex.target for ex in smg_examples], unseen)
 text_hits, image_hits = hits["smg/text"][0], hits["smg/image"][0]
 modality = {"overall": contest(text_hits, image_hits), "by_group": contest_by_group(text_hits, image_hits, groups)}
 o = modality["overall"]
@@ -334,6 +352,21 @@ for name, g in modality["by_group"].items():
           f"non-tied {g['non_tied_share']:.1%}")
 fig = modality_contest_figure(modality["by_group"], modality["overall"])
 save_figure(fig, figure_path(figures_dir, "actor", "modality_contest"))
+
+# %% [markdown]
+# **Does the actor read each rendering at all?** A contest means something only if both renderings
+# move the actor. Four checks on the same SMG steps: how often the image leaves the action that no
+# memory gives; what showing *another* step's image (from another episode) costs against the right
+# one; and how each rendering does on its own ground — a target that is a bare glyph (only the
+# picture shows it), and a target whose label is a word no training variant showed (only the text
+# quotes it; a small crop of a text row does not read).
+
+# %%
+shuffled = step_table(actor, shuffled_images(smg_examples, seed), ["image"], STRICT_MATCH)["image"]
+reading = rendering_measures(tables["smg"]["none"].actions, tables["smg"]["image"].actions,
+                             {"text": text_hits, "image": image_hits, "shuffled image": shuffled.step}, groups)
+for name, value in reading.items():
+    print(f"{name:30s} {value:.3f}" if isinstance(value, float) else f"{name:30s} {value}")
 
 # %% [markdown]
 # ## Where could memory help at all?
@@ -399,19 +432,23 @@ save_figure(fig, figure_path(figures_dir, "actor", "memory_effect"))
 
 # %% [markdown]
 # ## Metrics
-# The headline numbers (`dvc metrics show`, `make metrics`): step accuracy with no memory, with
-# the SMG's memory in each modality and with each baseline memory as text, beside the majority
-# action; every score behind them (each condition's type accuracy, the paired counts and sign
-# tests, the splits above, the training history) goes to `results/actor.json`.
+# The headline numbers (`dvc metrics show`, `make metrics`): step accuracy with no memory and with
+# the SMG's memory in each modality, beside the majority action; the text-image contest; the four
+# reading measures. Every score behind them (each memory and condition's step and type accuracy,
+# the paired counts and sign tests, the splits above, the training history) goes to
+# `results/actor.json`.
 
 # %%
 results = {
-    "train_examples": len(examples), "train_episodes": len(train), "held_out_steps": len(steps),
+    "train_examples": len(examples), "train_episodes": len(learn), "validation_episodes": len(validate),
+    "validation_examples": len(selection), "held_out_steps": len(steps),
     "behaviour_cloning_epochs": bc_epochs, "dagger": dagger, "memory_text_cut_share": memory_cut,
-    "modality_contest": modality, "by_information_clean": by_information,
+    "modality_contest": modality, "by_information_clean": by_information, "reading": reading,
     "parameters": n_params, "layers": actor.config.num_hidden_layers, "d_model": actor.config.hidden_size,
     "history": {"train_loss": [round(v, 4) for v in history.train_loss],
-                "held_out_step_accuracy": [round(v, 4) for v in history.eval_step_accuracy]},
+                "held_out_step_accuracy": [round(v, 4) for v in history.eval_step_accuracy],
+                "validation_step_accuracy": [round(v, 4) for v in history.validation_step_accuracy],
+                "kept_epochs": history.selected},
     "majority_action": {"action": majority.describe(), "step_accuracy": round(baseline["step_accuracy"], 4)},
     "step_accuracy": {k: round(r["step_accuracy"], 4) for k, r in by_condition.items()},
     "type_accuracy": {k: round(r["type_accuracy"], 4) for k, r in by_condition.items()},
@@ -421,9 +458,12 @@ results = {
     "fixed_broken_vs_none": paired,
     "right_experience_shown": shown_right,
 }
-headline = ["none", "smg/text", "smg/image", "smg/both", "flat/text", "action_graph/text", "task_graph/text"]
-metrics = {"held_out_steps": len(steps), "majority_step_accuracy": results["majority_action"]["step_accuracy"],
-           "step_accuracy_determined_none": by_information["determined by goal and screen"]["none"]}
+
+# %%
+headline = ["none", "smg/text", "smg/image", "smg/both"]  # the baseline memories' own: results["step_accuracy"]
+metrics = {"held_out_steps": len(steps), "majority_step_accuracy": results["majority_action"]["step_accuracy"]}
 metrics |= {f"step_accuracy_{c.replace('/', '_')}": results["step_accuracy"][c] for c in headline}
 metrics |= {"smg_text_image_non_tied": round(o["non_tied_share"], 4), "smg_text_image_oracle_gain": round(o["oracle_gain"], 4)}
+metrics |= {k: round(reading[k], 4) for k in ("image_vs_none_agreement", "shuffled_image_drop",
+                                              "label_free_image_minus_text", "synonym_text_minus_image")}
 report(results_path, results, metrics_path, metrics)

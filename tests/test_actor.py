@@ -6,6 +6,7 @@ a 32x16-pixel screen): the properties tested do not depend on size.
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -45,6 +46,8 @@ from guimem.actors.mini.features import (
     featurise,
     match_ids,
     memory_match_ids,
+    pixel_alike,
+    pixel_match_ids,
     role_index,
     targets_for,
     touched,
@@ -60,7 +63,7 @@ from guimem.core.store import load_episodes, save_episodes
 from guimem.models.tokenizer import ACT, Vocabulary, find_span, span_text, tokenize
 from guimem.smg.memories import MEMORY_CROPS
 from guimem.train.examples import ActorExample
-from guimem.train.folds import assign_folds, build_kfold_examples
+from guimem.train.folds import assign_folds, build_kfold_examples, validation_split
 
 torch.set_num_threads(1)
 
@@ -156,6 +159,40 @@ def test_exact_match_codes_follow_goal_and_shown_memory(vocab, model):
     words = torch.tensor([[vocab.id("display"), vocab.id("sound"), 0], [0, 0, 0]])
     partial = match_ids(words, torch.tensor([vocab.id("sound")]), None, vocab)
     assert partial.tolist() == [1 + N_MATCH * 1, 0]
+
+
+def test_pixel_alike_finds_a_remembered_glyph_in_any_theme_and_nothing_in_an_empty_slot():
+    from PIL import ImageDraw
+
+    from guimem.phone.render import draw_icon
+
+    def crop(glyph, fg, bg):
+        im = Image.new("RGB", (26, 26), bg)
+        draw_icon(ImageDraw.Draw(im), glyph, (0, 0, 26, 26), fg, bg)
+        return torch.from_numpy(np.asarray(im.resize((16, 16), Image.Resampling.BOX))).reshape(1, -1)
+
+    live = torch.cat([crop("search@6", (20, 20, 20), (250, 250, 250)), crop("trash@6", (20, 20, 20), (250, 250, 250)),
+                      torch.full((1, 3 * 16 * 16), 200, dtype=torch.uint8)])  # a flat element: nothing to match
+    remembered = torch.cat([crop("search@6", (240, 240, 240), (30, 30, 60)),  # the same glyph, dark theme
+                            torch.full((1, 3 * 16 * 16), 128, dtype=torch.uint8)])  # an empty crop slot
+    alike = pixel_alike(live, remembered)
+    assert alike[0, 0] == 3 and alike[1, 0] < 3  # the same design matches; another does not
+    assert alike[:, 1].tolist() == [0, 0, 0] and alike[2].tolist() == [0, 0]
+    ids = pixel_match_ids(alike)
+    assert ids[0, 0] == 1 + 2 and ids[1, 0] == 1 + int(alike[1, 0]) - 1 and ids[:, 1].tolist() == [0, 0, 0]
+
+
+def test_pixel_match_codes_reach_the_prompt_only_with_the_image_shown(vocab, model):
+    cfg = model.config
+    f = featurise(an_input(), vocab, cfg)
+    assert f.pixel_alike is not None and f.pixel_alike.shape == (len(BUTTONS), MEMORY_CROPS)
+    for memory in MODALITIES:
+        batch = collate([f], [memory], cfg, vocab)
+        seg, codes = batch["segment_ids"][0], batch["pixel_match_ids"][0]
+        assert bool((codes > 0).any()) == (memory in ("image", "both")) or not bool((f.pixel_alike > 0).any())
+        assert not bool((codes[(seg != SEG_ELEMENT) & (seg != SEG_MEMORY_CROP)] > 0).any())
+    off = ActorConfig(**{**cfg.to_dict(), "pixel_match": False})
+    assert "pixel_match_ids" not in collate([f], ["both"], off, vocab)
 
 
 def test_memory_text_words_flag_whether_the_goal_holds_them(vocab, model):
@@ -385,6 +422,33 @@ def test_training_learns_a_trivial_mapping_and_is_deterministic():
     assert hist3.train_loss != hist.train_loss
 
 
+def test_the_checkpoint_kept_is_the_best_on_validation_and_a_round_that_does_not_hold_it_is_undone():
+    cfg = TrainConfig(epochs=4, batch_size=8, lr=3e-3, warmup_steps=5, min_count=1, model=TINY)
+    data, validation = colour_task(48, 0), colour_task(24, 2)
+    actor, hist = train_actor(data, cfg, seed=3, progress=False, select_examples=validation)
+    assert len(hist.validation_step_accuracy) == 4 and len(hist.selected) == 1
+    best = max(range(4), key=lambda e: (hist.validation_step_accuracy[e], e))
+    assert hist.selected == [best + 1]
+    # a "round" that can only make it worse (labels flipped): its start is kept, bit for bit
+    flipped = [dataclasses.replace(ex, target=Action("home" if ex.target.type == "back" else "back")) for ex in data]
+    before = {k: v.clone() for k, v in actor.model.state_dict().items()}
+    after, hist = train_actor(flipped, dataclasses.replace(cfg, epochs=2), seed=4, progress=False, init=actor,
+                              history=hist, select_examples=validation)
+    assert hist.selected[-1] == 0
+    for name, p in after.model.state_dict().items():
+        torch.testing.assert_close(p, before[name], rtol=0, atol=0)
+
+
+def test_validation_split_keeps_whole_episodes_out():
+    episodes = [SimpleNamespace(id=f"e{i}") for i in range(20)]
+    learn, held = validation_split(episodes, 0.1, seed=0)
+    assert len(held) == 2 and len(learn) == 18 and not {e.id for e in learn} & {e.id for e in held}
+    assert validation_split(episodes, 0.1, seed=0) == (learn, held)
+    assert validation_split(episodes, 0.0, 0) == (episodes, [])
+    with pytest.raises(DataError, match="validation_share"):
+        validation_split(episodes, 1.0, 0)
+
+
 def test_modality_batches_are_uniform_and_cover_every_example():
     mods = ["none", "text", "text", "both", "image", "none", "text"] * 5
     batches = modality_batches(mods, 4, np.random.default_rng(0))
@@ -486,7 +550,9 @@ def test_actor_notebook_metrics(actor_stage):
     steps = sum(len(e.steps) for e in load_episodes(tmp / "data" / "world" / "train"))
     (dagger,) = m["dagger"]  # one round: 6 rollouts of at most 8 steps, each state labelled by the expert
     assert dagger["episodes"] == 6 and 0 < dagger["kept"] <= dagger["states"] <= 6 * 8
-    assert m["train_examples"] == steps + dagger["kept"] and m["train_episodes"] == 12 and m["layers"] == 6
+    assert m["train_examples"] == steps - m["validation_examples"] + dagger["kept"] and m["layers"] == 6
+    assert m["train_episodes"] + m["validation_episodes"] == 12 and m["validation_episodes"] >= 1
+    assert len(m["history"]["kept_epochs"]) == 2 and m["history"]["kept_epochs"][1] in (0, 1)  # BC, then the round
     assert m["behaviour_cloning_epochs"] == 2  # then one DAgger epoch
     assert len(m["history"]["train_loss"]) == 3 and len(m["history"]["held_out_step_accuracy"]) == 3
     contest = m["modality_contest"]["overall"]

@@ -9,7 +9,7 @@ import pytest
 
 from guimem.core.data import Action, DataError
 from guimem.eval.action_match import paired_counts
-from guimem.eval.memory_effect import names_target_split, right_experience_split
+from guimem.eval.memory_effect import names_target_split, right_experience_split, shuffled_images
 
 T, F = True, False
 HITS = {"none": np.array([T, F, F, T, F, F]), "text": np.array([T, T, T, F, F, T]),
@@ -59,3 +59,23 @@ def test_sample_held_out_keeps_every_kind_of_a_sampled_step():
     assert picked == [ex for ex in examples if (ex.episode_id, ex.step) in steps]  # original order
     assert picked == sample_held_out(examples, 5, seed=3)
     assert sample_held_out(examples, 0, seed=3) == examples and sample_held_out(examples, 99, seed=3) == examples
+
+
+def test_shuffled_images_give_every_step_another_episodes_image_and_keep_the_rest():
+    from PIL import Image
+
+    from guimem.core.policy import PolicyInput
+    from guimem.train.examples import ActorExample
+
+    def ex(episode, step):
+        image = Image.new("RGB", (4, 4), (episode * 40, step * 40, 0))
+        return ActorExample(PolicyInput(None, (), f"goal {episode}", (), f"text {episode}/{step}", image),
+                            Action("back"), f"e{episode}", step)
+
+    examples = [ex(e, s) for e in range(4) for s in range(3)]
+    out = shuffled_images(examples, seed=0)
+    assert [o.input.memory_text for o in out] == [x.input.memory_text for x in examples]
+    owner = {id(x.input.memory_image): x.episode_id for x in examples}
+    assert all(owner[id(o.input.memory_image)] != o.episode_id for o in out)  # never its own episode's
+    assert sorted(map(id, (o.input.memory_image for o in out))) == sorted(map(id, (x.input.memory_image for x in examples)))
+    assert [id(o.input.memory_image) for o in shuffled_images(examples, 0)] == [id(o.input.memory_image) for o in out]

@@ -7,7 +7,7 @@ import pytest
 
 from guimem.core.data import Action, UIElement
 from guimem.core.policy import PolicyInput
-from guimem.eval.modality import STEP_GROUPS, contest, contest_by_group, step_groups
+from guimem.eval.modality import STEP_GROUPS, agreement, contest, contest_by_group, rendering_measures, step_groups
 
 
 def test_contest_counts_non_tied_steps_wins_and_the_oracle():
@@ -40,3 +40,31 @@ def test_step_groups_say_what_each_step_needs_and_where_it_is():
     assert groups["later step"].sum() == 4
     by = contest_by_group(np.ones(5, bool), np.zeros(5, bool), groups)
     assert by["later step"]["text_wins"] == 1.0 and by["later step"]["steps"] == 4
+
+
+def test_an_unseen_word_is_a_labelled_target_whose_label_training_never_showed():
+    bin_row = UIElement("b", "list_item", "Bin", bounds=(0.0, 0.2, 1.0, 0.3), clickable=True)
+    trash_row = UIElement("t", "list_item", "Trash", bounds=(0.0, 0.4, 1.0, 0.5), clickable=True)
+    inp = PolicyInput(None, (bin_row, trash_row), "empty the trash", ())
+    taps = [Action("tap", point=(0.5, 0.25)), Action("tap", point=(0.5, 0.45))]
+    groups = step_groups([inp, inp], taps, unseen_words={"bin"})
+    assert groups["unseen word"].tolist() == [True, False] and groups["labelled control"].all()
+    assert not step_groups([inp, inp], taps)["unseen word"].any()  # no words given: none
+
+
+def test_rendering_measures_read_agreement_the_shuffle_and_each_renderings_own_ground():
+    a, b = Action("tap", point=(0.1, 0.1)), Action("back")
+    none = [a, a, a, a]
+    image = [a, b, a, b]
+    hits = {"text": np.array([1, 0, 1, 1], bool), "image": np.array([1, 1, 0, 1], bool),
+            "shuffled image": np.array([1, 0, 0, 0], bool)}
+    groups = {"label-free icon": np.array([0, 1, 0, 0], bool), "unseen word": np.array([0, 0, 1, 0], bool)}
+    m = rendering_measures(none, image, hits, groups)
+    assert m["image_vs_none_agreement"] == 0.5 and m["shuffled_image_drop"] == 0.5
+    assert m["label_free_image_minus_text"] == 1.0 and m["label_free_steps"] == 1
+    assert m["synonym_text_minus_image"] == 1.0 and m["synonym_steps"] == 1
+    empty = rendering_measures(none, image, hits, {k: np.zeros(4, bool) for k in groups})
+    assert np.isnan(empty["label_free_image_minus_text"]) and empty["synonym_steps"] == 0
+    assert agreement([], []) != agreement([], [])  # NaN: no steps
+    with pytest.raises(ValueError):
+        agreement(none, image[:2])

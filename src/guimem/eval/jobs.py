@@ -101,7 +101,7 @@ class ScoreSteps(ActorWork):
     modalities: tuple[Modality, ...]
     match: MatchConfig
     code: str = field(default_factory=code_fingerprint)  # the code the results belong to (checked by workers)
-    result_types: ClassVar[tuple[type, ...]] = (StepHits,)  # what a kept chunk's result is built of (core.resume)
+    result_types: ClassVar[tuple[type, ...]] = (StepHits, Action)  # what a kept chunk's result is built of (core.resume)
 
     def run(self, policy: Any, chunk: Sequence[Any]) -> dict[Modality, StepHits]:
         return step_table(policy, chunk, self.modalities, self.match)
@@ -127,7 +127,8 @@ def score_steps(actor: PolicySpec, examples: Sequence[Any], modalities: Sequence
     parts = list(cached_map(executor or LocalExecutor(), task, [list(examples[lo:lo + size]) for lo in starts], cache))
     return {m: StepHits(m, np.concatenate([p[m].index + lo for p, lo in zip(parts, starts)]).astype(int),
                         np.concatenate([p[m].step for p in parts]).astype(bool),
-                        np.concatenate([p[m].type for p in parts]).astype(bool))
+                        np.concatenate([p[m].type for p in parts]).astype(bool),
+                        tuple(a for p in parts for a in p[m].actions))
             for m in modalities}
 
 

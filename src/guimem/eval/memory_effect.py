@@ -11,17 +11,42 @@ where the memory could help at all:
   (retrieval's ``hit_shown``), against steps shown the wrong experience.
 
 ``hits`` maps each modality to its ``[n]`` bool step hits on the same steps, ``none`` included.
+:func:`shuffled_images` gives the control that says whether the actor reads *which* experience its
+picture shows: every step shown the image another episode's step retrieved.
 """
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+import dataclasses
+from typing import Any, Mapping, Sequence, TypeVar
 
 import numpy as np
 
 from guimem.core.data import DataError
 from guimem.core.policy import MODALITIES
 from guimem.eval.action_match import paired_counts
+
+
+E = TypeVar("E")  # an example with ``input`` (a PolicyInput) and ``episode_id``
+
+
+def shuffled_images(examples: Sequence[E], seed: int) -> list[E]:
+    """The ``examples`` with each one's memory image taken from another example of another episode
+    (a seeded permutation, repaired so that no step keeps an image of its own episode where a swap
+    can avoid it); text and everything else unchanged."""
+    n = len(examples)
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(n)
+    episode = [ex.episode_id for ex in examples]
+    for i in range(n):
+        if episode[order[i]] != episode[i]:
+            continue
+        for j in rng.permutation(n):
+            if episode[order[j]] != episode[i] and episode[order[i]] != episode[j]:
+                order[i], order[j] = order[j], order[i]
+                break
+    return [dataclasses.replace(ex, input=dataclasses.replace(ex.input, memory_image=examples[k].input.memory_image))
+            for ex, k in zip(examples, order)]
 
 
 def _check(hits: Mapping[str, np.ndarray], mask: np.ndarray) -> None:

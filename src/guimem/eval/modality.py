@@ -9,11 +9,15 @@ per-step oracle between the two (an analysis reference: it sees which one was ri
 touch, text to type, a system key, the end of the task, the first step or a later one — so a
 figure can show where each rendering wins. :func:`information_groups` cuts them by what the right
 action needs to be known — what the goal and screen determine, and what only experience gives.
+:func:`rendering_measures` says whether the actor reads each rendering at all: how often the image
+leaves its action where no memory put it, what another step's image costs, and how each rendering
+does where only it can carry the answer (a label-free glyph for the picture, a word training never
+showed for the text).
 """
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from typing import Collection, Mapping, Sequence
 
 import numpy as np
 
@@ -46,20 +50,25 @@ def contest(text: np.ndarray, image: np.ndarray) -> dict[str, float | int]:
             "best_fixed": best, "oracle": oracle, "oracle_gain": oracle - best}
 
 
-STEP_GROUPS: tuple[str, ...] = ("label-free icon", "labelled control", "typing", "system key", "done", "first step",
-                                "later step")
+STEP_GROUPS: tuple[str, ...] = ("label-free icon", "labelled control", "unseen word", "typing", "system key", "done",
+                                "first step", "later step")
 """The groups :func:`step_groups` cuts held-out steps into (a step may be in several)."""
 
 
-def step_groups(inputs: Sequence[PolicyInput], targets: Sequence[Action]) -> dict[str, np.ndarray]:
+def step_groups(inputs: Sequence[PolicyInput], targets: Sequence[Action],
+                unseen_words: Collection[str] = ()) -> dict[str, np.ndarray]:
     """``[n]`` bool masks over the steps, one per :data:`STEP_GROUPS` name: what the right action
-    needs (a touch on a label-free icon or on a labelled control, typing, a system key such as
+    needs (a touch on a label-free icon or on a labelled control — ``unseen word`` when its label is
+    one of ``unseen_words``, words training never showed, such as an evaluation variant's synonyms
+    (:func:`guimem.phone.variants.unseen_words`) — typing, a system key such as
     ``back``/``home``/``enter``, ``done``) and where in the episode it is (its first step or later)."""
     out = {g: np.zeros(len(inputs), dtype=bool) for g in STEP_GROUPS}
+    unseen = {w.strip().lower() for w in unseen_words}
     for i, (inp, target) in enumerate(zip(inputs, targets)):
         element = target_element(target, inp.elements)
         if element is not None:
             out["labelled control" if is_labeled(element) else "label-free icon"][i] = True
+            out["unseen word"][i] = (element.text.strip() or element.description.strip()).lower() in unseen
         out["typing"][i] = target.type == "type"
         out["system key"][i] = target.type in ("back", "home", "enter")
         out["done"][i] = target.type == "done"
@@ -97,3 +106,40 @@ def information_groups(inputs: Sequence[PolicyInput], targets: Sequence[Action])
             group = {"type": "typing", "done": "done", "swipe": "swipe", "open_app": "open app"}.get(kind, "system key")
         out[group][i] = True
     return out
+
+
+def agreement(a: Sequence[Action], b: Sequence[Action]) -> float:
+    """The share of steps where two runs of a policy took the same action (paired, ``[n]`` each)."""
+    if len(a) != len(b):
+        raise ValueError(f"expected paired actions, got {len(a)} and {len(b)}")
+    return float(np.mean([x == y for x, y in zip(a, b)])) if len(a) else float("nan")
+
+
+def rendering_measures(none: Sequence[Action], image: Sequence[Action], hits: Mapping[str, np.ndarray],
+                       groups: Mapping[str, np.ndarray]) -> dict[str, float | int]:
+    """Whether the actor reads each rendering of its memory, on paired held-out steps.
+
+    ``none`` / ``image``: its actions with no memory and with the image (``[n]`` each); ``hits``:
+    ``[n]`` bool step hits under ``"text"``, ``"image"`` and ``"shuffled image"`` (another step's
+    image, :func:`guimem.eval.memory_effect.shuffled_images`); ``groups``: :func:`step_groups`' masks.
+
+    * ``image_vs_none_agreement``: the share of steps where the image leaves the action no memory
+      gives (1.0: the picture is never read);
+    * ``shuffled_image_drop``: image accuracy minus accuracy with another step's image (0: it does
+      not matter *which* experience the picture shows);
+    * ``label_free_image_minus_text``: on steps whose target is a label-free glyph, image minus text
+      accuracy (the picture's own ground);
+    * ``synonym_text_minus_image``: on steps whose target's label is a word training never showed,
+      text minus image accuracy (the words' own ground). Each with its number of steps.
+    """
+    text, img, shuffled = (np.asarray(hits[k], dtype=bool) for k in ("text", "image", "shuffled image"))
+    glyph, word = np.asarray(groups["label-free icon"], bool), np.asarray(groups["unseen word"], bool)
+
+    def gap(a: np.ndarray, b: np.ndarray, mask: np.ndarray) -> float:
+        return float(a[mask].mean() - b[mask].mean()) if mask.any() else float("nan")
+
+    return {"image_vs_none_agreement": agreement(image, none),
+            "shuffled_image_drop": float(img.mean() - shuffled.mean()) if len(img) else float("nan"),
+            "label_free_image_minus_text": gap(img, text, glyph), "label_free_steps": int(glyph.sum()),
+            "synonym_text_minus_image": gap(text, img, word), "synonym_steps": int(word.sum())}
+

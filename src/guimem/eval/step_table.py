@@ -41,6 +41,7 @@ class StepHits:
     index: np.ndarray  # [n] int: positions, in the examples scored, of the steps carrying this memory
     step: np.ndarray  # [n] bool: the predicted action matches the demonstrated one
     type: np.ndarray  # [n] bool: its class matches (the action type; the rule's kind under AITW)
+    actions: tuple[Action, ...] = ()  # [n]: the policy's actions
 
     def scores(self) -> dict[str, Any]:
         """``n_steps``, ``step_accuracy`` and ``type_accuracy`` (NaN when no step carries this memory)."""
@@ -76,6 +77,7 @@ def step_table(policy: Policy, examples: Sequence[Example], modalities: Sequence
             step=np.array([action_match(p, ex.target, ex.input.elements, match) for p, ex in zip(preds, kept)],
                           dtype=bool),
             type=np.array([action_class(p, match) == action_class(ex.target, match) for p, ex in zip(preds, kept)],
-                          dtype=bool))
+                          dtype=bool),
+            actions=tuple(preds))
     return table
 

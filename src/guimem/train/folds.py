@@ -70,3 +70,15 @@ def fold_memories(episodes: Sequence[Episode], factory: MemoryFactory, kinds: Se
     memories = [{kind: factory(kind, [e for e in episodes if folds[e.id] != f]) for kind in kinds}
                 for f in range(k_folds)]
     return folds, memories
+
+
+def validation_split(episodes: Sequence[Episode], share: float, seed: int) -> tuple[list[Episode], list[Episode]]:
+    """The training episodes cut into those to learn from and a validation split of ``share`` of
+    them (a seeded draw of whole episodes, at least one when ``share`` > 0), both in their order.
+    Checkpoints are selected on the validation split: never on test or memory episodes."""
+    if not 0.0 <= share < 1.0:
+        raise DataError("validation_share", f"expected a share in [0, 1), got {share!r}")
+    n = round(share * len(episodes))
+    n = max(1, n) if share > 0 and len(episodes) > 1 else n
+    held = set(np.random.default_rng(seed).choice(len(episodes), n, replace=False).tolist()) if n else set()
+    return ([e for i, e in enumerate(episodes) if i not in held], [e for i, e in enumerate(episodes) if i in held])

@@ -34,6 +34,11 @@ N_MATCH = 3  # per text: none, some or all of a label's words occur in it
 MEMORY_MATCH = 1 + N_MATCH ** 2  # memory-text codes: MEMORY_MATCH (word not in the goal), MEMORY_MATCH + 1 (in it)
 N_MATCH_CODES = MEMORY_MATCH + 2
 
+# Pixel-match codes of an element's crop against each remembered crop of the memory image shown
+# (and of each remembered crop against the live elements): per crop slot, unlike / alike / the same.
+PIXEL_LEVELS = (0.75, 0.9)  # |cosine| of the normalised grey crops at which a pair is alike, the same
+N_PIXEL_LEVELS = len(PIXEL_LEVELS) + 1
+
 IGNORE = -100  # label value for "this head has no target on this example"
 VOCAB_FILE = "vocab.json"
 
@@ -64,7 +69,7 @@ _NUMBERS: tuple[tuple[str, float, float, bool], ...] = (
     ("type_loss_weight", 0.0, MAX_LOSS_WEIGHT, False), ("mimetic_init", -100.0, 100.0, False),
     ("word_init_scale", 0.0, 100.0, False),
 )
-_FLAGS = ("exact_match", "role_channel", "act_context", "wide_type_head")
+_FLAGS = ("exact_match", "pixel_match", "role_channel", "act_context", "wide_type_head")
 
 
 def unique_names(names: Any, field: str, path: str | None = None) -> list[str]:
@@ -103,7 +108,7 @@ class ActorConfig(PretrainedConfig):
     patch_size: int = 8  # square patch side in pixels (screen 96x48 -> 12 x 6 = 72 patches)
     max_elements: int = 40  # UI elements read per screen, one token each (the tree's first ones; the rest are cut)
     max_element_words: int = 6  # words of an element's label (text, else accessibility description) kept
-    crop_size: int = 12  # an element's pixels: its box cut out of the full-size screenshot, scaled to this square
+    crop_size: int = 16  # an element's pixels: its box cut out of the full-size screenshot, scaled to this square
     max_goal_tokens: int = 32  # goal truncated to this many tokens
     max_history: int = HISTORY_LEN  # last actions shown (2 tokens each)
     max_memory_tokens: int = 224  # memory text budget in tokens (covers the p95 SMG block of 3 items; longer ones are cut)
@@ -115,6 +120,7 @@ class ActorConfig(PretrainedConfig):
     mimetic_init: float = 1.0  # query = key projection starts near this x identity (0: plain random init)
     word_init_scale: float = 3.0  # word embeddings start this many times larger than the other embeddings
     exact_match: bool = True  # element tokens flag whether their label's words occur in the goal / memory text
+    pixel_match: bool = True  # element tokens flag which remembered crop of the memory image they look like
     widget_roles: list[str] | None = None  # UI-tree roles (with state) an element can carry (set from the training screens)
     role_channel: bool = True  # each element token adds the embedding of its role and state
     act_context: bool = True  # the [ACT] token adds embeddings of the last two action types (or "none yet")

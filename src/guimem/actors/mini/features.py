@@ -28,7 +28,9 @@ from guimem.actors.mini.config import (
     IGNORE,
     MEMORY_MATCH,
     N_MATCH,
+    N_PIXEL_LEVELS,
     N_ROLE_SPECIAL,
+    PIXEL_LEVELS,
     SEG_ACT,
     SEG_ELEMENT,
     SEG_GOAL,
@@ -45,6 +47,7 @@ from guimem.core.describe import swipe_direction, target_element
 from guimem.core.policy import MODALITIES, Modality, PolicyInput
 from guimem.models.tokenizer import ACT, Token, Vocabulary, find_span, span_text, tokenize
 from guimem.smg.memories import image_layout
+from guimem.smg.memories.render import MEMORY_CROPS
 
 LABEL_FREE_DESCRIPTIONS = frozenset({"on", "off"})  # a switch's description is its state (the role carries it)
 
@@ -69,6 +72,7 @@ class Features:
     goal_tokens: tuple[Token, ...]  # ... and its tokens (truncated like goal_ids)
     elements: tuple[UIElement, ...] = ()  # the elements read, in token order
     memory_text_cut: bool = False  # the memory text was longer than the budget
+    pixel_alike: torch.Tensor | None = None  # [n_elements, MEMORY_CROPS] long: see :func:`pixel_alike`
 
     def has(self, modality: Modality) -> bool:
         """Whether the memory ``modality`` asks for is present."""
@@ -221,19 +225,20 @@ def featurise(inp: PolicyInput, vocab: Vocabulary, config: ActorConfig,
         mem_pixels = patcher(inp.memory_image.crop(screen), config.screen_height, config.screen_width, p)
         w, h = inp.memory_image.size
         mem_crops = patcher.crops(inp.memory_image, [(x0 / w, y0 / h, x1 / w, y1 / h) for x0, y0, x1, y1 in crops], c)
+    element_crops = patcher.crops(inp.screenshot, boxes, c)
     return Features(
         element_words=word_matrix([element_words(e) for e in elements], vocab, config.max_element_words),
         element_roles=torch.tensor([role_index(e, config.widget_roles) for e in elements], dtype=torch.long),
         element_boxes=torch.tensor(boxes, dtype=torch.float32).reshape(len(elements), 4),
         element_cells=torch.tensor([cell_of(e.center, config.screen_grid) for e in elements],
                                    dtype=torch.long).reshape(len(elements), 2),
-        element_crops=patcher.crops(inp.screenshot, boxes, c),
+        element_crops=element_crops,
         screen_pixels=patcher(inp.screenshot, config.screen_height, config.screen_width, p),
         goal_ids=torch.tensor([vocab.id(t.word) for t in goal_tokens], dtype=torch.long),
         history_ids=history_ids(inp.history, vocab, config.max_history),
         act_context=act_context_ids(inp.history),
         memory_text_ids=mem_text, memory_pixels=mem_pixels, memory_crops=mem_crops,
-        goal=inp.goal, goal_tokens=goal_tokens, elements=elements, memory_text_cut=cut)
+        pixel_alike=pixel_alike(element_crops, mem_crops) if mem_crops is not None else None, goal=inp.goal, goal_tokens=goal_tokens, elements=elements, memory_text_cut=cut)
 
 
 def collate(features: Sequence[Features], modalities: Sequence[Modality], config: ActorConfig,
@@ -279,6 +284,8 @@ def collate(features: Sequence[Features], modalities: Sequence[Modality], config
     }
     if config.role_channel:
         batch["role_ids"] = torch.zeros(b, s, dtype=torch.long)  # [batch, seq]; elements only
+    if config.pixel_match:  # [batch, seq, MEMORY_CROPS]; elements and memory crops, with the image shown
+        batch["pixel_match_ids"] = torch.zeros(b, s, MEMORY_CROPS, dtype=torch.long)
     if config.act_context:
         batch["act_context_ids"] = torch.stack([f.act_context for f in features])  # [batch, ACT_CONTEXT_SLOTS]
     for i, (parts, f) in enumerate(zip(rows, features)):
@@ -302,12 +309,17 @@ def collate(features: Sequence[Features], modalities: Sequence[Modality], config
                 if config.exact_match:
                     shown = f.memory_text_ids if modalities[i] in ("text", "both") else None
                     batch["match_ids"][i, el] = match_ids(f.element_words, f.goal_ids, shown, vocab)
+                if config.pixel_match and modalities[i] in ("image", "both"):
+                    batch["pixel_match_ids"][i, el] = pixel_match_ids(f.pixel_alike)
             elif seg in (SEG_SCREEN, SEG_MEMORY_IMAGE):
                 batch["patch_pixels"][i, sl] = f.screen_pixels if seg == SEG_SCREEN else f.memory_pixels
                 batch["row_ids"][i, sl], batch["col_ids"][i, sl] = screen_rc  # the remembered screen: the live grid
             elif seg == SEG_MEMORY_CROP:
                 batch["crop_pixels"][i, sl] = f.memory_crops
                 batch["position_ids"][i, sl] = torch.arange(1, n + 1)  # crop slot: the order of the touches
+                if config.pixel_match:  # each remembered crop: how alike its likest live element is
+                    likest = f.pixel_alike.max(0).values if len(f.pixel_alike) else torch.zeros(n, dtype=torch.long)
+                    batch["pixel_match_ids"][i, sl] = pixel_match_ids(likest.diag_embed())
             else:
                 t = {SEG_GOAL: f.goal_ids, SEG_HISTORY: f.history_ids, SEG_MEMORY_TEXT: f.memory_text_ids}.get(seg)
                 batch["input_ids"][i, sl] = t if t is not None else torch.tensor([act_id])
@@ -335,6 +347,36 @@ def match_ids(patch_words: torch.Tensor, goal_ids: torch.Tensor, memory_ids: tor
         return torch.where(hit == 0, 0, torch.where(hit < n, 1, 2))
 
     return torch.where(n > 0, 1 + N_MATCH * level(goal_ids) + level(memory_ids), 0)
+
+
+def pixel_alike(element_crops: torch.Tensor, memory_crops: torch.Tensor) -> torch.Tensor:
+    """``[n_elements, n_memory_crops]`` long: how alike each live element's crop and each remembered
+    crop of the memory image look — 0 for an empty crop slot, else 1 + the level of their |cosine|
+    over :data:`PIXEL_LEVELS` (1: unlike, 2: alike, 3: the same).
+
+    The counterpart, for the picture, of the text's exact-match codes: the crops are compared as
+    grey images with their mean removed and their norm set to one, so the same glyph matches in
+    every theme (a dark theme inverts the contrast: hence the absolute cosine); a flat crop (an
+    empty slot, a blank element) matches nothing. No learning, the same on every machine up to the
+    last bits of the cosine, which the levels' margins absorb."""
+    def grey(crops: torch.Tensor) -> torch.Tensor:
+        g = crops.reshape(len(crops), -1, 3).double().mean(-1)  # [n, crop*crop]
+        g = g - g.mean(-1, keepdim=True)
+        norm = g.norm(dim=-1, keepdim=True)
+        return torch.where(norm > 1.0, g / norm.clamp(min=1e-9), torch.zeros_like(g))  # flat: no match
+
+    live, remembered = grey(element_crops), grey(memory_crops)
+    cos = (live @ remembered.T).abs()  # [n_elements, n_memory_crops]
+    level = 1 + torch.bucketize(cos, torch.tensor(PIXEL_LEVELS, dtype=cos.dtype), right=True)
+    present = (remembered.abs().sum(-1) > 0)[None, :] & (live.abs().sum(-1) > 0)[:, None]
+    return torch.where(present, level, 0).long()
+
+
+def pixel_match_ids(alike: torch.Tensor) -> torch.Tensor:
+    """``[n, n_slots]`` embedding ids of :func:`pixel_alike` levels: slot ``j`` at level ``l > 0`` is
+    ``1 + j * N_PIXEL_LEVELS + (l - 1)``; 0 (no crop in the slot) is padding."""
+    slots = torch.arange(alike.shape[-1])
+    return torch.where(alike > 0, 1 + slots * N_PIXEL_LEVELS + alike - 1, 0)
 
 
 def memory_match_ids(memory_ids: torch.Tensor, goal_ids: torch.Tensor, vocab: Vocabulary) -> torch.Tensor:

@@ -19,6 +19,11 @@ One prompt is one token sequence, in this order::
   DrQA): a from-scratch transformer trained for minutes does not learn to align a word in the
   prompt with the same word on screen; this does it for it. In the other direction every
   memory-text word says whether it occurs in the goal (:func:`memory_match_ids`).
+* **Pixel match** (``pixel_match``, on by default), the same for the picture: with the memory image
+  shown, each element adds, per remembered crop, the embedding of how alike the two look (unlike,
+  alike, the same: the absolute cosine of the grey crops, :func:`~guimem.actors.mini.features.pixel_alike`),
+  and each remembered crop how alike its likest live element is. A remembered bare glyph then
+  points at the element that shows it now, whatever the theme, as a quoted label does.
 * **Screen.** A coarse view: the screenshot resized to ``screen_height x screen_width`` and cut
   into ``patch_size`` patches, each projected and given its (row, column) embedding (the same
   embeddings the elements' cells use).
@@ -78,6 +83,7 @@ from guimem.actors.mini.config import (
     DIRECTIONS,
     IGNORE,
     N_MATCH_CODES,
+    N_PIXEL_LEVELS,
     N_ROLE_SPECIAL,
     SEG_ACT,
     SEG_ELEMENT,
@@ -90,6 +96,7 @@ from guimem.actors.mini.config import (
     ActorConfig,
 )
 from guimem.core.data import ACTION_TYPES, DataError
+from guimem.smg.memories.render import MEMORY_CROPS
 
 
 @dataclass
@@ -178,6 +185,7 @@ class PromptEmbedding(nn.Module):
         self.position = nn.Embedding(text_len + 1, d, padding_idx=0)  # 0 = no position
         self.segment = nn.Embedding(len(SEGMENTS), d, padding_idx=SEG_PAD)
         self.match = nn.Embedding(N_MATCH_CODES, d, padding_idx=0)  # 0 = no code (or feature off)
+        self.pixel_match = FactEmbedding(1 + MEMORY_CROPS * N_PIXEL_LEVELS, d, padding_idx=0)  # per crop slot and level
         self.role = FactEmbedding(N_ROLE_SPECIAL + len(config.widget_roles), d, padding_idx=0)  # 0 = not an element
         self.act_context = FactEmbedding(ACT_CONTEXT_SLOTS * (1 + len(ACTION_TYPES)), d)  # per slot: none + types
         self.drop = nn.Dropout(config.dropout)
@@ -186,7 +194,7 @@ class PromptEmbedding(nn.Module):
                 element_words: torch.Tensor, element_boxes: torch.Tensor, segment_ids: torch.Tensor,
                 position_ids: torch.Tensor, row_ids: torch.Tensor, col_ids: torch.Tensor,
                 match_ids: torch.Tensor | None = None, role_ids: torch.Tensor | None = None,
-                act_context_ids: torch.Tensor | None = None) -> torch.Tensor:
+                act_context_ids: torch.Tensor | None = None, pixel_match_ids: torch.Tensor | None = None) -> torch.Tensor:
         is_patch = ((segment_ids == SEG_SCREEN) | (segment_ids == SEG_MEMORY_IMAGE)).unsqueeze(-1)  # [batch, seq, 1]
         is_crop = ((segment_ids == SEG_ELEMENT) | (segment_ids == SEG_MEMORY_CROP)).unsqueeze(-1)
         is_element = (segment_ids == SEG_ELEMENT).unsqueeze(-1)
@@ -201,6 +209,8 @@ class PromptEmbedding(nn.Module):
             x = x + self.match(match_ids)
         if role_ids is not None:
             x = x + self.role(role_ids)
+        if pixel_match_ids is not None:  # [batch, seq, MEMORY_CROPS]: one code per crop slot, 0 = none
+            x = x + self.pixel_match(pixel_match_ids).sum(-2)
         if act_context_ids is not None:  # [batch, ACT_CONTEXT_SLOTS], added at each row's [ACT] token
             rows = torch.arange(len(x), device=x.device)
             x = x.index_put((rows, _act_index(segment_ids)), self.act_context(act_context_ids).sum(1), accumulate=True)
@@ -272,7 +282,7 @@ class GuiActor(PreTrainedModel):
                 position_ids: torch.Tensor, row_ids: torch.Tensor, col_ids: torch.Tensor,
                 attention_mask: torch.Tensor, match_ids: torch.Tensor | None = None,
                 role_ids: torch.Tensor | None = None, act_context_ids: torch.Tensor | None = None,
-                output_hidden_states: bool = False, type_labels: torch.Tensor | None = None,
+                pixel_match_ids: torch.Tensor | None = None, output_hidden_states: bool = False, type_labels: torch.Tensor | None = None,
                 element_labels: torch.Tensor | None = None, direction_labels: torch.Tensor | None = None,
                 span_start_labels: torch.Tensor | None = None, span_end_labels: torch.Tensor | None = None,
                 app_labels: torch.Tensor | None = None, **_: Any) -> ActorOutput:
@@ -290,7 +300,7 @@ class GuiActor(PreTrainedModel):
         key_mask = attention_mask.bool()[:, None, None, :]  # [batch, 1, 1, seq]
 
         h = self.embed(input_ids, patch_pixels, crop_pixels, element_words, element_boxes, segment_ids, position_ids,
-                       row_ids, col_ids, match_ids, role_ids, act_context_ids)
+                       row_ids, col_ids, match_ids, role_ids, act_context_ids, pixel_match_ids)
         states = [h]  # residual stream: index 0 = embedding output
         for block in self.blocks:
             h = block(h, key_mask)

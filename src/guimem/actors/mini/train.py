@@ -78,12 +78,15 @@ class TrainConfig:
     type_balance: float = 0.0  # action-type loss weights (count / mean count) ** -type_balance (0: unweighted)
     wide_lr_scale: float = 30.0  # the wide type head's learning rate, in multiples of ``lr``
     max_eval_examples: int = 512  # held-out examples scored after each epoch
+    validation_share: float = 0.1  # training episodes kept out to select the checkpoint on (0: keep the last epoch)
     model: Mapping[str, Any] = field(default_factory=dict)  # ActorConfig overrides
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "modality_weights", tuple(self.modality_weights))  # a list when read from YAML
         if self.epochs < 1 or self.batch_size < 1:
             raise DataError("epochs" if self.epochs < 1 else "batch_size", "must be >= 1")
+        if not 0.0 <= self.validation_share < 1.0:
+            raise DataError("validation_share", f"expected a share in [0, 1), got {self.validation_share!r}")
         if len(self.modality_weights) != 4 or min(self.modality_weights) < 0 or sum(self.modality_weights) <= 0:
             raise DataError("modality_weights",
                             f"need 4 non-negative odds (none, text, image, both), got {self.modality_weights}")
@@ -96,6 +99,8 @@ class TrainHistory:
     train_loss: list[float] = field(default_factory=list)  # mean loss over the epoch's batches
     eval_step_accuracy: list[float] = field(default_factory=list)  # held-out, modality as drawn
     eval_type_accuracy: list[float] = field(default_factory=list)
+    validation_step_accuracy: list[float] = field(default_factory=list)  # the selection split, after each epoch
+    selected: list[int] = field(default_factory=list)  # per call: the epoch whose weights were kept (0: the start)
     seconds: list[float] = field(default_factory=list)  # wall time of the epoch (training only)
     examples_per_second: list[float] = field(default_factory=list)
     loss_terms: list[dict[str, float]] = field(default_factory=list)  # epoch means of each loss term
@@ -151,14 +156,21 @@ def modality_batches(modalities: Sequence[Modality], batch_size: int, rng: np.ra
 def train_actor(examples: Sequence[ActorExample], config: TrainConfig, seed: int,
                 eval_examples: Sequence[ActorExample] = (), match: MatchConfig = STRICT_MATCH,
                 progress: bool = True, init: MiniActor | None = None,
-                history: "TrainHistory | None" = None) -> tuple[MiniActor, TrainHistory]:
+                history: "TrainHistory | None" = None,
+                select_examples: Sequence[ActorExample] = ()) -> tuple[MiniActor, TrainHistory]:
     """Behaviour cloning: fit a :class:`GuiActor` to ``examples``; deterministic for ``seed``.
 
     A fresh model, its vocabulary built from ``examples`` — or, with ``init``, that actor's model
     and vocabulary trained on (a DAgger round: the aggregated examples, ``config.epochs`` more
     epochs, the curve appended to ``history``). Each epoch redraws every example's memory modality
-    (``config.modality_weights`` over the modalities its memory allows). Held-out steps are scored
-    after every epoch with ``match``.
+    (``config.modality_weights`` over the modalities its memory allows). Held-out steps
+    (``eval_examples``) are scored after every epoch with ``match``, for the curve only.
+
+    With ``select_examples`` (a validation split of the *training* episodes, never test or memory)
+    the weights kept are those of the epoch with the best step accuracy there (the later one on a
+    tie) — with ``init``, the starting weights among them, so a round of training that does not
+    hold validation accuracy is undone. The kept epoch is appended to ``history.selected`` (0: the
+    start).
     """
     if not examples:
         raise DataError("examples", "no training examples")
@@ -181,6 +193,15 @@ def train_actor(examples: Sequence[ActorExample], config: TrainConfig, seed: int
     held = list(eval_examples)[:config.max_eval_examples]
     held_feats = [featurise(ex.input, vocab, model_cfg, patcher) for ex in held]
     held_modalities = draw_modalities(held, held_feats, config.modality_weights, np.random.default_rng(seed + 1))
+    val = list(select_examples)
+    val_feats = [featurise(ex.input, vocab, model_cfg, patcher) for ex in val]
+    val_modalities = draw_modalities(val, val_feats, config.modality_weights, np.random.default_rng(seed + 2))
+
+    def validation() -> float:
+        scores = _held_out_scores(MiniActor(model, vocab), val_feats, val_modalities, [ex.target for ex in val], match)
+        return float(scores["step_accuracy"])
+
+    best = (validation(), 0, _weights(model)) if val and init is not None else (-math.inf, 0, None)
 
     steps_per_epoch = math.ceil(len(examples) / config.batch_size) + len(MODALITIES) - 1  # at most (modality batches)
     total = config.epochs * steps_per_epoch
@@ -222,8 +243,21 @@ def train_actor(examples: Sequence[ActorExample], config: TrainConfig, seed: int
             scores = _held_out_scores(actor, held_feats, held_modalities, [ex.target for ex in held], match)
             history.eval_step_accuracy.append(scores["step_accuracy"])
             history.eval_type_accuracy.append(scores["type_accuracy"])
+        if val:
+            score = validation()
+            history.validation_step_accuracy.append(score)
+            if score >= best[0]:
+                best = (score, epoch + 1, _weights(model))
     bar.close()
+    if val:
+        model.load_state_dict(best[2])
+        history.selected.append(best[1])
     return MiniActor(model.eval(), vocab), history
+
+
+def _weights(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """A copy of the model's weights (a checkpoint kept in memory)."""
+    return {k: v.detach().clone() for k, v in model.state_dict().items()}
 
 
 def type_class_weights(examples: Sequence[ActorExample], balance: float) -> list[float] | None:

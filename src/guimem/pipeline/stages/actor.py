@@ -39,13 +39,14 @@ MODEL = Group(ActorConfig, {
     "num_attention_heads": POSITIVE, "intermediate_size": Number(integer=True, lo=1, hi=32768),
     "dropout": Number(lo=0.0, below=1.0), "max_memory_tokens": Number(integer=True, lo=1, hi=1 << 16),
     "max_history": COUNT, "mimetic_init": Number(lo=0.0, hi=100.0), "word_init_scale": Number(above=0.0, hi=1e3),
-    "exact_match": Flag(), "role_channel": Flag(), "act_context": Flag(), "wide_type_head": Flag(),
+    "exact_match": Flag(), "pixel_match": Flag(), "role_channel": Flag(), "act_context": Flag(), "wide_type_head": Flag(),
     "type_loss_weight": WEIGHT,
 })
 TRAIN = Group(TrainConfig, {
     "epochs": INTEGER, "batch_size": BATCH, "lr": LEARNING_RATE, "weight_decay": Number(lo=0.0, hi=1e3),
     "warmup_steps": COUNT, "modality_weights": Items(WEIGHT, length=len(MODALITIES)), "goal_dropout": PROBABILITY,
     "type_balance": Number(lo=0.0, hi=2.0), "wide_lr_scale": Number(above=0.0, hi=MAX_WEIGHT),
+    "validation_share": Number(lo=0.0, below=1.0),
 })
 
 
