@@ -42,7 +42,7 @@ out_dir = "scratch/actor"  # the trained actor goes to <out_dir>/model (the pipe
 image_embedder = "efficientnet_lite0"  # must be the embedder the memories were built with
 text_embedder = "minilm"  # must be the intent embedder the memories were built with
 seed = 0  # folds, modality draws, initialisation and batch order
-k_folds = 4  # training memories are rebuilt k times, each without one fold of the training episodes
+k_folds = 4  # training memories are rebuilt k times, each without one fold of the training tasks
 kinds_per_step = 1  # memory kinds (of smg, flat, action_graph, task_graph) drawn per training step
 model = {}  # the actor's shape: fields of ActorConfig (guimem.actors.mini.config); unset: its defaults
 training = {}  # behaviour cloning: fields of TrainConfig (guimem.actors.mini.train); unset: its defaults
@@ -98,19 +98,24 @@ print(f"{len(train)} training episodes ({sum(len(e.steps) for e in train)} steps
       f"{len(test)} held-out episodes ({sum(len(e.steps) for e in test)} steps)")
 
 # %% [markdown]
-# ## Training examples: memory that never holds the step's own episode
+# ## Training examples: memory that never holds the step's own task
 #
 # A demonstration step is shown together with experience retrieved for its screen. If that
-# experience came from a memory that contains the very same episode, the actor would learn to
-# copy its own future from memory, and then meet nothing like it at test time. So the
-# training episodes are split into `k_folds` folds, and the steps of each fold read memories
-# rebuilt (same kind, same parameters as in `02_graph_build`) from the *other* folds only.
+# experience came from a memory that contains the very same task — its own episode, or another
+# episode of the same goal on another variant — the actor would learn to copy its own future
+# from memory, and then meet nothing like it at test time, where memory holds other tasks only
+# (`memory_test_goal_overlap` is 0 in `00_world`). So the training episodes are split into
+# `k_folds` folds *by task* (every episode of one goal in one fold), and the steps of each fold
+# read memories rebuilt (same kind, same parameters as in `02_graph_build`) from the *other*
+# folds only: what a step can learn from its memory is what experience of other tasks teaches —
+# what a glyph does, what a word is called here, where a switch sits.
 # Each step gets `kinds_per_step` memory kinds drawn at random, so that one actor learns to
 # read all four: Subgoal-Graph, Subgoal-Flat, Action-Graph and Task-Graph. Which *modality*
 # it sees (none, text, image, both) is drawn again at every epoch. A share of the training
-# episodes (`training["validation_share"]`) is kept out of learning: after every epoch the actor
-# is scored on them, and the weights kept are those of the best epoch there — chosen on the
-# training variants, never on a test or memory episode.
+# tasks (`training["validation_share"]` of the episodes, whole goals) is kept out of learning:
+# after every epoch the actor is scored on them, and the weights kept are those of the best epoch
+# there — tasks it did not learn, as the test's are, on the training variants, never on a test or
+# memory episode.
 
 # %%
 images, texts = memory_embedders(memories_dir, image_embedder, text_embedder, cache_dir)

@@ -46,7 +46,7 @@ image_embedder = "efficientnet_lite0"  # must be the embedder the memories were 
 text_embedder = "minilm"  # must be the intent embedder the memories were built with
 seed = 0  # folds of the pool, sampling, cross-validation and bootstrap
 memories = ["smg", "task_graph"]  # whose top-1 retrieval is rendered both ways (the paper routes a flat top-1 demonstration)
-k_folds = 4  # the pool's memory episodes read memories rebuilt without their own fold
+k_folds = 4  # the pool's memory episodes read memories rebuilt without their own fold of tasks
 preference = {}  # the sampled preference (SampledPreference in guimem.routing.records: n_samples actions drawn per step and rendering at temperature, scored by the step rule rule: aitw or learngui; both are recorded)
 probe = {}  # the probe: standardise -> PCA to pca_dim dimensions -> logistic regression with inverse L2 strength c (ProbeConfig in guimem.routing.probe)
 curve = {}  # the layer curves: folds (cross-validation by episode) and n_boot (episode-bootstrap resamples; CurveConfig in guimem.routing.probe)
@@ -114,8 +114,8 @@ print(f"actor: {shown}; {len(test)} held-out episodes, {len(pool_episodes)} pool
 # **The probe pool** is what the probe and the router learn from, and must not be the held-out
 # steps. It is the *memory* episodes — past experience on the same evaluation variants, of other
 # tasks than the test's, and never seen by the actor in training. Each of them reads memories
-# rebuilt without its own fold (as the actor's training steps did in `04_actor`), so no step
-# retrieves its own episode.
+# rebuilt without its own fold of tasks (as the actor's training steps did in `04_actor`), so no
+# step retrieves its own episode or another demonstration of its goal.
 
 # %%
 images, texts = memory_embedders(memories_dir, image_embedder, text_embedder, cache_dir)

@@ -63,7 +63,7 @@ from guimem.core.store import load_episodes, save_episodes
 from guimem.models.tokenizer import ACT, Vocabulary, find_span, span_text, tokenize
 from guimem.smg.memories import MEMORY_CROPS
 from guimem.train.examples import ActorExample
-from guimem.train.folds import assign_folds, build_kfold_examples, validation_split
+from guimem.train.folds import assign_folds, build_kfold_examples, task_folds, validation_split
 
 torch.set_num_threads(1)
 
@@ -439,11 +439,14 @@ def test_the_checkpoint_kept_is_the_best_on_validation_and_a_round_that_does_not
         torch.testing.assert_close(p, before[name], rtol=0, atol=0)
 
 
-def test_validation_split_keeps_whole_episodes_out():
-    episodes = [SimpleNamespace(id=f"e{i}") for i in range(20)]
+def test_validation_split_keeps_whole_tasks_out():
+    episodes = [SimpleNamespace(id=f"e{i}", goal=f"goal {i % 7}") for i in range(21)]  # 7 tasks, 3 episodes each
     learn, held = validation_split(episodes, 0.1, seed=0)
-    assert len(held) == 2 and len(learn) == 18 and not {e.id for e in learn} & {e.id for e in held}
+    assert len(held) == 3 and len(learn) == 18  # one whole task: the nearest to 10% of 21 episodes
+    assert not {e.goal for e in learn} & {e.goal for e in held}
+    assert [e.id for e in learn] == [e.id for e in episodes if e not in held]  # order kept
     assert validation_split(episodes, 0.1, seed=0) == (learn, held)
+    assert len(validation_split(episodes, 0.3, seed=1)[1]) == 6  # two tasks: 6 of 21 is nearest 30% in whole tasks
     assert validation_split(episodes, 0.0, 0) == (episodes, [])
     with pytest.raises(DataError, match="validation_share"):
         validation_split(episodes, 1.0, 0)
@@ -457,13 +460,13 @@ def test_modality_batches_are_uniform_and_cover_every_example():
 
 
 # ----------------------------------------------------------------------------- k-fold examples
-def test_kfold_examples_never_show_an_episode_its_own_memory(tmp_path):
+def test_kfold_examples_never_show_a_step_its_own_task(tmp_path):
     episodes, images = [], {}
     for e in range(6):
         shot = f"s{e}.png"
         images[shot] = screen((20 * e, 100, 100))
         steps = tuple(Step(Observation(shot, BUTTONS), a) for a in (Action("tap", point=(0.2, 0.1)), Action("done")))
-        episodes.append(Episode(f"ep{e}", "settings", f"goal {e}", steps, Observation(shot, BUTTONS), True))
+        episodes.append(Episode(f"ep{e}", "settings", f"goal {e % 3}", steps, Observation(shot, BUTTONS), True))
     save_episodes(episodes, images, tmp_path / "store")
     episodes = load_episodes(tmp_path / "store")
 
@@ -486,11 +489,14 @@ def test_kfold_examples_never_show_an_episode_its_own_memory(tmp_path):
     for ex in examples:
         assert ex.input.memory_text.startswith(ex.memory_kind)
         seen = set(ex.input.memory_text.split(": ")[1].split())
-        assert ex.episode_id not in seen and len(seen) == 4  # built from the two other folds
+        own_task = {e.id for e in episodes if e.goal == episodes[int(ex.episode_id[2:])].goal}  # ep0 and ep3, ...
+        assert not own_task & seen and len(seen) == 4  # built from the two other folds: two tasks of two episodes
         assert ex.input.history == tuple(s.action for s in episodes[0].steps[:ex.step])
     assert [ex.episode_id for ex in examples][::4] == [e.id for e in episodes]
     folds = assign_folds([e.id for e in episodes], 3, 0)
     assert sorted(np.bincount(list(folds.values()))) == [2, 2, 2]
+    by_task = task_folds(episodes, 3, 0)
+    assert {by_task[f"ep{e}"] for e in (0, 3)} == {by_task["ep0"]} and sorted(set(by_task.values())) == [0, 1, 2]
     with pytest.raises(DataError, match="k_folds"):
         assign_folds(["a", "b"], 1, 0)
 

@@ -1,6 +1,11 @@
-"""Memories rebuilt in k folds, so that no training step reads its own episode.
+"""Memories rebuilt in k folds, so that no training step reads its own task.
 
-The training episodes are split into ``k`` folds (:func:`assign_folds`); the steps of fold ``f``
+The training episodes are split into ``k`` folds by task (:func:`task_folds`: every episode of one
+goal in one fold, drawn by :func:`assign_folds`), so that a step's memory never demonstrates the
+task it is doing, on any variant — the condition of the held-out steps, whose memory holds other
+tasks only (``metrics/world.json: memory_test_goal_overlap`` 0). Folded by episode instead, most
+training steps of a task the world drew more than once read a demonstration of that very task and
+learn to copy it, which the held-out memory never allows. The steps of fold ``f``
 read memories of every kind rebuilt, with the saved memories' settings (:func:`rebuild_from`),
 from the other folds only (:func:`fold_memories`), and become examples through
 :func:`~guimem.train.examples.build_examples` (:func:`build_kfold_examples`). DAgger's rollouts of
@@ -32,6 +37,13 @@ def assign_folds(episode_ids: Sequence[str], k: int, seed: int) -> dict[str, int
     return {ids[j]: rank % k for rank, j in enumerate(order)}
 
 
+def task_folds(episodes: Sequence[Episode], k: int, seed: int) -> dict[str, int]:
+    """Each episode id to one of ``k`` folds, every episode of one goal (one task) in the same fold:
+    the goals are shared out by :func:`assign_folds`, so folds hold nearly equal numbers of tasks."""
+    by_goal = assign_folds([e.goal for e in episodes], k, seed)
+    return {e.id: by_goal[e.goal] for e in episodes}
+
+
 def rebuild_from(saved: Mapping[str, Memory], subgoals: Mapping[str, Sequence[Subgoal]],
                  store_root: str | Path) -> MemoryFactory:
     """A :data:`MemoryFactory` of memories with the settings of the ``saved`` one of their kind, built
@@ -46,9 +58,9 @@ def build_kfold_examples(episodes: Sequence[Episode], store_root: str | Path, fa
                          max_history: int = HISTORY_LEN, query_vectors: Mapping[str, np.ndarray] | None = None,
                          progress: bool = True,
                          folds: tuple[dict[str, int], list[dict[str, Memory]]] | None = None) -> list[ActorExample]:
-    """Training examples whose memory never holds their own episode (no leakage).
+    """Training examples whose memory never holds their own task (:func:`task_folds`), let alone their episode.
 
-    The episodes are split into ``k_folds`` folds; the steps of fold ``f`` read memories of every
+    The episodes are split into ``k_folds`` folds by task; the steps of fold ``f`` read memories of every
     kind built by ``factory`` from the other folds only (``folds``: those of :func:`fold_memories`,
     already built). Returned in the order of ``episodes``.
     """
@@ -64,21 +76,32 @@ def build_kfold_examples(episodes: Sequence[Episode], store_root: str | Path, fa
 
 def fold_memories(episodes: Sequence[Episode], factory: MemoryFactory, kinds: Sequence[str], k_folds: int,
                   seed: int) -> tuple[dict[str, int], list[dict[str, Memory]]]:
-    """The episodes' folds (:func:`assign_folds`) and, per fold, a memory of every kind built by
+    """The episodes' folds (:func:`task_folds`) and, per fold, a memory of every kind built by
     ``factory`` from the *other* folds: what that fold's steps (and rollouts of its tasks) may read."""
-    folds = assign_folds([e.id for e in episodes], k_folds, seed)
+    folds = task_folds(episodes, k_folds, seed)
     memories = [{kind: factory(kind, [e for e in episodes if folds[e.id] != f]) for kind in kinds}
                 for f in range(k_folds)]
     return folds, memories
 
 
 def validation_split(episodes: Sequence[Episode], share: float, seed: int) -> tuple[list[Episode], list[Episode]]:
-    """The training episodes cut into those to learn from and a validation split of ``share`` of
-    them (a seeded draw of whole episodes, at least one when ``share`` > 0), both in their order.
-    Checkpoints are selected on the validation split: never on test or memory episodes."""
+    """The training episodes cut into those to learn from and a validation split of about ``share``
+    of them: a seeded draw of whole tasks (every episode of a drawn goal; at least one task when
+    ``share`` > 0), both in their order. Checkpoints are selected on the validation split — tasks
+    the actor does not learn, as the test's are — never on test or memory episodes."""
     if not 0.0 <= share < 1.0:
         raise DataError("validation_share", f"expected a share in [0, 1), got {share!r}")
-    n = round(share * len(episodes))
-    n = max(1, n) if share > 0 and len(episodes) > 1 else n
-    held = set(np.random.default_rng(seed).choice(len(episodes), n, replace=False).tolist()) if n else set()
-    return ([e for i, e in enumerate(episodes) if i not in held], [e for i, e in enumerate(episodes) if i in held])
+    goals = sorted({e.goal for e in episodes})
+    target = share * len(episodes)
+    held: set[str] = set()
+    if share > 0 and len(goals) > 1:
+        size = {g: 0 for g in goals}
+        for e in episodes:
+            size[e.goal] += 1
+        held_n = 0
+        for j in np.random.default_rng(seed).permutation(len(goals)).tolist():
+            if held and held_n + size[goals[j]] / 2 > target:  # closest to the share, in whole tasks
+                break
+            held.add(goals[j])
+            held_n += size[goals[j]]
+    return [e for e in episodes if e.goal not in held], [e for e in episodes if e.goal in held]
