@@ -50,6 +50,7 @@ dagger_rounds = 1  # DAgger rounds after behaviour cloning: roll out, relabel wi
 dagger_tasks = 200  # training tasks rolled out per round (each in a fresh world seed, on its own variant)
 dagger_epochs = 2  # epochs over the aggregated examples per round
 dagger_max_steps = 20  # step budget of a rollout
+dagger_beta = 0.5  # DAgger's mixing: the share of a rollout's actions the expert carries out (0: the actor alone)
 max_train_episodes = 0  # size knob: learn from the first N training episodes only (0: all)
 max_eval_steps = 0  # held-out test steps scored per condition (a fixed random sample; 0: all)
 torch_threads = 2  # CPU threads for training (results are reproducible for a fixed count)
@@ -200,7 +201,13 @@ bc_epochs = len(history.train_loss)
 # rounds: the actor plays `dagger_tasks` training tasks itself (each in a fresh world seed, on
 # its own train variant, reading a memory built without its episode's fold, in a modality drawn
 # as in training), the expert — right from any state (`00_world`) — labels every state it
-# visits, and the actor trains on for `dagger_epochs` epochs over all examples so far. A round is
+# visits, and the actor trains on for `dagger_epochs` epochs over all examples so far. While it
+# plays, the expert carries out a `dagger_beta` share of the actions (DAgger's mixture policy,
+# Ross et al. 2011): left alone, this actor is lost within a few steps and most of the states it
+# visits are loops it has fallen into (a round of 200 rollouts ended 81 on the step budget, 80% of
+# its states with another action type than the expert's, and it lowered validation accuracy so far
+# that it was undone); with the expert taking every other step, the states labelled are its
+# detours from near the expert's path, the ones it must learn to leave. A round is
 # kept only if it holds the validation accuracy: its best epoch there against the weights it
 # started from (so a round that makes the actor worse on the training variants is undone).
 
@@ -213,7 +220,7 @@ def train_on(examples, r, actor):
 
 actor, examples, dagger = run_dagger(actor, examples, train_on, learn, folds,
                                      replay_world_config(train_root, dagger_max_steps), dagger_rounds, dagger_tasks,
-                                     seed, config.modality_weights, shape.max_history)
+                                     seed, config.modality_weights, shape.max_history, beta=dagger_beta)
 for r, stats in enumerate(dagger):
     stats["kept_epoch"] = history.selected[r + 1] if history.selected else dagger_epochs  # 0: undone (see above)
     print(f"round {r + 1}: the actor succeeded on {stats['success']} of {stats['episodes']} rollouts; {stats['kept']} "

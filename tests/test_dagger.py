@@ -75,6 +75,22 @@ def test_rollout_states_are_labelled_with_what_the_expert_would_do():
     assert a[0].target.type == first.type == "tap" and a[0].step == 0
     assert any(ex.target.type == "open_app" for ex in a)  # back on the launcher: the expert reopens the app
     assert stats.ended == {"budget": 2} and stats.success == 0
+    assert sum(stats.labels.values()) == stats.kept and stats.labels["open_app"] >= 1
+    assert stats.labels_after_disagreement == stats.kept - 2  # each rollout strays at its first step
+    assert stats.to_dict()["labels"] == dict(sorted(stats.labels.items()))
+
+
+def test_with_beta_the_expert_carries_out_its_share_of_the_actions():
+    policy = Scripted(Action("back"))  # hopeless alone
+    rollouts = [Rollout(Replay("a", DARK, 3, variant=2)), Rollout(Replay("b", PIN, 5, variant=0))]
+    _, alone = dagger_examples(policy, rollouts, CONFIG, max_history=4, seed=0, progress=False)
+    _, led = dagger_examples(policy, rollouts, CONFIG, max_history=4, seed=0, progress=False, beta=1.0)
+    assert alone.success == 0 and led.success == 2  # the expert's own actions finish both tasks
+    assert led.states < alone.states and led.disagreements == led.states - led.labels.get("back", 0)
+    _, half = dagger_examples(policy, rollouts, CONFIG, max_history=4, seed=0, progress=False, beta=0.5)
+    assert half.states > led.states  # some of the actor's backs are carried out: detours to label
+    with pytest.raises(ValueError, match="beta"):
+        dagger_examples(policy, rollouts, CONFIG, max_history=4, seed=0, progress=False, beta=1.5)
 
 
 def test_rollouts_are_deterministic_and_keep_a_state_once():

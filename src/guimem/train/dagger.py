@@ -56,12 +56,15 @@ class DaggerStats:
     success: int = 0
     disagreements: int = 0  # states where the actor's action was not the expert's type
     ended: dict[str, int] = field(default_factory=dict)
+    labels: dict[str, int] = field(default_factory=dict)  # the kept examples' expert action types
+    labels_after_disagreement: int = 0  # kept examples of states after the actor's first wrong action type
 
     def to_dict(self) -> dict:
         return {"episodes": self.episodes, "states": self.states, "kept": self.kept, "success": self.success,
                 "success_rate": self.success / self.episodes if self.episodes else 0.0,
                 "type_disagreement_rate": self.disagreements / self.states if self.states else 0.0,
-                "ended": dict(sorted(self.ended.items()))}
+                "ended": dict(sorted(self.ended.items())), "labels": dict(sorted(self.labels.items())),
+                "kept_after_first_disagreement": self.labels_after_disagreement}
 
 
 @dataclass
@@ -71,15 +74,21 @@ class _Live:
     teacher: Expert
     obs: object
     history: list[Action] = field(default_factory=list)
+    strayed: bool = False  # the actor has taken another action type than the expert's in this rollout
 
 
 def dagger_examples(policy: Policy, rollouts: Sequence[Rollout], world_config: WorldConfig, max_history: int,
-                    seed: int, progress: bool = True) -> tuple[list[ActorExample], DaggerStats]:
+                    seed: int, progress: bool = True, beta: float = 0.0) -> tuple[list[ActorExample], DaggerStats]:
     """Play every rollout with ``policy`` and label each state it visits with the expert's action.
 
-    Episodes run in lock-step until each ends (``done``, ``impossible`` or the world's step
-    budget). Deterministic for a deterministic policy and ``seed``.
+    ``beta`` is DAgger's mixing (Ross et al. 2011, the policy ``beta * expert + (1 - beta) *
+    actor``): at each step the expert's action is the one carried out with probability ``beta``,
+    so the states labelled are the actor's detours near the expert's path rather than the loops it
+    falls into once lost (0: the actor alone). Episodes run in lock-step until each ends (``done``,
+    ``impossible`` or the world's step budget). Deterministic for a deterministic policy and ``seed``.
     """
+    if not 0.0 <= beta <= 1.0:
+        raise ValueError(f"beta: the expert's share of the actions carried out is in [0, 1], got {beta!r}")
     rng = random.Random(stable_int("dagger", seed))
     stats = DaggerStats(episodes=len(rollouts))
     live = []
@@ -111,6 +120,11 @@ def dagger_examples(policy: Policy, rollouts: Sequence[Rollout], world_config: W
                 seen.add(key)
                 examples.append(ActorExample(inp, label, lv.rollout.replay.episode, len(lv.history),
                                              lv.rollout.memory_kind))
+                stats.labels[label.type] = stats.labels.get(label.type, 0) + 1
+                stats.labels_after_disagreement += lv.strayed
+            lv.strayed = lv.strayed or action.type != label.type
+            if beta > 0.0 and rng.random() < beta:  # (no draw at 0: the actor-only rollouts stay as they were)
+                action = label
             lv.history.append(action)
             lv.obs, done, info = lv.world.step(action)
             if done:
@@ -153,16 +167,17 @@ after DAgger round ``round`` (0-based)."""
 def run_dagger(policy: Policy, examples: Sequence[ActorExample], fit: Fit, episodes: Sequence,
                folds: tuple[Mapping[str, int], Sequence[Mapping[str, Memory]]], world_config: WorldConfig,
                rounds: int, tasks: int, seed: int, modality_weights: Sequence[float], max_history: int,
-               progress: bool = True) -> tuple[Policy, list[ActorExample], list[dict]]:
+               progress: bool = True, beta: float = 0.0) -> tuple[Policy, list[ActorExample], list[dict]]:
     """``rounds`` rounds of DAgger: in round ``r``, ``policy`` plays ``tasks`` tasks of ``episodes``
     (:func:`plan_rollouts` with seed ``seed + r`` and replay index ``r + 1``, reading the memories of
     ``folds``: :func:`guimem.train.folds.fold_memories`), the expert labels every state it visits
-    (:func:`dagger_examples`), and ``fit`` trains it on over all examples so far. Returns the last
+    (:func:`dagger_examples`, the expert carrying out a ``beta`` share of the actions), and ``fit``
+    trains it on over all examples so far. Returns the last
     policy, every example (``examples`` first) and each round's :meth:`DaggerStats.to_dict`."""
     examples, stats = list(examples), []
     for r in range(rounds):
         rollouts = plan_rollouts(episodes, *folds, tasks, seed + r, modality_weights, run=r + 1)
-        new, round_stats = dagger_examples(policy, rollouts, world_config, max_history, seed + r, progress)
+        new, round_stats = dagger_examples(policy, rollouts, world_config, max_history, seed + r, progress, beta)
         examples = examples + new
         stats.append(round_stats.to_dict())
         policy = fit(examples, r, policy)

@@ -74,6 +74,7 @@ STAGE = Stage("04_actor", "actor", {
     "image_embedder": IMAGE_EMBEDDER, "text_embedder": TEXT_EMBEDDER, "seed": SEED, "k_folds": FOLDS,
     "kinds_per_step": Number(integer=True, lo=1, hi=len(MEMORIES)), "model": MODEL, "training": TRAIN,
     "dagger_rounds": COUNT, "dagger_tasks": POSITIVE, "dagger_epochs": POSITIVE, "dagger_max_steps": POSITIVE,
+    "dagger_beta": PROBABILITY,
     "max_train_episodes": COUNT, "max_eval_steps": COUNT, "torch_threads": THREADS, "cache_dir": PATH,
     "figures_dir": PATH, "plots_dir": PATH, "metrics_path": PATH, "results_path": PATH,
 }, (_actor,), reporting=("max_eval_steps",))
