@@ -76,7 +76,7 @@ def test_rollout_states_are_labelled_with_what_the_expert_would_do():
     assert any(ex.target.type == "open_app" for ex in a)  # back on the launcher: the expert reopens the app
     assert stats.ended == {"budget": 2} and stats.success == 0
     assert sum(stats.labels.values()) == stats.kept and stats.labels["open_app"] >= 1
-    assert stats.labels_after_disagreement == stats.kept - 2  # each rollout strays at its first step
+    assert stats.kept_after_first_disagreement == stats.kept - 2  # each rollout strays at its first step
     assert stats.to_dict()["labels"] == dict(sorted(stats.labels.items()))
 
 

@@ -57,14 +57,14 @@ class DaggerStats:
     disagreements: int = 0  # states where the actor's action was not the expert's type
     ended: dict[str, int] = field(default_factory=dict)
     labels: dict[str, int] = field(default_factory=dict)  # the kept examples' expert action types
-    labels_after_disagreement: int = 0  # kept examples of states after the actor's first wrong action type
+    kept_after_first_disagreement: int = 0  # kept examples of states after the actor's first wrong action type
 
     def to_dict(self) -> dict:
         return {"episodes": self.episodes, "states": self.states, "kept": self.kept, "success": self.success,
                 "success_rate": self.success / self.episodes if self.episodes else 0.0,
                 "type_disagreement_rate": self.disagreements / self.states if self.states else 0.0,
                 "ended": dict(sorted(self.ended.items())), "labels": dict(sorted(self.labels.items())),
-                "kept_after_first_disagreement": self.labels_after_disagreement}
+                "kept_after_first_disagreement": self.kept_after_first_disagreement}
 
 
 @dataclass
@@ -121,7 +121,7 @@ def dagger_examples(policy: Policy, rollouts: Sequence[Rollout], world_config: W
                 examples.append(ActorExample(inp, label, lv.rollout.replay.episode, len(lv.history),
                                              lv.rollout.memory_kind))
                 stats.labels[label.type] = stats.labels.get(label.type, 0) + 1
-                stats.labels_after_disagreement += lv.strayed
+                stats.kept_after_first_disagreement += lv.strayed
             lv.strayed = lv.strayed or action.type != label.type
             if beta > 0.0 and rng.random() < beta:  # (no draw at 0: the actor-only rollouts stay as they were)
                 action = label

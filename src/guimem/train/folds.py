@@ -28,13 +28,13 @@ MemoryFactory = Callable[[str, Sequence[Episode]], Memory]
 """``factory(kind, episodes)``: a memory of ``kind`` built from exactly ``episodes``."""
 
 
-def assign_folds(episode_ids: Sequence[str], k: int, seed: int) -> dict[str, int]:
-    """Each episode id to one of ``k`` folds of (nearly) equal size, shuffled by ``seed``."""
+def assign_folds(keys: Sequence[str], k: int, seed: int) -> dict[str, int]:
+    """Each distinct key (an episode id, a goal) to one of ``k`` folds of (nearly) equal size, shuffled by ``seed``."""
     if k < 2:
         raise DataError("k_folds", f"needs at least 2 folds so every memory excludes its episode, got {k}")
-    ids = sorted(set(episode_ids))
-    order = np.random.default_rng(seed).permutation(len(ids))
-    return {ids[j]: rank % k for rank, j in enumerate(order)}
+    distinct = sorted(set(keys))
+    order = np.random.default_rng(seed).permutation(len(distinct))
+    return {distinct[j]: rank % k for rank, j in enumerate(order)}
 
 
 def task_folds(episodes: Sequence[Episode], k: int, seed: int) -> dict[str, int]:
