@@ -13,7 +13,7 @@
 # is SPA-Bench's: single-app tasks, solved by an agent that has never seen *this* variant of
 # the app. The same app differs between phone makers and versions — where a function sits,
 # what it is called, which controls are bare icons — so the actor learns on some variants and
-# is tested on others, with a memory of past experience on the test variants' *other* tasks.
+# is tested on another, with a memory of past experience of *other* tasks on that same phone.
 # The world also has label-free icons and dense picture grids, list orders and colours that
 # change between episodes while labels stay, interrupting popups and dead ends. Later
 # notebooks *measure* whether each memory exploits these; nothing here assumes it.

@@ -92,7 +92,9 @@ print(f"screen embedder {images.name}; {len(vectors)} distinct test screenshots"
 # **hit@k**: the step's true subgoal type is among the ground-truth types of the first k
 # retrieved items (an item's types are those of the past steps it covers; a Task-Graph item
 # covers a whole trajectory, so its hit@k is lenient). **hit@shown**: among the items the
-# actor is shown. **failure share**: shown items the judge labelled as failed. **tokens**:
+# actor is shown. **failure share**: shown items the judge labelled as failed. **other phone**:
+# shown items experienced on another phone (app variant) than the test step's — 0 when the
+# memory is the evaluation phone's own experience, as in the papers' setting. **tokens**:
 # the text block's length in the actor's tokens.
 
 # %%
@@ -101,10 +103,11 @@ for name in MEMORIES:
     results[name] = evaluate_memory(memories[name], queries, vectors, past, ks=scored_ks, k=k_nodes or None, progress=True)
     summaries[name] = summarize(results[name])
     write_results(out_dir, memories[name], results[name], memory_root, progress=True)
-columns = [f"hit@{k}" for k in scored_ks] + ["hit@shown", "failure_share_shown", "items_retrieved", "tokens_mean"]
-print(f"{'memory':14s}" + "".join(f"{c:>20s}" for c in columns))
+columns = [f"hit@{k}" for k in scored_ks] + ["hit@shown", "failure_share_shown", "other_phone_share_shown",
+                                              "items_retrieved", "tokens_mean"]
+print(f"{'memory':14s}" + "".join(f"{c:>24s}" for c in columns))
 for name in MEMORIES:
-    print(f"{MEMORY_LABELS[name]:14s}" + "".join(f"{summaries[name][c]:20.3f}" for c in columns))
+    print(f"{MEMORY_LABELS[name]:14s}" + "".join(f"{summaries[name][c]:24.3f}" for c in columns))
 
 # %%
 fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.4), gridspec_kw={"width_ratios": [2, 1]})

@@ -109,7 +109,11 @@ print(f"{len(train)} training episodes ({sum(len(e.steps) for e in train)} steps
 # `k_folds` folds *by task* (every episode of one goal in one fold), and the steps of each fold
 # read memories rebuilt (same kind, same parameters as in `02_graph_build`) from the *other*
 # folds only: what a step can learn from its memory is what experience of other tasks teaches —
-# what a glyph does, what a word is called here, where a switch sits.
+# what a glyph does, what a word is called here, where a switch sits. And a memory is one
+# phone's experience: a step reads the other folds' episodes *on its own variant* only, as a
+# held-out step reads the memory of the evaluation phone. Experience of another variant would
+# show glyphs of another design under other words, and teach the actor that a remembered
+# picture says nothing about the screen in front of it.
 # Each step gets `kinds_per_step` memory kinds drawn at random, so that one actor learns to
 # read all four: Subgoal-Graph, Subgoal-Flat, Action-Graph and Task-Graph. Which *modality*
 # it sees (none, text, image, both) is drawn again at every epoch. A share of the training

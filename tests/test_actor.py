@@ -63,7 +63,13 @@ from guimem.core.store import load_episodes, save_episodes
 from guimem.models.tokenizer import ACT, Vocabulary, find_span, span_text, tokenize
 from guimem.smg.memories import MEMORY_CROPS
 from guimem.train.examples import ActorExample
-from guimem.train.folds import assign_folds, build_kfold_examples, task_folds, validation_split
+from guimem.train.folds import (
+    assign_folds,
+    build_kfold_examples,
+    fold_memories,
+    task_folds,
+    validation_split,
+)
 
 torch.set_num_threads(1)
 
@@ -499,6 +505,27 @@ def test_kfold_examples_never_show_a_step_its_own_task(tmp_path):
     assert {by_task[f"ep{e}"] for e in (0, 3)} == {by_task["ep0"]} and sorted(set(by_task.values())) == [0, 1, 2]
     with pytest.raises(DataError, match="k_folds"):
         assign_folds(["a", "b"], 1, 0)
+
+
+def test_fold_memories_hold_the_experience_of_the_steps_own_phone_in_the_other_folds():
+    steps = (Step(Observation("s.png", BUTTONS), Action("done")),)
+    episodes = [Episode(f"ep{e}", "settings", f"goal {e % 4}", steps, Observation("s.png", BUTTONS), True,
+                        provenance={"variant": e % 2}) for e in range(8)]  # phones 0 and 1, two tasks each
+
+    def factory(kind, eps):
+        return sorted(e.id for e in eps)
+
+    cells, memories = fold_memories(episodes, factory, ["smg"], k_folds=2, seed=0)
+    assert set(cells.values()) == set(memories) and len(memories) == 4  # 2 phones x 2 folds
+    folds = task_folds(episodes, 2, 0)
+    for e in episodes:
+        shown = memories[cells[e.id]]["smg"]
+        assert cells[e.id] == (e.provenance["variant"], folds[e.id])
+        assert shown == sorted(o.id for o in episodes if o.phone == e.phone and folds[o.id] != folds[e.id])
+        assert e.goal not in {o.goal for o in episodes if o.id in shown}
+    recorded = [Episode(f"r{e}", "app", f"goal {e}", steps, Observation("s.png", BUTTONS), True) for e in range(4)]
+    assert {e.phone for e in recorded} == {None}  # recordings that name no variant: one phone
+    assert len(fold_memories(recorded, factory, ["smg"], 2, 0)[1]) == 2
 
 
 # ----------------------------------------------------------------------------- the 04_actor notebook

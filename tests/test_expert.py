@@ -23,6 +23,9 @@ def quiet(**kw) -> World:
     return World(WorldConfig(dialog_prob=0.0, **kw))
 
 
+EVAL = WorldConfig().eval_variants[0]  # the default world's evaluation phone
+
+
 def dark_mode(app: str = "notes") -> object:
     tid = {"notes": "notes.display", "clock": "clock.display", "gallery": "gallery.settings"}[app]
     return make_task(tid, (("option", "Dark mode"), ("state", "on")))
@@ -62,8 +65,8 @@ def test_variants_differ_in_words_icons_placement_and_order():
 
 def test_a_synonym_replaces_the_reference_word_on_screen_and_the_goal_keeps_it():
     found = 0
-    for i in range(1, 8):
-        v = app_variant("notes", i, evaluation=i >= 6)  # the default world: variants 6 and 7 are for evaluation
+    for i in (*range(1, 7), EVAL):
+        v = app_variant("notes", i, evaluation=i == EVAL)
         say = v.say("Dark mode")
         if say == "Dark mode":
             continue
@@ -131,12 +134,13 @@ def test_training_and_evaluation_variants_share_no_glyph_design_word_or_label():
 
 
 def test_a_variant_draws_a_glyph_in_its_design_everywhere_the_glyph_shows():
-    v = app_variant("notes", 6, evaluation=True)
-    assert v.draw("search") == "search@6" and v.draw("star_filled") == "star_filled@6" and v.draw("back") == "back"
+    v = app_variant("notes", EVAL, evaluation=True)
+    assert v.draw("search") == f"search@{EVAL}" and v.draw("star_filled") == f"star_filled@{EVAL}"
+    assert v.draw("back") == "back"
     w = quiet()
-    w.reset(dark_mode(), 0, variant=6)
+    w.reset(dark_mode(), 0, variant=EVAL)
     glyphs = {x.glyph for x in w.layout.widgets if x.kind == "icon"}
-    assert "back" not in glyphs and all("@6" in g for g in glyphs if g.split("@")[0] in DESIGNED_GLYPHS)
+    assert "back" not in glyphs and all(f"@{EVAL}" in g for g in glyphs if g.split("@")[0] in DESIGNED_GLYPHS)
 
 
 def test_labelled_glyphs_carry_a_description_and_bare_ones_none():
@@ -155,8 +159,9 @@ def test_phone_variants_cover_every_app():
 
 
 def test_a_world_refuses_a_variant_it_does_not_have():
-    with pytest.raises(ValueError, match="variant 8"):
-        quiet().reset(dark_mode(), 0, variant=8)
+    n = WorldConfig().variants
+    with pytest.raises(ValueError, match=f"variant {n}"):
+        quiet().reset(dark_mode(), 0, variant=n)
 
 
 # ----------------------------------------------------------------------------- routes

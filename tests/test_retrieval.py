@@ -1,5 +1,6 @@
 """Retrieval evaluation on the hand-made store of memory_fixtures: hit@k, failures, files."""
 
+import dataclasses
 import json
 
 import pytest
@@ -60,6 +61,19 @@ def test_hits_failures_and_tokens(setup):
     flat = build_memory("flat", eps, subs, root, img, txt, k=3, style=RenderStyle(max_items=3))
     f = summarize(evaluate_memory(flat, queries, vectors, train, ks=(1, 3)))
     assert f["items_retrieved"] == 3.0 and f["failure_share_shown"] == pytest.approx(2 / 9)  # list, and list again for detail
+
+
+def test_shown_items_from_another_phone_are_counted(setup):
+    root, eps, subs, img, txt, queries, vectors = setup
+    train = {e.id: e for e in eps}
+    flat = build_memory("flat", eps, subs, root, img, txt, k=3, style=RenderStyle(max_items=3))
+    assert {e.phone for e in eps} == {q.phone for q in queries} == {None}  # no variant named: one phone
+    assert summarize(evaluate_memory(flat, queries, vectors, train))["other_phone_share_shown"] == 0.0
+    elsewhere = {i: dataclasses.replace(e, provenance={**e.provenance, "variant": 1}) for i, e in train.items()}
+    on_phone_0 = [dataclasses.replace(q, phone=0) for q in queries]
+    results = evaluate_memory(flat, on_phone_0, vectors, elsewhere)
+    assert [r.other_phone_shown for r in results] == [len(r.shown) for r in results] and results[0].shown
+    assert summarize(results)["other_phone_share_shown"] == 1.0
 
 
 def test_written_results_are_complete_and_deduplicated(setup, tmp_path):

@@ -395,6 +395,13 @@ class Episode:
             raise DataError("steps", f"episode {self.id!r} has no steps")
 
     @property
+    def phone(self) -> Any:
+        """The phone the episode ran on: its app variant (``provenance["variant"]``), so that a memory
+        can hold one phone's experience; recordings that name none (real runs on one device) share
+        one phone, ``None``."""
+        return self.provenance.get("variant")
+
+    @property
     def final_recorded(self) -> bool:
         """Whether the screen after the last action was recorded."""
         return self.final is not None

@@ -20,8 +20,8 @@ class WorldConfig:
     n_test: int = 120  # test episodes
     n_memory: int = 240  # memory episodes: experience on the evaluation variants (other tasks than the test's)
     start: str = "app"  # where an episode starts: "app" (inside the task's app) or "launcher"
-    variants: int = 8  # variants of every app (0: the reference design)
-    train_variants: tuple[int, ...] = (0, 1, 2, 3, 4, 5)  # variants the training episodes run on (0 among them); the others are for evaluation
+    variants: int = 16  # variants of every app (0: the reference design)
+    train_variants: tuple[int, ...] = tuple(range(15))  # variants the training episodes run on (0 among them); the others are for evaluation
     image_width: int = 180  # screenshot width in pixels; height is twice that
     max_steps: int = 30  # step budget per episode
     dialog_prob: float = 0.3  # chance that an episode is interrupted by a popup

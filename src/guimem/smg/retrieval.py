@@ -63,6 +63,7 @@ class StepQuery:
     screenshot: str  # relative to the test store
     goal: str
     true_type: str | None  # ground-truth subgoal type of this step (None: unlabelled)
+    phone: Any = None  # the phone the step ran on (:attr:`~guimem.core.data.Episode.phone`)
 
 
 @dataclass(frozen=True)
@@ -78,11 +79,12 @@ class StepResult:
     hit_shown: bool
     failures_shown: int  # shown items labelled "no"
     seconds: float  # retrieval time (query embedding excluded)
+    other_phone_shown: int = 0  # shown items from an episode on another phone than the step's
 
 
 def step_queries(episodes: Sequence[Episode]) -> list[StepQuery]:
     """Every step of every episode, in order."""
-    return [StepQuery(ep.id, i, s.screenshot, ep.goal, s.subgoal.type if s.subgoal is not None else None)
+    return [StepQuery(ep.id, i, s.screenshot, ep.goal, s.subgoal.type if s.subgoal is not None else None, ep.phone)
             for ep in episodes for i, s in enumerate(ep.steps)]
 
 
@@ -124,7 +126,7 @@ def evaluate_memory(memory: Any, queries: Sequence[StepQuery], query_vectors: Ma
         out.append(StepResult(q, r, tuple(i.id for i in shown), text, count_tokens(text),
                               {kk: _hit(r.items[:kk], q.true_type, train_episodes) for kk in ks},
                               _hit(shown, q.true_type, train_episodes), sum(i.success == "no" for i in shown),
-                              seconds))
+                              seconds, sum(train_episodes[i.episode_id].phone != q.phone for i in shown)))
     return out
 
 
@@ -135,8 +137,10 @@ def embed_queries(embedder: ImageEmbedder, store_root: str | Path, queries: Sequ
 
 
 def summarize(results: Sequence[StepResult], latency: bool = False) -> dict[str, float]:
-    """Means over steps: hit@k, hit@shown, failure share, items, tokens; with ``latency``, the
-    median retrieval time in ms (left out by default: it varies between runs, metrics must not)."""
+    """Means over steps: hit@k, hit@shown, failure share, the share of shown items from another phone
+    than the step's (0 where memory is the step's own phone's experience), items, tokens; with
+    ``latency``, the median retrieval time in ms (left out by default: it varies between runs,
+    metrics must not)."""
     labelled = [r for r in results if r.query.true_type is not None]
     n = max(1, len(labelled))
     ks = sorted(results[0].hits) if results else []
@@ -146,6 +150,7 @@ def summarize(results: Sequence[StepResult], latency: bool = False) -> dict[str,
     summary.update({
         "hit@shown": sum(r.hit_shown for r in labelled) / n,
         "failure_share_shown": sum(r.failures_shown for r in results) / max(1, sum(shown)),
+        "other_phone_share_shown": sum(r.other_phone_shown for r in results) / max(1, sum(shown)),
         "items_retrieved": float(np.mean([len(r.retrieved.items) for r in results])) if results else 0.0,
         "items_shown": float(np.mean(shown)) if results else 0.0,
         "tokens_mean": float(np.mean([r.tokens for r in results])) if results else 0.0,

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Hashable, Mapping, Sequence
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -139,11 +139,12 @@ def dagger_examples(policy: Policy, rollouts: Sequence[Rollout], world_config: W
     return examples, stats
 
 
-def plan_rollouts(episodes: Sequence, folds: Mapping[str, int], fold_memories: Sequence[Mapping[str, Memory]],
+def plan_rollouts(episodes: Sequence, folds: Mapping[str, Hashable], fold_memories: Mapping[Hashable, Mapping[str, Memory]],
                   n: int, seed: int, modality_weights: Sequence[float], run: int = 1) -> list[Rollout]:
     """``n`` rollouts of the tasks of ``episodes`` (drawn by ``seed``), each in a fresh world seed
-    (replay index ``run``) on its episode's variant, reading a memory built without its episode's
-    fold (a kind drawn at random) in a modality drawn by ``modality_weights`` (none/text/image/both)."""
+    (replay index ``run``) on its episode's variant, reading a memory of its episode's cell (``folds``
+    maps an episode id to it: :func:`guimem.train.folds.fold_memories`; a kind drawn at random) in a
+    modality drawn by ``modality_weights`` (none/text/image/both)."""
     rng = np.random.default_rng(seed)
     picked = pick_tasks(list(episodes), n, seed)
     replays = {r.episode: r for r in replay_tasks(picked, run + 1) if r.run == run}
@@ -165,7 +166,7 @@ after DAgger round ``round`` (0-based)."""
 
 
 def run_dagger(policy: Policy, examples: Sequence[ActorExample], fit: Fit, episodes: Sequence,
-               folds: tuple[Mapping[str, int], Sequence[Mapping[str, Memory]]], world_config: WorldConfig,
+               folds: tuple[Mapping[str, Hashable], Mapping[Hashable, Mapping[str, Memory]]], world_config: WorldConfig,
                rounds: int, tasks: int, seed: int, modality_weights: Sequence[float], max_history: int,
                progress: bool = True, beta: float = 0.0) -> tuple[Policy, list[ActorExample], list[dict]]:
     """``rounds`` rounds of DAgger: in round ``r``, ``policy`` plays ``tasks`` tasks of ``episodes``

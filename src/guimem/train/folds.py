@@ -1,21 +1,28 @@
-"""Memories rebuilt in k folds, so that no training step reads its own task.
+"""Memories rebuilt in k folds, so that no training step reads its own task, and each step reads
+the experience of its own phone.
 
 The training episodes are split into ``k`` folds by task (:func:`task_folds`: every episode of one
 goal in one fold, drawn by :func:`assign_folds`), so that a step's memory never demonstrates the
 task it is doing, on any variant — the condition of the held-out steps, whose memory holds other
 tasks only (``metrics/world.json: memory_test_goal_overlap`` 0). Folded by episode instead, most
 training steps of a task the world drew more than once read a demonstration of that very task and
-learn to copy it, which the held-out memory never allows. The steps of fold ``f``
-read memories of every kind rebuilt, with the saved memories' settings (:func:`rebuild_from`),
-from the other folds only (:func:`fold_memories`), and become examples through
+learn to copy it, which the held-out memory never allows.
+
+A memory is one phone's experience (:attr:`~guimem.core.data.Episode.phone`: the app variant an
+episode ran on), as the held-out steps' is: their memory holds episodes of the evaluation phone only. A training step
+that read experience of *another* variant would see glyphs of another design under other words,
+and learn that a remembered picture says nothing about the screen in front of it. So the steps
+of fold ``f`` on phone ``p`` read memories of every kind rebuilt, with the saved memories'
+settings (:func:`rebuild_from`), from the episodes of phone ``p`` in the other folds only
+(:func:`fold_memories`: one memory set per *cell* ``(phone, fold)``), and become examples through
 :func:`~guimem.train.examples.build_examples` (:func:`build_kfold_examples`). DAgger's rollouts of
-a fold's tasks read the same memories.
+a cell's tasks read the same memories.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Hashable, Mapping, Sequence
 
 import numpy as np
 
@@ -26,6 +33,12 @@ from guimem.train.examples import ActorExample, build_examples
 
 MemoryFactory = Callable[[str, Sequence[Episode]], Memory]
 """``factory(kind, episodes)``: a memory of ``kind`` built from exactly ``episodes``."""
+
+Cell = tuple[Hashable, int]
+"""``(phone, fold)``: the steps that read one set of memories (:func:`fold_memories`)."""
+
+FoldMemories = tuple[dict[str, Cell], dict[Cell, dict[str, Memory]]]
+"""What :func:`fold_memories` returns: each episode id's cell, and each cell's memories by kind."""
 
 
 def assign_folds(keys: Sequence[str], k: int, seed: int) -> dict[str, int]:
@@ -56,32 +69,44 @@ def rebuild_from(saved: Mapping[str, Memory], subgoals: Mapping[str, Sequence[Su
 def build_kfold_examples(episodes: Sequence[Episode], store_root: str | Path, factory: MemoryFactory,
                          kinds: Sequence[str], k_folds: int, seed: int, kinds_per_step: int | None = 1,
                          max_history: int = HISTORY_LEN, query_vectors: Mapping[str, np.ndarray] | None = None,
-                         progress: bool = True,
-                         folds: tuple[dict[str, int], list[dict[str, Memory]]] | None = None) -> list[ActorExample]:
-    """Training examples whose memory never holds their own task (:func:`task_folds`), let alone their episode.
+                         progress: bool = True, folds: FoldMemories | None = None) -> list[ActorExample]:
+    """Training examples whose memory never holds their own task (:func:`task_folds`), let alone their
+    episode, and holds their own phone's experience only.
 
-    The episodes are split into ``k_folds`` folds by task; the steps of fold ``f`` read memories of every
-    kind built by ``factory`` from the other folds only (``folds``: those of :func:`fold_memories`,
-    already built). Returned in the order of ``episodes``.
+    The steps of cell ``(phone, fold)`` read memories of every kind built by ``factory`` from that
+    phone's episodes in the other folds (``folds``: those of :func:`fold_memories`, already built).
+    Returned in the order of ``episodes``.
     """
-    folds, fold_mems = folds if folds is not None else fold_memories(episodes, factory, kinds, k_folds, seed)
+    cells, cell_mems = folds if folds is not None else fold_memories(episodes, factory, kinds, k_folds, seed)
     by_id: dict[str, list[ActorExample]] = {}
-    for f, memories in enumerate(fold_mems):
-        inside = [e for e in episodes if folds[e.id] == f]
-        for ex in build_examples(inside, store_root, memories, kinds_per_step, seed + 1 + f, max_history,
+    for j, (cell, memories) in enumerate(sorted(cell_mems.items(), key=lambda kv: _cell_order(kv[0]))):
+        inside = [e for e in episodes if cells[e.id] == cell]
+        for ex in build_examples(inside, store_root, memories, kinds_per_step, seed + 1 + j, max_history,
                                  query_vectors, progress):
             by_id.setdefault(ex.episode_id, []).append(ex)
     return [ex for e in episodes for ex in by_id.get(e.id, [])]
 
 
 def fold_memories(episodes: Sequence[Episode], factory: MemoryFactory, kinds: Sequence[str], k_folds: int,
-                  seed: int) -> tuple[dict[str, int], list[dict[str, Memory]]]:
-    """The episodes' folds (:func:`task_folds`) and, per fold, a memory of every kind built by
-    ``factory`` from the *other* folds: what that fold's steps (and rollouts of its tasks) may read."""
+                  seed: int) -> FoldMemories:
+    """Each episode's cell ``(phone, fold)`` (:attr:`~guimem.core.data.Episode.phone`,
+    :func:`task_folds`) and, per cell that holds an episode, a memory of every kind built by
+    ``factory`` from the episodes of the same phone in the *other* folds: what that cell's steps
+    (and rollouts of its tasks) may read."""
     folds = task_folds(episodes, k_folds, seed)
-    memories = [{kind: factory(kind, [e for e in episodes if folds[e.id] != f]) for kind in kinds}
-                for f in range(k_folds)]
-    return folds, memories
+    cells = {e.id: (e.phone, folds[e.id]) for e in episodes}
+    memories = {}
+    for cell in sorted(set(cells.values()), key=_cell_order):
+        phone, fold = cell
+        shared = [e for e in episodes if e.phone == phone and folds[e.id] != fold]
+        memories[cell] = {kind: factory(kind, shared) for kind in kinds}
+    return cells, memories
+
+
+def _cell_order(cell: Cell) -> tuple[str, int]:
+    """A fixed order of cells whatever their phones' types (``None`` and variant indices)."""
+    phone, fold = cell
+    return (f"{phone:08d}" if isinstance(phone, int) else str(phone)), fold
 
 
 def validation_split(episodes: Sequence[Episode], share: float, seed: int) -> tuple[list[Episode], list[Episode]]:
