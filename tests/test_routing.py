@@ -210,6 +210,11 @@ def test_too_few_non_tied_steps_give_no_numbers_rather_than_made_up_ones():
     one_episode = layer_curve(rec.shift(), np.arange(len(rec)) % 2 == 0, np.zeros(len(rec)), ProbeConfig(),
                               CurveConfig(n_boot=10))
     assert all("one episode" in r["insufficient"] for r in one_episode)
+    two = layer_curve(rec.shift()[:2], np.array([True, False]), np.array([0, 1]), ProbeConfig(), CurveConfig(n_boot=10))
+    assert all("one won by each" in r["insufficient"] for r in two)  # no stratified fold exists
+    three = cross_validated_decisions(rec.shift()[:3, -1], np.array([True, False, False]), np.arange(3), 5,
+                                      ProbeConfig(pca_dim=2))
+    assert three.shape == (3,)  # as many folds as the larger class has steps (2), not 5
     y = rec.preference() > 0
     assert all("one class" in r["insufficient"]
                for r in transfer_curve(rec.shift(), y, rec.shift(), one_class, rec.episodes, ProbeConfig(pca_dim=4),

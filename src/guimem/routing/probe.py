@@ -100,9 +100,9 @@ def cross_validated_decisions(shift: np.ndarray, image_preferred: np.ndarray, gr
     """``[n]`` out-of-fold probe decision values, folds by ``groups`` (episodes): each step scored by
     a probe that never saw its episode."""
     shift, y, groups = np.asarray(shift, dtype=np.float64), np.asarray(image_preferred, bool), np.asarray(groups)
-    k = min(folds, len(np.unique(groups)))
-    if k < 2:
-        raise DataError("groups", "cross-validation by episode needs at least two episodes")
+    k = min(folds, len(np.unique(groups)), int(np.bincount(y.astype(int), minlength=2).max()))  # stratified folds
+    if k < 2:  # need a larger class of two steps at least, so that stratified folds exist
+        raise DataError("groups", "cross-validation by episode needs at least two episodes and a class of two steps")
     out = np.zeros(len(y))
     for fit_idx, score_idx in StratifiedGroupKFold(n_splits=k, shuffle=True, random_state=seed).split(shift, y, groups):
         if len(np.unique(y[fit_idx])) < 2:  # a fold without one class: the prior decides
@@ -153,10 +153,13 @@ def _no_signal(layer: int, majority: float, steps: int) -> dict[str, Any]:
 
 def fit_problem(y: np.ndarray, groups: np.ndarray) -> str | None:
     """Why a probe cannot be fitted and scored by episode on these steps, or None: it needs both
-    classes and at least two episodes (a pool where the renderings rarely disagree may have neither)."""
+    classes, one of them twice, and at least two episodes (a pool where the renderings rarely
+    disagree may have none of these)."""
     y, groups = np.asarray(y, dtype=bool), np.asarray(groups)
     if len(np.unique(y)) < 2:
         return f"{len(y)} non-tied steps, {int(y.sum())} won by image: both renderings must win some"
+    if len(y) < 3:
+        return f"{len(y)} non-tied steps, one won by each rendering: too few to fit and score a probe"
     if len(np.unique(groups)) < 2:
         return f"the {len(y)} non-tied steps come from one episode: cross-validation by episode needs two"
     return None
