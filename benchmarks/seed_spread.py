@@ -3,12 +3,13 @@
 Two spreads, each run by the stages' own ``dvc.yaml`` commands (``params.yaml`` interpolated),
 with every output written under a temporary folder and only the seed changed:
 
-- ``training`` (default): the ``actor`` and ``closed_loop`` stages with each training seed, on the
-  workspace's ``data/`` (run ``dvc repro`` first). The actor is trained on the CPU in float32;
+- ``training`` (default): the stages from ``actor`` to ``routing_stats`` with each training seed, on
+  the workspace's ``data/`` (run ``dvc repro`` first). The actor is trained on the CPU in float32;
   another processor (or BLAS) rounds its last bits differently, training drifts apart, and every
-  actor and closed-loop number moves. This spread is the tolerance within which those results
-  reproduce on other hardware (the README states it). The closed loop's seed also draws its sample
-  of tasks, so its spread holds that too. 11 to 18 minutes per seed on 2 cores.
+  number from the actor on moves: its step accuracies, the closed loop, the probes and SwitchMem.
+  This spread is the tolerance within which those results reproduce on other hardware (the README
+  states it; ``make verify`` reads it). The seed also draws the closed loop's sample of tasks and
+  the routers' folds, so the spread holds those too. About 32 minutes per seed on a 2-core AMD EPYC.
   Writes ``benchmarks/results/seed_spread.json``.
 - ``world``: the ``world``, ``segmentation``, ``graph_build`` and ``retrieval_eval`` stages with
   each master seed (``base.seed``): another phone (contents, layouts, themes, popups), other
@@ -18,7 +19,9 @@ with every output written under a temporary folder and only the seed changed:
 
 Each file gives, per headline metric (the stages' ``metrics/<stage>.json``), its value at each
 seed, mean and population standard deviation; it is rewritten after every seed, so an
-interrupted run keeps what it measured. Run::
+interrupted run keeps what it measured. The seed the workspace ran with (``base.seed``) is not
+run again when ``dvc status`` finds those stages up to date: its numbers are the workspace's own
+``metrics/``, which the same commands wrote (``--rerun`` runs it anyway). Run::
 
     python benchmarks/seed_spread.py                  # training seeds 0 1 2
     python benchmarks/seed_spread.py world 0 1 2      # master seeds 0 1 2
@@ -26,6 +29,8 @@ interrupted run keeps what it measured. Run::
 
 from __future__ import annotations
 
+import os
+import platform
 import re
 import shlex
 import statistics
@@ -44,8 +49,11 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).parent / "results"
 SEEDS = (0, 1, 2)
 MODES: dict[str, dict[str, Any]] = {
-    "training": {"stages": ("actor", "closed_loop"), "out": RESULTS / "seed_spread.json",
-                 "what": "actor and closed-loop headline metrics, trained and played with each seed (same data)"},
+    "training": {"stages": ("actor", "closed_loop", "layer_analysis", "probe_router", "oracle_headroom",
+                            "routing_stats"),
+                 "out": RESULTS / "seed_spread.json",
+                 "what": "headline metrics of the actor and every stage after it (closed loop, probes, SwitchMem), "
+                         "trained and played with each seed (same world, memories and retrieval)"},
     "world": {"stages": ("world", "segmentation", "graph_build", "retrieval_eval"),
               "out": RESULTS / "seed_spread_world.json",
               "what": "world, segmentation, memory and retrieval headline metrics, each master seed its own world"},
@@ -79,7 +87,8 @@ def stage_command(stage: str, seed: int, tmp: Path, params: dict, stages: tuple[
     return [sys.executable if args[0] == "python" else args[0]] + args[1:]
 
 
-def write_summary(mode: str, runs: dict[int, dict[str, Any]], seconds: dict[int, float]) -> dict:
+def write_summary(mode: str, runs: dict[int, dict[str, Any]], seconds: dict[int, float],
+                  reused: list[int]) -> dict:
     """Per headline metric: its value at each seed measured so far, their mean and (population) std."""
     seeds = sorted(runs)
     names = sorted(n for n in runs[seeds[0]] if all(isinstance(runs[s].get(n), (int, float)) and
@@ -87,6 +96,9 @@ def write_summary(mode: str, runs: dict[int, dict[str, Any]], seconds: dict[int,
     result = {
         "what": MODES[mode]["what"],
         "seeds": seeds,
+        "from_workspace": reused,  # seeds whose numbers are the workspace's metrics/ (the lock's run), not rerun
+        "machine": machine(),
+        "commit": git("rev-parse", "HEAD"),
         "seconds_per_seed": seconds,
         "metrics": {n: {"per_seed": [runs[s][n] for s in seeds],
                         "mean": round(statistics.fmean(runs[s][n] for s in seeds), 4),
@@ -96,23 +108,52 @@ def write_summary(mode: str, runs: dict[int, dict[str, Any]], seconds: dict[int,
     return result
 
 
+def git(*args: str) -> str:
+    return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
+
+
+def machine() -> str:
+    """The processor and core count the spread was measured on (its numbers are exact only there)."""
+    model = ""
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        model = next((line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines()
+                      if line.startswith("model name")), "")
+    return f"{model or platform.processor() or platform.machine()}, {os.cpu_count()} cores"
+
+
+def workspace_current(stages: tuple[str, ...]) -> bool:
+    """Whether ``dvc status`` finds ``stages`` (and what they depend on) up to date in the workspace."""
+    out = subprocess.run(["dvc", "status", "--quiet", *stages], cwd=ROOT, capture_output=True, text=True)
+    return out.returncode == 0
+
+
 def main(argv: list[str]) -> None:
+    rerun = "--rerun" in argv
+    argv = [a for a in argv if a != "--rerun"]
     mode = argv.pop(0) if argv and argv[0] in MODES else "training"
     seeds = tuple(int(a) for a in argv) or SEEDS
     stages = MODES[mode]["stages"]
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
     runs: dict[int, dict[str, Any]] = {}
     seconds: dict[int, float] = {}
+    reused: list[int] = []
     with tempfile.TemporaryDirectory(prefix="guimem-seeds-") as root:
         for seed in seeds:
-            tmp = Path(root) / f"seed{seed}"
-            t0 = time.perf_counter()
-            for stage in stages:
-                print(f"== {mode} seed {seed}: {stage}", flush=True)
-                subprocess.run(stage_command(stage, seed, tmp, params, stages), cwd=ROOT, check=True)
-            seconds[seed] = round(time.perf_counter() - t0, 1)
-            runs[seed] = {f"{s}.{k}": v for s in stages for k, v in read_json(tmp / "metrics" / f"{s}.json").items()}
-            result = write_summary(mode, runs, seconds)
+            if not rerun and seed == params["base"]["seed"] and workspace_current(stages):
+                print(f"== {mode} seed {seed}: the workspace's metrics/ (dvc status: up to date)", flush=True)
+                metrics, seconds[seed] = ROOT / "metrics", 0.0
+                reused.append(seed)
+            else:
+                tmp = Path(root) / f"seed{seed}"
+                t0 = time.perf_counter()
+                for stage in stages:
+                    print(f"== {mode} seed {seed}: {stage}", flush=True)
+                    subprocess.run(stage_command(stage, seed, tmp, params, stages), cwd=ROOT, check=True)
+                seconds[seed] = round(time.perf_counter() - t0, 1)
+                metrics = tmp / "metrics"
+            runs[seed] = {f"{s}.{k}": v for s in stages for k, v in read_json(metrics / f"{s}.json").items()}
+            result = write_summary(mode, runs, seconds, reused)
     for n, m in result["metrics"].items():
         print(f"{n:50s} {m['mean']:8.4f} ± {m['std']:.4f}  {m['per_seed']}")
 
