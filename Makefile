@@ -6,10 +6,15 @@
 #   make test-fast  set up, then run the fast tier: unit tests and the bad-input corpus, no notebook, nothing slow
 #   make lab     set up, then open the notebooks in JupyterLab
 #   make bench   set up, then run every benchmark script in benchmarks/
-#   make plots   set up, then write dvc_plots/index.html (dvc plots show): every plot in dvc.yaml, opens offline
+#   make plots   set up, then write dvc_plots/index.html (dvc plots diff HEAD): every plot in dvc.yaml, the workspace
+#                beside HEAD, opens offline
 #   make metrics set up, then print every stage's headline numbers, one per row
-#   make compare set up, then print what differs between the workspace, HEAD and its experiments (dvc exp show)
+#   make baseline  set up, then record this machine's run of HEAD's parameters as the experiment `baseline`
+#   make compare set up, then print what each experiment changed against that baseline (else: workspace, HEAD, experiments)
 #   make restore set up, then bring back the committed parameters and rebuild what they make (never deletes an output first)
+#   make verify  set up, then check this run's headline numbers against reference/ within the measured seed spread,
+#                and every finding the README states (exit 1 naming what did not reproduce)
+#   make reference  (maintainers) copy this run's metrics and figures into reference/ (dvc status must be clean)
 #   make lock    rewrite requirements.lock and environment.yml from the installed .venv
 
 SHELL := /bin/bash
@@ -28,8 +33,11 @@ PYTEST_ARGS ?=
 TEST_WORKERS ?= auto
 PYTEST_WORKERS := -n $(TEST_WORKERS) --maxprocesses 4 --dist loadfile
 COMPARE_ARGS ?=
+BASELINE := baseline
 LAB_ARGS ?=
 PLOTS_ARGS ?=
+# The revisions `make plots` draws beside the workspace (`dvc plots diff`): HEAD, or e.g. PLOTS_REVS="HEAD~3 HEAD".
+PLOTS_REVS ?= HEAD
 # The page `dvc plots show/diff` fill in (plots.html_template in .dvc/config, relative to .dvc/).
 PLOTS_TEMPLATE := build/dvc_plots_template.html
 
@@ -39,7 +47,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: help setup repro test test-fast lab bench plots metrics compare restore lock
+.PHONY: help setup repro test test-fast lab bench plots metrics baseline compare restore verify reference lock
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/'
@@ -76,19 +84,38 @@ test-fast: setup  ## the fast tier: unit tests and the bad-input corpus, no note
 LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 # The notebooks are jupytext scripts (notebooks/*.py): this venv's JupyterLab opens a .py file as a
 # notebook on double-click (right-click > Open With > Editor for plain text); jupytext.toml says how
-# it is saved back.
+# it is saved back. A script carries no kernel: jupytext gives an opened one the kernel whose
+# interpreter is the one running JupyterLab, which it finds only when the kernel spec names that
+# interpreter by its path (ipykernel's own spec says just "python"), so the venv's spec is rewritten
+# with its path (nothing else changes: the executed reports/ notebooks stay the same), and the
+# notebook opens with its kernel starting, no "Select Kernel" dialog; nor does Lab ask to fetch news
+# from the web (nothing outside is reached here).
+LAB_STAMP := $(VENV)/.guimem-lab
 LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.json
-$(LAB_OVERRIDES): $(STAMP)
-	python -c 'import json, pathlib; p = pathlib.Path("$@"); p.parent.mkdir(parents=True, exist_ok=True); \
-	p.write_text(json.dumps({"@jupyterlab/docmanager-extension:plugin": {"defaultViewers": {"python": "Jupytext Notebook"}}}, indent=2) + "\n")'
+$(LAB_STAMP): $(STAMP) Makefile
+	python -c 'import json, pathlib; p = pathlib.Path("$(LAB_OVERRIDES)"); p.parent.mkdir(parents=True, exist_ok=True); \
+	p.write_text(json.dumps({"@jupyterlab/docmanager-extension:plugin": {"defaultViewers": {"python": "Jupytext Notebook"}}, \
+	"@jupyterlab/notebook-extension:tracker": {"autoStartDefaultKernel": True}, \
+	"@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False}}, indent=2) + "\n")'
+	python -c 'import json, pathlib, sys; p = pathlib.Path(sys.prefix, "share/jupyter/kernels/python3/kernel.json"); \
+	spec = json.loads(p.read_text()); spec["argv"][0] = sys.executable; p.write_text(json.dumps(spec, indent=1) + "\n")'
+	@touch $@
 
-lab: setup $(LAB_OVERRIDES)  ## open JupyterLab on the notebooks (they write to scratch/, never to the pipeline's outputs)
+lab: setup $(LAB_STAMP)  ## open JupyterLab on the notebooks (they write to scratch/, never to the pipeline's outputs)
 	jupyter lab $(LAB_ROOT) $(LAB_ARGS)
 
 metrics: setup  ## print every stage's headline numbers, one per row (REV=<git revision>: as committed there)
 	python -m guimem.pipeline.report metrics $(if $(REV),--rev $(REV))
 
-compare: setup  ## print the parameters and headline numbers that differ between the workspace, HEAD and its experiments (COMPARE_ARGS: e.g. --all-rows, or -- -A for dvc exp show)
+# An experiment's numbers are compared with this machine's own run of the committed parameters, not
+# with HEAD's (another machine's: every number of the actor onward drifts within the seed spread).
+# dvc exp run with nothing changed reruns nothing that is current and records the workspace's outputs.
+baseline: setup  ## record this machine's run of HEAD's parameters as the experiment `baseline` (make compare then compares with it)
+	@git diff --quiet HEAD -- params.yaml || { echo "params.yaml differs from HEAD: make restore first" >&2; exit 1; }
+	dvc exp remove $(BASELINE) > /dev/null 2>&1 || true
+	dvc exp run --name $(BASELINE)
+
+compare: setup  ## print what each experiment changed against `make baseline`'s run (without one: workspace, HEAD, experiments; COMPARE_ARGS: e.g. --all-rows)
 	python -m guimem.pipeline.report experiments $(COMPARE_ARGS)
 
 # Back to the committed parameters after an experiment. Not `git checkout HEAD -- dvc.lock ... && dvc checkout`:
@@ -100,6 +127,12 @@ compare: setup  ## print the parameters and headline numbers that differ between
 restore: setup  ## bring back the committed params.yaml and rebuild what it makes (dvc repro; nothing deleted first)
 	git checkout HEAD -- params.yaml
 	dvc repro
+
+verify: setup  ## check this run's headline numbers against reference/ within the seed spread, and the stated findings
+	python -m guimem.pipeline.verify
+
+reference: setup  ## (maintainers) copy the workspace's metrics and figures into reference/ (after dvc repro)
+	python -m guimem.pipeline.verify reference
 
 bench: setup  ## run every benchmarks/*.py; each writes its results to a file
 	@scripts="$(wildcard benchmarks/*.py)"; \
@@ -113,8 +146,8 @@ bench: setup  ## run every benchmarks/*.py; each writes its results to a file
 $(PLOTS_TEMPLATE): $(STAMP) src/guimem/pipeline/plots_html.py
 	python -m guimem.pipeline.plots_html $@
 
-plots: setup $(PLOTS_TEMPLATE)  ## write dvc_plots/index.html: every plot in dvc.yaml, viewable offline (PLOTS_ARGS for dvc plots show)
-	dvc plots show $(PLOTS_ARGS)
+plots: setup $(PLOTS_TEMPLATE)  ## write dvc_plots/index.html: every plot in dvc.yaml, the workspace beside HEAD, offline (PLOTS_REVS, PLOTS_ARGS)
+	dvc plots diff $(PLOTS_REVS) $(PLOTS_ARGS)
 
 # The lock is the installed .venv (setuptools included: torch needs it at run time) less pip,
 # the project itself (editable) and the no-deps packages;

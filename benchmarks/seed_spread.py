@@ -29,8 +29,6 @@ run again when ``dvc status`` finds those stages up to date: its numbers are the
 
 from __future__ import annotations
 
-import os
-import platform
 import re
 import shlex
 import statistics
@@ -44,6 +42,7 @@ from typing import Any
 import yaml
 
 from guimem.core.io import read_json, write_json
+from guimem.pipeline.verify import machine
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).parent / "results"
@@ -110,16 +109,6 @@ def write_summary(mode: str, runs: dict[int, dict[str, Any]], seconds: dict[int,
 
 def git(*args: str) -> str:
     return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
-
-
-def machine() -> str:
-    """The processor and core count the spread was measured on (its numbers are exact only there)."""
-    model = ""
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.exists():
-        model = next((line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines()
-                      if line.startswith("model name")), "")
-    return f"{model or platform.processor() or platform.machine()}, {os.cpu_count()} cores"
 
 
 def workspace_current(stages: tuple[str, ...]) -> bool:

@@ -56,6 +56,7 @@ from guimem.phone import render
 from guimem.pipeline.paths import enter_repo_root
 from guimem.pipeline.report import report
 from guimem.real.importers import IMPORTERS
+from guimem.real.importers.common import goals_from_names
 from guimem.real.splits import write_splits
 from guimem.viz.plotting import figure_path, save_figure
 
@@ -87,6 +88,7 @@ for e in episodes:
           f"same screen as before: {e.provenance.get('same_screen_as_before', [])}")
 labelled_steps = sum(s.subgoal is not None for e in episodes for s in e.steps)
 print(f"{len(episodes)} runs, {sum(len(e.steps) for e in episodes)} steps, {labelled_steps} with a subgoal label")
+print(goals_from_names(episodes) or "every goal given")  # the sample's folder names are all its recordings say
 
 # %% [markdown]
 # ## Train, test and memory

@@ -82,7 +82,8 @@ from guimem.eval.closed_loop import (
     success_table,
 )
 from guimem.eval.jobs import PlayEpisodes, condition_plays, play_all, score_steps
-from guimem.eval.tables import PAPER_SR, comparison_lines, ended_counts, in_short, markdown_table, mean_steps
+from guimem.eval.tables import (PAPER_SR, comparison_lines, ended_counts, in_short, markdown_table, mean_steps,
+                                table_rows)
 from guimem.pipeline.paths import enter_repo_root
 from guimem.pipeline.report import report
 from guimem.viz.plotting import MEMORY_LABELS, figure_path, save_figure, table_figure
@@ -190,13 +191,14 @@ for name, c in paired.items():
 # per seed, one task is 100 / N points (about 2.1 at the default 48).
 
 # %%
-md = markdown_table(table, PAPER_SR, memories, MEMORY_LABELS)
+md = markdown_table(table, PAPER_SR, memories, MEMORY_LABELS, paired)
 atomic_write_text(Path(out_dir) / "smg_table.md", md)
 print(md)
-rows = [[MEMORY_LABELS.get(n, n), f"{table[n]['mean']:.1f} ± {table[n]['std']:.1f}", f"{PAPER_SR[n]:.2f}"]
-        for n in memories]
-fig = table_figure(["memory", f"SR here (%, {n_seeds} seeds)", "paper SR (%)"], rows,
-                   f"Closed-loop success on {len(test_episodes)} held-out tasks (memory as {modality})")
+fig = table_figure(*table_rows(table, PAPER_SR, memories, MEMORY_LABELS, paired),
+                   f"Closed-loop success on {len(test_episodes)} held-out tasks (memory as {modality})",
+                   note="vs none: +won / −lost, the episodes (task x world seed) only this memory completes / only "
+                        "no memory completes;\n(p) the exact sign test on them (McNemar's). Paper: the SMG paper's "
+                        "SR (Qwen3-VL-8B on SPA-Bench).")
 save_figure(fig, figure_path(figures_dir, "closed_loop", "smg_table"))
 plt.close(fig)
 

@@ -150,10 +150,11 @@ if pca_dim:
     images = fit_projection(images, [vectors[s] for s in sorted(vectors)], pca_dim)
 smg = build_graph(subgoals, images, texts, store, **graph)
 smg.save(Path(out_dir) / "smg")
-purity = node_purity(smg, screen_of) if labels else float("nan")
+purity = node_purity(smg, screen_of) if labels else None  # None: not measured (no screen types by hand)
 fig = draw_node_strips(smg, store, screen_of)
 save_figure(fig, figure_path(figures_dir, "real_graph", "nodes"))
-print(f"τ = {smg.config.tau}: {smg.n_nodes} nodes, {smg.n_edges} edges, purity {purity:.3f}")
+print(f"τ = {smg.config.tau}: {smg.n_nodes} nodes, {smg.n_edges} edges, purity "
+      + (f"{purity:.3f}" if labels else "not measured (no screen labels)"))
 
 # %% [markdown]
 # ## τ, and what splits and what merges
@@ -181,22 +182,24 @@ ax.legend(loc="upper left", fontsize=7)
 save_figure(fig, figure_path(figures_dir, "real_graph", "tau_sweep"))
 
 # %%
-found = splits_and_merges(smg, screen_of)
-split = {t: n for t, n in found["splits"].items() if len(n) > 1}
-merged = {n: c for n, c in found["merges"].items() if len(c) > 1}
+found = splits_and_merges(smg, screen_of) if labels else None  # needs a type for every screen
+split = {t: n for t, n in found["splits"].items() if len(n) > 1} if labels else None
+merged = {n: c for n, c in found["merges"].items() if len(c) > 1} if labels else None
 print("τ sweep:", rows)
-print("types split over several nodes:", split or "none")
-print("nodes holding several types:", merged or "none")
+print("types split over several nodes:", (split or "none") if labels else "not measured (no screen labels)")
+print("nodes holding several types:", (merged or "none") if labels else "not measured (no screen labels)")
 
 # %%
 report(results_path, {
     "episodes": [{"id": e.id, "steps": len(e.steps), **dict(e.provenance)} for e in episodes],
     "screen_names": dict(screen_names), "subgoals": [s.to_dict() for s in subgoals], "tau_sweep": rows,
     "boundaries": boundary,
-    "splits": found["splits"], "merges": {str(n): c for n, c in found["merges"].items()}}, metrics_path, {
+    "splits": found["splits"] if labels else None,
+    "merges": {str(n): c for n, c in found["merges"].items()} if labels else None}, metrics_path, {
     "episodes": len(episodes), "steps": sum(len(e.steps) for e in episodes), "screens": len(screen_of),
     "screen_types": len(set(screen_of.values())) if labels else None, "subgoals": len(subgoals),
     "intents_by_region_only": by_region, "nodes": smg.n_nodes, "edges": smg.n_edges,
-    "purity": round(purity, 4) if labels else None, "types_split": len(split), "nodes_merging_types": len(merged),
+    "purity": round(purity, 4) if labels else None,  # null, as every number not measured (no screen labels)
+    "types_split": len(split) if labels else None, "nodes_merging_types": len(merged) if labels else None,
     "boundary_f1": round(next(iter(boundary.values()))["tolerance 0"]["f1"], 4) if boundary else None,
 })

@@ -189,6 +189,10 @@ def test_command_line(tmp_path, capsys):
                  "--max-side", "20"]) == 0
     assert "1 episodes, 1 steps" in capsys.readouterr().out
     assert load_episodes(tmp_path / "store")[0].goal == "A goal"
+    assert "warning" not in capsys.readouterr().err  # every goal given
+    assert main(["import", "agent_run", str(tmp_path / "runs"), str(tmp_path / "s1")]) == 0
+    err = capsys.readouterr().err  # the goal is the folder's name: said, with the option that gives it
+    assert "1 of 1 runs have no goal but their folder's name (e.g. 'a run')" in err and "--goals" in err
     goals.write_text("[1, 2]")
     assert main(["import", "agent_run", str(tmp_path / "runs"), str(tmp_path / "s2"), "--goals", str(goals)]) == 2
     assert "goals.json" in capsys.readouterr().err and not (tmp_path / "s2").exists()

@@ -18,7 +18,7 @@ from guimem.core.data import DataError, Subgoal, group_by_episode
 from guimem.core.io import MARKER
 from guimem.models.embedding import HashingTextEmbedder, PixelEmbedder
 from guimem.smg import graph as mg
-from guimem.smg.figures import draw_graph
+from guimem.smg.figures import draw_graph, draw_node_strips
 from guimem.smg.graph import GraphConfig, MemoryGraph, build_graph
 from guimem.smg.graph_load import load_graph
 from guimem.smg.index import RANK_DECIMALS, NodeIndex
@@ -456,7 +456,14 @@ def test_node_purity_and_drawing(tmp_path):
     Image.new("RGB", (36, 72), (0, 0, 0)).save(tmp_path / "c1.png")
     assert g.add_screen(signs(8, 9, 10, 11, 12, 13, 14, 15), "c1.png") == 2
     assert draw_graph(g, tmp_path, ax, max_nodes=5) == [0, 1]  # from the most visited node; 2 is unreachable
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == [
+        "subgoal edge judged yes", "subgoal edge judged no", "subgoal edge judged uncertain"]  # the colours' key
     plt.close(fig)
+    strips = draw_node_strips(g, tmp_path, {}, max_nodes=2)  # says how many of the nodes it shows
+    assert strips._suptitle.get_text().startswith("the 2 most visited of the graph's 3 nodes")
+    plt.close(strips)
+    assert draw_node_strips(g, tmp_path, {})._suptitle.get_text().startswith("all of the graph's 3 nodes")
+    plt.close("all")
 
 
 class _CountingTexts(HashingTextEmbedder):

@@ -73,12 +73,30 @@ def test_experiments_table_shows_only_what_an_experiment_changed():
     assert [r[0] for r in revisions(shown)] == ["workspace", "main", "bushy-tau"]  # DVC names no workspace
     table = experiments_table(shown).splitlines()
     assert table[0].split() == ["workspace", "main", "bushy-tau"]
-    assert [line.split() for line in table[1:]] == [
+    assert [line.split() for line in table[1:3]] == [
         ["param", "graph_build.graph.tau", "0.9", "0.9", "0.85"],
         ["metric", "retrieval_eval.smg_hit@1", "0.5097", "0.5097", "0.4869"]]
+    assert table[3].startswith("(make baseline records")  # how to leave this machine's drift out
     assert max(map(len, table)) <= WIDTH
     everything = experiments_table(shown, all_rows=True)
     assert "param graph_build.tau_sweep" in everything and "[0.8,0.9]" in everything
+
+
+def test_with_a_baseline_an_experiment_is_compared_with_this_machines_run_alone():
+    drifted = {**HEADLINE, "actor": {**HEADLINE["actor"], "step_accuracy_action_graph_text": 0.5101}}  # another CPU
+    changed = {**BASE, "graph_build": {**BASE["graph_build"], "graph": {"tau": 0.85}}}
+    moved = {**drifted, "retrieval_eval": {**drifted["retrieval_eval"], "smg_hit@1": 0.4869}}
+    shown = [_rev("workspace", changed, moved),
+             _rev("main", BASE, HEADLINE, experiments=[_exp("baseline", BASE, drifted), _exp("bushy-tau", changed, moved)])]
+    table = experiments_table(shown).splitlines()
+    assert table[0].split() == ["baseline", "bushy-tau"]  # neither the workspace nor HEAD
+    assert [line.split() for line in table[1:3]] == [  # only what the experiment changed: not the drift
+        ["param", "graph_build.graph.tau", "0.9", "0.85"], ["metric", "retrieval_eval.smg_hit@1", "0.5097", "0.4869"]]
+    assert table[-1] == "baseline vs main (the committed run): 1 rows differ (make verify: within the seed spread?)"
+    assert max(map(len, table)) <= WIDTH
+    alone = [_rev("main", BASE, HEADLINE, experiments=[_exp("baseline", BASE, HEADLINE)])]
+    assert experiments_table(alone).splitlines() == [
+        "no experiment besides the baseline", "", "baseline vs main (the committed run): the same numbers"]
 
 
 def test_a_revision_without_a_name_is_titled_by_its_short_hash():

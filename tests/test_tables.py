@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from guimem.eval.closed_loop import Trace
-from guimem.eval.tables import PAPER_SR, comparison_lines, ended_counts, in_short, markdown_table, mean_steps
+from guimem.eval.tables import (PAPER_SR, comparison_lines, ended_counts, in_short, markdown_table, mean_steps,
+                               table_rows)
 
 LABELS = {"none": "None", "smg": "Subgoal-Graph"}
 TABLE = {"none": {"mean": 10.0, "std": 2.0, "per_seed": [8.0, 12.0]},
@@ -20,6 +21,14 @@ def test_ended_counts_and_mean_steps_per_memory():
     assert ended_counts(traces, ["none", "smg"]) == {"none": {"done": 1, "impossible": 0, "budget": 1},
                                                      "smg": {"done": 0, "impossible": 1, "budget": 0}}
     assert mean_steps(traces, ["none", "smg", "flat"]) == {"none": 11.5, "smg": 4.0, "flat": 0.0}
+
+
+def test_the_table_shows_each_memorys_paired_test_against_no_memory():
+    paired = {"smg": {"fixed": 8, "broken": 1, "p_value": 0.0390625}}
+    header, rows = table_rows(TABLE, PAPER_SR, ["none", "smg"], LABELS, paired)
+    assert header[3] == "vs none (p)" and rows[0][3] == "—" and rows[1][3] == "+8 / −1, p = 0.039"
+    md = markdown_table(TABLE, PAPER_SR, ["none", "smg"], LABELS, paired).splitlines()
+    assert md[1] == "| --- | ---: | ---: | ---: | ---: |" and md[3].endswith("| +8 / −1, p = 0.039 | 45.30 |")
 
 
 def test_markdown_table_and_sentences():

@@ -16,17 +16,33 @@ PAPER_SR: dict[str, float] = {"none": 34.19, "flat": 30.77, "action_graph": 38.4
 
 
 
-def markdown_table(table: Mapping[str, Mapping[str, Any]], paper: Mapping[str, float], order: Sequence[str],
-                   labels: Mapping[str, str]) -> str:
-    """The SMG table as markdown: SR mean ± std over seeds here, beside the paper's SR."""
-    lines = ["| memory | SR here (%) | seeds | paper SR (%) |", "| --- | ---: | ---: | ---: |"]
+def table_rows(table: Mapping[str, Mapping[str, Any]], paper: Mapping[str, float], order: Sequence[str],
+               labels: Mapping[str, str], paired: Mapping[str, Mapping[str, Any]] | None = None
+               ) -> tuple[list[str], list[list[str]]]:
+    """The SMG table's header and rows: SR mean ± std over seeds here, the seeds, (with ``paired``:
+    :func:`~guimem.eval.closed_loop.paired_success` per memory) the episodes each memory completes
+    that no memory does not and the reverse, with the sign test's p, and the paper's SR."""
+    header = ["memory", "SR here (%)", "seeds", *(["vs none (p)"] if paired is not None else []),
+              "paper SR (%)"]
+    rows = []
     for name in order:
         row = table.get(name)
-        here = f"{row['mean']:.1f} ± {row['std']:.1f}" if row else "—"
-        n = len(row["per_seed"]) if row else 0
         ref = paper.get(name, math.nan)
-        lines.append(f"| {labels.get(name, name)} | {here} | {n} | {'—' if math.isnan(ref) else f'{ref:.2f}'} |")
-    return "\n".join(lines) + "\n"
+        cells = [labels.get(name, name), f"{row['mean']:.1f} ± {row['std']:.1f}" if row else "—",
+                 str(len(row["per_seed"]) if row else 0)]
+        if paired is not None:
+            c = paired.get(name)
+            cells.append(f"+{c['fixed']} / −{c['broken']}, p = {c['p_value']:.2g}" if c else "—")
+        rows.append(cells + ["—" if math.isnan(ref) else f"{ref:.2f}"])
+    return header, rows
+
+
+def markdown_table(table: Mapping[str, Mapping[str, Any]], paper: Mapping[str, float], order: Sequence[str],
+                   labels: Mapping[str, str], paired: Mapping[str, Mapping[str, Any]] | None = None) -> str:
+    """The SMG table (:func:`table_rows`) as markdown."""
+    header, rows = table_rows(table, paper, order, labels, paired)
+    lines = ["| " + " | ".join(header) + " |", "| --- |" + " ---: |" * (len(header) - 1)]
+    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows]) + "\n"
 
 
 def ended_counts(traces: Iterable[Trace], memories: Sequence[str]) -> dict[str, dict[str, int]]:

@@ -12,7 +12,8 @@ number, which is wide; this module prints them one row per number instead::
 revision). ``experiments`` reads ``dvc exp show --json`` and prints a row for every parameter and
 headline number that differs between the revisions it lists (the workspace, ``HEAD`` and each
 experiment of ``HEAD``; ``--all-rows`` prints the unchanged ones too), with the revisions as
-columns. Numbers are rounded to 4 significant places, as ``dvc metrics show`` rounds to 5 decimals.
+columns; when an experiment named ``baseline`` exists (``make baseline``: this machine's run of
+HEAD's parameters), the experiments are compared with it alone. Numbers are rounded to 4 significant places, as ``dvc metrics show`` rounds to 5 decimals.
 """
 
 from __future__ import annotations
@@ -167,26 +168,59 @@ def _label(entry: Mapping[str, Any]) -> str:
     return entry.get("name") or (rev[:7] if len(rev) == 40 else rev)
 
 
-def experiments_table(exp_show: Sequence[Mapping[str, Any]], all_rows: bool = False) -> str:
-    """Parameters, then headline metrics, one row each, one column per revision; by default only
-    the rows whose values differ between the revisions (what the experiments changed)."""
-    revs = revisions(exp_show)
-    if not revs:
-        return "no revision to show"
+BASELINE = "baseline"
+"""The experiment ``make baseline`` records: this machine's run of HEAD's parameters."""
 
-    def rows(kind: int, label: str) -> list[list[str]]:
-        names = list(dict.fromkeys(n for rev in revs for n in rev[kind]))
-        out = []
-        for n in names:
+
+def _changed_rows(revs: Sequence[tuple[str, dict[str, Any], dict[str, Any]]], all_rows: bool) -> list[list[str]]:
+    """Parameters, then headline metrics, one row each, one cell per revision; only the rows whose
+    values differ between ``revs`` unless ``all_rows``."""
+    out = []
+    for kind, label in ((1, "param"), (2, "metric")):
+        for n in dict.fromkeys(n for rev in revs for n in rev[kind]):
             cells = [fmt(rev[kind][n]) if n in rev[kind] else MISSING for rev in revs]
             if all_rows or len(set(cells)) > 1:
                 out.append([f"{label} {n}", *cells])
-        return out
+    return out
 
-    body = rows(1, "param") + rows(2, "metric")
-    if not body:
-        return "the revisions do not differ in any parameter or headline metric"
-    return render(["", *[r[0] for r in revs]], body)
+
+def experiments_table(exp_show: Sequence[Mapping[str, Any]], all_rows: bool = False) -> str:
+    """What the experiments changed, one row per parameter and headline metric, one column per revision.
+
+    With an experiment named :data:`BASELINE` (``make baseline``: this machine's run of HEAD's
+    parameters), each experiment is compared with it, first and alone: the columns are the baseline
+    and the other experiments, so a number that moves is the experiment's doing, not this machine's.
+    How far the baseline itself lies from the committed run (HEAD) follows as one line (``make
+    verify`` judges it against the seed spread). Without one, the workspace, each commit and its
+    experiments are the columns. By default only the rows whose values differ are printed."""
+    revs = revisions(exp_show)
+    if not revs:
+        return "no revision to show"
+    base = next((r for r in revs if r[0] == BASELINE), None)
+    if base is None:
+        body = _changed_rows(revs, all_rows)
+        table = (render(["", *[r[0] for r in revs]], body) if body
+                 else "the revisions do not differ in any parameter or headline metric")
+        return table + ("\n(make baseline records this machine's run of HEAD's parameters; the experiments are\n"
+                        "then compared with it, without this machine's drift from HEAD)" if len(revs) > 2 else "")
+    commits = [r for r in revs if r[0] != "workspace" and r is not base and not _is_experiment(exp_show, r[0])]
+    shown = [base, *(r for r in revs if r is not base and _is_experiment(exp_show, r[0]))]
+    body = _changed_rows(shown, all_rows)
+    lines = [render(["", *[r[0] for r in shown]], body) if len(shown) > 1 and body
+             else "no experiment besides the baseline" if len(shown) == 1
+             else "the experiments do not differ from the baseline in any parameter or headline metric"]
+    for head in commits[:1]:
+        drift = [row[0] for row in _changed_rows([base, head], False)]
+        lines.append(f"\nbaseline vs {head[0]} (the committed run): "
+                     + (f"{len(drift)} rows differ (make verify: within the seed spread?)" if drift
+                        else "the same numbers"))
+    return "\n".join(lines)
+
+
+def _is_experiment(exp_show: Sequence[Mapping[str, Any]], name: str) -> bool:
+    """Whether ``name`` is an experiment of a commit in ``dvc exp show --json`` (not the workspace or a commit)."""
+    return any((run.get("name") or _label(run)) == name
+               for entry in exp_show for group in entry.get("experiments") or [] for run in group.get("revs") or [])
 
 
 def dvc_exp_show(root: Path, extra: Sequence[str] = ()) -> list[dict[str, Any]]:

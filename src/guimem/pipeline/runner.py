@@ -62,8 +62,12 @@ from guimem.pipeline.scrub import scrub_notebook
 
 KERNEL_NAME = "python3"
 KERNEL_ENV: dict[str, str] = {"PYTHONHASHSEED": "0", "HF_HUB_OFFLINE": "1"}  # set unless already set
-# The kernel's own log says only that its loopback socket is unencrypted; user warnings still show.
-KERNEL_ARGS: tuple[str, ...] = ("--IPKernelApp.log_level=ERROR",)
+# The kernel's own log is not the notebook's output: below CRITICAL it says that its loopback socket
+# is unencrypted and, at ERROR, "KeyboardInterrupt caught in kernel" whenever the SIGINT that
+# jupyter_client sends before every shutdown finds the kernel still busy (a slow machine, after a
+# successful run). A cell's warnings and errors reach the notebook (and papermill) either way; a
+# kernel that dies is papermill's DeadKernelError.
+KERNEL_ARGS: tuple[str, ...] = ("--IPKernelApp.log_level=CRITICAL",)
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _WORDS: dict[str, Any] = {"True": True, "true": True, "False": False, "false": False,

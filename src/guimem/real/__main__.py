@@ -14,6 +14,7 @@ from typing import Sequence
 from guimem.core.data import DataError
 from guimem.core.io import read_json, refuse_overlap
 from guimem.real.importers import IMPORTERS
+from guimem.real.importers.common import goals_from_names
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -63,6 +64,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     steps = sum(len(e.steps) for e in episodes)
     print(f"{args.store}: {len(episodes)} episodes, {steps} steps imported from {args.src} ({args.format})")
+    warning = goals_from_names(episodes)
+    if warning:
+        print(warning, file=sys.stderr)
     return 0
 
 

@@ -13,6 +13,17 @@ from guimem.viz.plotting import MEMORY_LABELS, MODALITY_COLORS, table_figure
 
 ANNOTATION_SIZE = 7
 RULE_NAMES = {"aitw": "AITW", "learngui": "LearnGUI"}
+PAPER_TABLE_ONE: dict[str, dict[str, float]] = {
+    "aitw": {"none": 41.92, "text": 48.76, "image": 49.30, "both": 47.08, "switchmem": 51.42},
+    "learngui": {"none": 23.49, "text": 35.64, "image": 37.44, "both": 26.92, "switchmem": 38.13}}
+"""The SwitchMem paper's Table 1 (Qwen3.5-9B actor): step-level action score (%) by step rule."""
+TABLE_ONE_KEY = (
+    "none / text / image / both: every step shown the memory so (the same frozen actor).  SwitchMem: the router's "
+    "rendering per step (share of steps routed to the image).\n"
+    "random: as many steps routed to the image as SwitchMem, drawn at random (expected accuracy).  binary: the same "
+    "router trained on the binary preference.  density: the most crowded screens routed to the image, at SwitchMem's "
+    "rate.\noracle: the better rendering at every step (an upper bound).  paper: the SwitchMem paper's Table 1 "
+    "(another actor and data; its scale, not its values, compares).")
 
 
 def modality_wins_figure(shares: Mapping[str, Mapping[str, Any]],
@@ -156,6 +167,11 @@ def where_image_helps_figure(groups: Mapping[str, Mapping[str, Mapping[str, floa
     for s in seps[:-1]:
         for a in (ax, bx):
             a.axhline(len(labels) - s - 0.5, color="#bbbbbb", lw=0.6)
+    from matplotlib.patches import Patch
+    fig.legend(handles=[Patch(color=MODALITY_COLORS["image"], label="image better than text on the group's steps"),
+                        Patch(color=MODALITY_COLORS["text"], label="text better than image"),
+                        Patch(color="#d62728", label="SwitchMem's share of the group's steps sent to the image")],
+               loc="outside lower center", ncols=3, fontsize=7, frameon=False)
     fig.suptitle(title, fontsize=10)
     return fig
 
@@ -184,10 +200,10 @@ def closed_loop_figure(table: Mapping[str, Mapping[str, Any]], conditions: Seque
 
 
 def labelled_table_figure(columns: Sequence[str], rows: Sequence[Sequence[str]], title: str = "",
-                          label_share: float = 0.26) -> Figure:
+                          label_share: float = 0.26, note: str = "") -> Figure:
     """:func:`~guimem.viz.plotting.table_figure` with its first column (the row labels) given
     ``label_share`` of the width and the others sharing the rest, so long labels are not cut."""
-    fig = table_figure(columns, rows, title)
+    fig = table_figure(columns, rows, title, note)
     fig.set_size_inches(fig.get_size_inches()[0] * 1.15, fig.get_size_inches()[1])
     table = fig.axes[0].tables[0]
     n = len(columns)
@@ -200,10 +216,11 @@ def table_one_figure(baselines: Mapping[str, Mapping[str, Mapping[str, float]]],
                      tables: Mapping[str, Mapping[str, Mapping[str, Any]]], title: str) -> Figure:
     """Table 1 as a figure, one row per memory and step rule, in percent: the memories that are not
     routed (``baselines``: ``{memory: {rule: {rendering: accuracy}}}``) with their fixed renderings
-    only, then the routed ones (``tables``: Table 1 of ``routing.recipe.score_routers``)."""
+    only, then the routed ones (``tables``: Table 1 of ``routing.recipe.score_routers``), then the
+    paper's rows (:data:`PAPER_TABLE_ONE`), with a key to the routing columns."""
     columns = ["memory, step rule", "none", "text", "image", "both", "SwitchMem", "random", "binary", "density",
                "oracle"]
-    fixed = lambda t: [f"{100 * t[c]:.1f}" for c in ("none", "text", "image", "both")]
+    fixed = lambda t: [f"{100 * t[c]:.1f}" for c in ("none", "text", "image", "both")]  # noqa: E731
     rows = [[f"{MEMORY_LABELS[kind]}, {RULE_NAMES[r]}", *fixed(t)] + ["—"] * 5
             for kind, by_rule in baselines.items() for r, t in by_rule.items()]
     for kind, by_rule in tables.items():
@@ -212,4 +229,7 @@ def table_one_figure(baselines: Mapping[str, Mapping[str, Mapping[str, float]]],
                         + [f"{100 * t['switchmem']:.1f} ({100 * t['switchmem_image_rate']:.0f}% img)",
                            f"{100 * t['random']:.1f}", f"{100 * t['binary']:.1f}", f"{100 * t['density']:.1f}",
                            f"{100 * t['oracle']:.1f}"])
-    return labelled_table_figure(columns, rows, title)
+    for r, t in PAPER_TABLE_ONE.items():
+        rows.append([f"paper (Qwen3.5-9B), {RULE_NAMES[r]}", *[f"{t[c]:.1f}" for c in ("none", "text", "image", "both")],
+                     f"{t['switchmem']:.1f}"] + ["—"] * 4)
+    return labelled_table_figure(columns, rows, title, note=TABLE_ONE_KEY)

@@ -28,8 +28,9 @@ from guimem.viz.plotting import SUCCESS_COLORS
 # ============================================================================ the memory graph
 def draw_node_strips(graph: MemoryGraph, store_root: str | Path, screen_of: Mapping[str, str | None],
                      max_nodes: int = 12, per_node: int = 6, thumb: tuple[int, int] = (54, 120)) -> Any:
-    """A figure with one row per node (the most visited first): up to ``per_node`` of its merged
-    screenshots side by side, each captioned with its true type; returns the Figure."""
+    """A figure with one row per node (the most visited first, at most ``max_nodes``): up to
+    ``per_node`` of its merged screenshots side by side, each captioned with its true type, and a
+    title that says how many of the graph's nodes are shown; returns the Figure."""
     nodes = sorted(graph.graph.nodes, key=lambda n: (-len(graph.node_screenshots(n)), n))[:max_nodes]
     fig, axes = plt.subplots(max(1, len(nodes)), per_node, figsize=(per_node * 1.1, max(1, len(nodes)) * 2.1),
                              squeeze=False)
@@ -44,6 +45,10 @@ def draw_node_strips(graph: MemoryGraph, store_root: str | Path, screen_of: Mapp
         if node is not None:
             row[0].text(-0.15, 0.5, f"node {node}\n{len(shots)} screens", transform=row[0].transAxes, ha="right",
                         va="center", fontsize=6)
+    total = graph.graph.number_of_nodes()
+    shown = "all" if len(nodes) == total else f"the {len(nodes)} most visited"
+    fig.suptitle(f"{shown} of the graph's {total} nodes, one per row (up to {per_node} of its screens each)",
+                 fontsize=8)
     fig.subplots_adjust(left=0.16, wspace=0.05, hspace=0.35)
     return fig
 
@@ -60,29 +65,42 @@ def neighbourhood(graph: MemoryGraph, max_nodes: int) -> list[int]:
 
 def draw_graph(graph: MemoryGraph, store_root: str | Path, ax: Any, max_nodes: int = 12,
                thumb: tuple[int, int] = (24, 48), seed: int = 0) -> list[int]:
-    """Draw the most visited node's neighbourhood (screen thumbnails) with edges coloured by success.
+    """Draw the most visited node's neighbourhood (screen thumbnails) with edges coloured by the
+    judged success of their subgoal, and a key to the colours.
 
-    Returns the drawn node ids (see :func:`neighbourhood`). Layout: networkx spring layout
-    with ``seed``; a number under a node is its id and how many screens merged into it.
+    Returns the drawn node ids (see :func:`neighbourhood`). Layout: the most visited node in the
+    centre, the others on a ring around it in the order :func:`neighbourhood` gives (nearest first),
+    so no two thumbnails overlap; under each, its id and (xN) the screens merged into it. ``seed``
+    is kept for callers; the layout draws nothing at random.
     """
+    from matplotlib.lines import Line2D
+
     nodes = neighbourhood(graph, max_nodes)
     sub = graph.graph.subgraph(nodes)
-    pos = nx.spring_layout(nx.Graph(sub), seed=seed, k=2.0 / max(1, len(nodes)) ** 0.5)
+    ring = nodes[1:]
+    pos = {nodes[0]: (0.0, 0.0)} if nodes else {}
+    for i, n in enumerate(ring):  # clockwise from the top
+        angle = np.pi / 2 - 2 * np.pi * i / len(ring)
+        pos[n] = (1.6 * np.cos(angle), np.sin(angle))  # a wide ellipse: the figure is wider than tall
     for u, v, key in sorted(sub.edges(keys=True)):
         success = graph.edges[key].subgoal.success
         rad = 0.0 if u == v else 0.1 + 0.05 * (key % 3)
         ax.annotate("", xy=pos[v], xytext=pos[u], arrowprops=dict(
-            arrowstyle="-|>", color=SUCCESS_COLORS[success], lw=0.8, alpha=0.8,
-            connectionstyle=f"arc3,rad={rad}", shrinkA=12, shrinkB=12))
+            arrowstyle="-|>", color=SUCCESS_COLORS[success], lw=0.8, alpha=0.7,
+            connectionstyle=f"arc3,rad={rad}", shrinkA=14, shrinkB=14))
     for n in nodes:
         image = open_image(file_inside(store_root, graph.node_screenshots(n)[0], "screenshot")).resize(thumb)
         ax.add_artist(AnnotationBbox(OffsetImage(np.asarray(image), zoom=1.0), pos[n], frameon=True, pad=0.1))
-        ax.annotate(f"{n} (x{graph.graph.nodes[n]['count']})", pos[n], xytext=(0, -thumb[1] / 2 - 6),
-                    textcoords="offset points", ha="center", fontsize=6)
-    xs, ys = zip(*pos.values()) if pos else ((0,), (0,))
-    ax.set_xlim(min(xs) - 0.25, max(xs) + 0.25)
-    ax.set_ylim(min(ys) - 0.3, max(ys) + 0.3)
+        ax.annotate(f"{n} (x{graph.graph.nodes[n]['count']})", pos[n], xytext=(0, -thumb[1] / 2 - 7),
+                    textcoords="offset points", ha="center", va="top", fontsize=6, zorder=5,
+                    bbox=dict(boxstyle="round,pad=0.15", fc="white", ec="none", alpha=0.9))
+    ax.set_xlim(-1.9, 1.9)
+    ax.set_ylim(-1.3, 1.25)
     ax.set_axis_off()
+    ax.legend(handles=[Line2D([], [], color=c, lw=1.5, label=f"subgoal edge judged {name}")
+                       for name, c in SUCCESS_COLORS.items()], loc="upper center", bbox_to_anchor=(0.5, 0.0),
+              ncols=len(SUCCESS_COLORS), fontsize=7, frameon=False,
+              title="under a node: its id (xN: screens merged into it)", title_fontsize=7)
     return nodes
 
 

@@ -130,11 +130,13 @@ def save_figure(fig: Figure, path: str | os.PathLike[str], dpi: int = DPI) -> No
     atomic_write_bytes(path, png_bytes(fig, dpi))
 
 
-def table_figure(columns: Sequence[str], rows: Sequence[Sequence[str]], title: str = "") -> Figure:
-    """A table of strings drawn as a figure (header row shaded), for tables kept as PNG."""
+def table_figure(columns: Sequence[str], rows: Sequence[Sequence[str]], title: str = "", note: str = "") -> Figure:
+    """A table of strings drawn as a figure (header row shaded), for tables kept as PNG; ``note``
+    (the key to its columns) is written under it."""
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(1.6 + 1.7 * len(columns), 0.6 + 0.34 * (len(rows) + 1)))
+    note_lines = note.count("\n") + 1 if note else 0
+    fig, ax = plt.subplots(figsize=(1.6 + 1.7 * len(columns), 0.6 + 0.34 * (len(rows) + 1) + 0.2 * note_lines))
     ax.axis("off")
     table = ax.table(cellText=[list(r) for r in rows], colLabels=list(columns), loc="center", cellLoc="center")
     table.auto_set_font_size(False)
@@ -146,6 +148,8 @@ def table_figure(columns: Sequence[str], rows: Sequence[Sequence[str]], title: s
             cell.set_text_props(weight="bold")
     if title:
         ax.set_title(title)
+    if note:  # under the table, aligned with its left edge (the table spans the axes' width)
+        ax.text(0.0, 0.0, note, transform=ax.transAxes, fontsize=8, ha="left", va="top", color="#333333")
     return fig
 
 

@@ -21,6 +21,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 from PIL import Image
+from tqdm import tqdm
 
 from guimem.core.data import ENDING_TYPES, DataError, Episode, Observation, Step, SubgoalLabel
 from guimem.core.executor import Executor, LocalExecutor, RayExecutor
@@ -48,6 +49,17 @@ def safe_id(name: str, taken: set[str]) -> str:
             taken.add(candidate)
             return candidate
     raise DataError("id", f"cannot make a unique id for {name!r:.80}")  # pragma: no cover - a full SHA-256 collision
+
+
+def goals_from_names(episodes: Sequence[Episode]) -> str | None:
+    """A warning when episodes took their goal from their run folder's name (``provenance["goal_source"]``),
+    which recorders often cut short (at 50 characters, say); None when every goal was given."""
+    named = [e for e in episodes if e.provenance.get("goal_source") == "folder name"]
+    if not named:
+        return None
+    return (f"warning: {len(named)} of {len(episodes)} runs have no goal but their folder's name "
+            f"(e.g. {named[0].goal!r:.70}), which may be the goal cut short; give the goals with --goals "
+            "GOALS.json (a JSON object: run folder name -> goal text)")
 
 
 def check_image_file(root: Path, rel: str, field: str, where: str | None = None) -> tuple[Path, tuple[int, int]]:
@@ -206,8 +218,9 @@ def with_ocr(episodes: Sequence[Episode], images: ScreenshotFiles, reader: OcrRe
         chunks = [todo[i: i + OCR_CHUNK] for i in range(0, len(todo), OCR_CHUNK)]
         parts = executor.map(task, [[str(images.files[k]) for k in chunk] for chunk in chunks])
         read = {k: e for chunk, part in zip(chunks, parts) for k, e in zip(chunk, part)}
-    else:
-        read = {k: reader.elements(images[k], str(images.files[k])) for k in todo}
+    else:  # a bar on a terminal (the import's command line), none in a notebook's kernel or a log
+        read = {k: reader.elements(images[k], str(images.files[k]))
+                for k in tqdm(todo, desc="OCR", unit="screen", disable=None, leave=False)}
 
     def see(obs: Observation, _: int) -> Observation:
         return obs if obs.elements else dataclasses.replace(obs, elements=read[obs.screenshot])

@@ -1,0 +1,212 @@
+"""make verify: each headline number against the reference within the measured seed spread, each stated
+finding checked; the committed reference, spread and findings agree with each other and the README."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from guimem.core.data import DataError
+from guimem.core.io import MARKER
+from guimem.pipeline import verify as v
+from guimem.pipeline.report import stage_order
+
+ROOT = Path(__file__).resolve().parent.parent
+WIDTH = 120  # the terminal the README promises make verify fits
+
+
+def _spread(**metrics: list[float]) -> dict:
+    import statistics
+    return {"seeds": [0, 1, 2], "metrics": {
+        name: {"per_seed": vals, "mean": statistics.fmean(vals), "std": statistics.pstdev(vals)}
+        for name, vals in metrics.items()}}
+
+
+def _repo(tmp_path: Path, reference: dict, run: dict, spread: dict, findings: str) -> Path:
+    """A repository with stages ``world`` and ``actor``: the reference, this run's metrics, a spread."""
+    (tmp_path / "dvc.yaml").write_text("stages:\n  world:\n    cmd: x\n  actor:\n    cmd: y\n")
+    for folder, headlines in (("reference/metrics", reference), ("metrics", run)):
+        (tmp_path / folder).mkdir(parents=True)
+        for stage, metrics in headlines.items():
+            (tmp_path / folder / f"{stage}.json").write_text(json.dumps(metrics))
+    (tmp_path / "reference" / "findings.yaml").write_text(findings)
+    (tmp_path / "spread.json").write_text(json.dumps(spread))
+    return tmp_path
+
+
+REFERENCE = {"world": {"episodes": 400}, "actor": {"text_minus_image": 0.10, "acc_none": 0.50}}
+SPREAD = _spread(**{"actor.text_minus_image": [0.10, 0.06, 0.14], "actor.acc_none": [0.50, 0.49, 0.51]})
+FINDINGS = """findings:
+  - id: text-wins
+    claim: Text beats the image.
+    holds_when:
+      - [actor.text_minus_image, ">", 0]
+"""
+
+
+def _verify(root: Path) -> tuple[int, str]:
+    lines: list[str] = []
+    rc = v.verify(root, root / "metrics", root / "reference", root / "spread.json", out=lines.append)
+    return rc, "\n".join(lines)
+
+
+def test_a_run_equal_to_the_reference_or_within_the_spread_reproduces(tmp_path):
+    run = {"world": {"episodes": 400}, "actor": {"text_minus_image": 0.03, "acc_none": 0.52}}
+    rc, text = _verify(_repo(tmp_path, REFERENCE, run, SPREAD, FINDINGS))
+    assert rc == 0, text
+    rows = {line.split()[0]: line.split()[-1] for line in text.splitlines() if line.startswith(("world.", "actor."))}
+    assert rows == {"world.episodes": "same", "actor.text_minus_image": "within", "actor.acc_none": "within"}
+    assert "text-wins" in text and max(map(len, text.splitlines())) <= WIDTH
+
+
+def test_a_perturbed_metric_fails_and_is_named(tmp_path):
+    run = {"world": {"episodes": 400}, "actor": {"text_minus_image": 0.10, "acc_none": 0.60}}  # 3 sd = 0.024
+    rc, text = _verify(_repo(tmp_path, REFERENCE, run, SPREAD, FINDINGS))
+    assert rc == 1
+    assert "NOT REPRODUCED" in text and "actor.acc_none: outside" in text
+
+
+def test_a_number_without_a_spread_must_be_exact_and_a_missing_one_fails(tmp_path):
+    run = {"world": {"episodes": 401}, "actor": {"text_minus_image": 0.10}}
+    rc, text = _verify(_repo(tmp_path, REFERENCE, run, SPREAD, FINDINGS))
+    assert rc == 1
+    assert "world.episodes: differs" in text and "actor.acc_none: missing" in text
+
+
+def test_a_finding_that_does_not_hold_fails_even_within_the_spread(tmp_path):
+    run = {"world": {"episodes": 400}, "actor": {"text_minus_image": -0.01, "acc_none": 0.50}}
+    spread = _spread(**{"actor.text_minus_image": [0.10, 0.02, 0.18], "actor.acc_none": [0.50, 0.49, 0.51]})
+    rc, text = _verify(_repo(tmp_path, REFERENCE, run, spread, FINDINGS))  # 0.10 ± 3 x 0.065: within
+    assert rc == 1
+    assert "finding text-wins: does not hold (actor.text_minus_image > 0.0)" in text
+    assert "actor.text_minus_image: " not in text.split("NOT REPRODUCED")[1]  # the number itself is within
+
+
+def test_a_new_metric_is_shown_but_is_no_failure(tmp_path):
+    run = {**REFERENCE, "actor": {**REFERENCE["actor"], "added": 1.0}}
+    rc, text = _verify(_repo(tmp_path, REFERENCE, run, SPREAD, FINDINGS))
+    assert rc == 0 and "actor.added" in text and " new" in text
+
+
+def test_conditions_compare_with_numbers_or_other_metrics_and_a_missing_metric_is_unknown():
+    values = {"a.x": 0.3, "a.y": 0.2, "a.flag": True}
+    assert v.Condition("a.x", ">", "a.y").holds(values) is True
+    assert v.Condition("a.x", "<=", 0.25).holds(values) is False
+    assert v.Condition("a.x", ">", "a.z").holds(values) is None
+    assert v.Condition("a.flag", ">", 0.0).holds(values) is None  # a bool is not a number
+    finding = v.Finding("f", "c", (v.Condition("a.x", ">", 0.0), v.Condition("a.z", ">", 0.0)))
+    assert finding.holds(values) is None and finding.metrics == {"a.x", "a.z"}
+
+
+@pytest.mark.parametrize("text, field", [
+    ("findings: 3\n", "findings"),
+    ("findings:\n  - {id: a, claim: c}\n", "findings[0].holds_when"),
+    ("findings:\n  - {id: a, claim: '', holds_when: [[a.x, '>', 0]]}\n", "findings[0].claim"),
+    ("findings:\n  - {id: a, claim: c, holds_when: [[a.x, '=', 0]]}\n", "findings[0].holds_when[0]"),
+    ("findings:\n  - {id: a, claim: c, holds_when: [[x, '>', 0]]}\n", "findings[0].holds_when[0]"),
+    ("findings:\n  - {id: a, claim: c, holds_when: [[a.x, '>', .nan]]}\n", "findings[0].holds_when[0]"),
+    ("findings:\n  - {id: a, claim: c, holds_when: [[a.x, '>']]}\n", "findings[0].holds_when[0]"),
+    ("findings:\n  - {id: a, claim: c, holds_when: [[a.x, '>', 0]]}\n  - {id: a, claim: d, holds_when: [[a.x, '>', 0]]}\n",
+     "findings[1].id"),
+])
+def test_a_bad_findings_file_is_refused_naming_the_file_and_the_field(tmp_path, text, field):
+    path = tmp_path / "findings.yaml"
+    path.write_text(text)
+    with pytest.raises(DataError) as err:
+        v.load_findings(path)
+    assert err.value.field == field and err.value.path == str(path)
+
+
+def test_a_findings_file_cannot_run_code(tmp_path):
+    path = tmp_path / "findings.yaml"
+    path.write_text("findings: !!python/object/apply:os.system ['touch pwned']\n")
+    with pytest.raises(DataError, match="not valid YAML"):
+        v.load_findings(path)
+    assert not (tmp_path / "pwned").exists() and not Path("pwned").exists()
+
+
+@pytest.mark.parametrize("entry, field", [
+    ([1, 2], "metrics.a.x"),
+    ({"per_seed": [], "mean": 0, "std": 0}, "metrics.a.x.per_seed"),
+    ({"per_seed": [1, "2"], "mean": 0, "std": 0}, "metrics.a.x.per_seed"),
+    ({"per_seed": [1], "mean": None, "std": 0}, "metrics.a.x.mean"),
+    ({"per_seed": [1], "mean": 1, "std": -1}, "metrics.a.x.std"),
+])
+def test_a_bad_spread_file_is_refused_naming_the_field(tmp_path, entry, field):
+    path = tmp_path / "spread.json"
+    path.write_text(json.dumps({"metrics": {"a.x": entry}}))
+    with pytest.raises(DataError) as err:
+        v.load_spread(path)
+    assert err.value.field == field and err.value.path == str(path)
+
+
+def test_the_reference_is_written_whole_and_keeps_the_curated_findings(tmp_path, monkeypatch):
+    root = _repo(tmp_path, REFERENCE, REFERENCE, SPREAD, FINDINGS)
+    (root / "figures").mkdir()
+    (root / "figures" / "actor_curve.png").write_bytes(b"png")
+    (root / "reference" / "metrics" / "old.json").write_text("{}")  # an earlier stage's: dropped
+    (root / "reference" / MARKER).write_text(v.REFERENCE_KIND)
+    monkeypatch.setattr(v, "lock_current", lambda root: True)
+    monkeypatch.setattr(v, "_git", lambda root, *args: "" if args[0] == "status" else "abc123")
+    v.write_reference(root, root / "reference")
+    ref = root / "reference"
+    assert sorted(p.name for p in (ref / "metrics").iterdir()) == ["actor.json", "world.json"]
+    assert (ref / "figures" / "actor_curve.png").read_bytes() == b"png"
+    assert (ref / "findings.yaml").read_text() == FINDINGS
+    run = json.loads((ref / "run.json").read_text())
+    assert run["commit"] == "abc123" and run["uncommitted_changes"] is False and run["figures"] == 1
+
+
+def test_the_reference_is_refused_when_the_outputs_are_not_the_locks(tmp_path, monkeypatch):
+    root = _repo(tmp_path, REFERENCE, REFERENCE, SPREAD, FINDINGS)
+    before = sorted(p.name for p in (root / "reference").rglob("*"))
+    monkeypatch.setattr(v, "lock_current", lambda root: False)
+    with pytest.raises(DataError, match="dvc repro"):
+        v.write_reference(root, root / "reference")
+    assert sorted(p.name for p in (root / "reference").rglob("*")) == before
+
+
+def test_the_reference_never_replaces_a_folder_it_did_not_write(tmp_path, monkeypatch):
+    root = _repo(tmp_path, REFERENCE, REFERENCE, SPREAD, FINDINGS)
+    (root / "figures").mkdir()
+    monkeypatch.setattr(v, "lock_current", lambda root: True)
+    monkeypatch.setattr(v, "_git", lambda root, *args: "")
+    with pytest.raises(DataError, match="refusing"):
+        v.write_reference(root, root / "reference")  # no marker: someone else's folder
+    assert (root / "reference" / "findings.yaml").read_text() == FINDINGS
+
+
+# ----------------------------------------------------------------------------- the committed files
+def test_the_committed_workspace_reproduces_the_committed_reference():
+    """A fresh clone's metrics/ are the reference run's: make verify passes before anything runs."""
+    lines: list[str] = []
+    rc = v.verify(ROOT, ROOT / "metrics", ROOT / v.REFERENCE, ROOT / v.SPREAD, out=lines.append)
+    assert rc == 0, "\n".join(lines)
+    assert max(map(len, lines)) <= WIDTH
+
+
+def test_the_reference_has_every_stage_and_every_figure_a_fresh_clone_would_make():
+    run = json.loads((ROOT / "reference" / "run.json").read_text())
+    assert run["stages"] == list(stage_order(ROOT))
+    import yaml
+    declared = {out if isinstance(out, str) else next(iter(out))
+                for stage in yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"].values()
+                for out in stage.get("outs", [])}
+    figures = {Path(p).name for p in declared if p.startswith("figures/") and p.endswith(".png")}
+    assert {p.name for p in (ROOT / "reference" / "figures").glob("*.png")} == figures
+
+
+def test_every_stated_finding_holds_at_every_training_seed_and_is_stated_in_the_readme():
+    findings = v.load_findings(ROOT / v.REFERENCE / v.FINDINGS)
+    spread = v.load_spread(ROOT / v.SPREAD)
+    reference = v.flat_metrics({p.stem: json.loads(p.read_text()) for p in (ROOT / "reference/metrics").glob("*.json")})
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert findings
+    for f in findings:
+        assert f.holds(reference), f.id
+        assert f.metrics <= set(spread) | set(reference), f.id
+        for i, values in enumerate(v.seed_values(spread, len(v.spread_seeds(ROOT / v.SPREAD)))):
+            assert f.holds({**reference, **values}) is True, f"{f.id} at seed index {i}"
+        assert f.claim in readme, f"the README does not state finding {f.id!r} as findings.yaml words it"
