@@ -183,8 +183,9 @@ def test_the_committed_workspace_reproduces_the_committed_reference():
     """A fresh clone's metrics/ are the reference run's: make verify passes before anything runs."""
     lines: list[str] = []
     rc = v.verify(ROOT, ROOT / "metrics", ROOT / v.REFERENCE, ROOT / v.SPREAD, out=lines.append)
-    assert rc == 0, "\n".join(lines)
-    assert max(map(len, lines)) <= WIDTH
+    text = "\n".join(lines)
+    assert rc == 0, text
+    assert max(map(len, text.splitlines())) <= WIDTH
 
 
 def test_the_reference_has_every_stage_and_every_figure_a_fresh_clone_would_make():
