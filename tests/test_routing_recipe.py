@@ -101,7 +101,12 @@ def test_score_routers_sets_tau_from_scores_alone_and_scores_both_rules_and_the_
     assert list(sweeps) == ["SwitchMem router", "binary-target router", "UI density"]
     assert all([r["rate"] for r in rows] == [0.25, 0.5] for rows in sweeps.values())
     fig = table_one_figure(fixed_baselines(held, ["smg"]), {"smg": table}, "Table 1")
-    assert len({row for row, _ in fig.axes[0].tables[0].get_celld()}) == 1 + 2  # the header, a row per rule
+    cells = fig.axes[0].tables[0].get_celld()
+    assert len({row for row, _ in cells}) == 1 + 2 + 2  # the header, a row per rule, the paper's two rows
+    assert [cells[r, 0].get_text().get_text() for r in (3, 4)] == [
+        "paper (Qwen3.5-9B), AITW", "paper (Qwen3.5-9B), LearnGUI"]
+    assert cells[3, 5].get_text().get_text() == "51.4"  # the paper's SwitchMem, AITW
+    assert "random: as many steps routed to the image as SwitchMem" in fig.axes[0].texts[0].get_text()  # the key
 
 
 def test_fixed_baselines_are_the_memories_not_routed():
