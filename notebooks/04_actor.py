@@ -186,6 +186,15 @@ print("share of memory blocks longer than the actor's budget (cut):", {k: f"{v:.
 # made, patched like the live screen and given the *live* grid's positions (a mark and the element
 # at that place now share a position code), and the crops of the elements it touched, which share
 # the elements' pixel projection (a remembered glyph and the same glyph on screen start alike).
+#
+# **Glyphs the weights cannot know.** On the evaluation phone every toolbar glyph is drawn in a
+# design no training phone shows, and none is labelled: only a picture of having used it says what
+# it does. On a training phone the weights learn the glyphs, and then nothing in training rewards
+# reading the picture. So each training and validation step (a share `training.novel_glyphs`) is
+# shown with its bare icons redrawn in fresh designs, and the memory crops that showed them redrawn
+# alike (`guimem.actors.mini.augment`; the back arrow and the other icons every phone draws the
+# same are kept). The held-out steps are shown as they are.
+#
 # Every head reads the final `[ACT]` token: the action type, a **pointer over the elements** (a
 # touch lands on the chosen element's centre, and is still scored by the AITW rules on its
 # coordinates), a swipe direction, a span of the goal to type, and the app to open.

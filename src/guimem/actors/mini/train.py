@@ -17,6 +17,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from guimem.actors.mini.augment import redraw_inputs
 from guimem.actors.mini.config import IGNORE, ActorConfig, history_tokens
 from guimem.actors.mini.features import (
     Features,
@@ -75,6 +76,7 @@ class TrainConfig:
     min_count: int = 2  # words seen fewer times share hash buckets
     n_hash_buckets: int = 64
     goal_dropout: float = 0.0  # chance per example and epoch that the goal is hidden (the memory must tell)
+    novel_glyphs: float = 1.0  # share of training and validation steps whose bare icons are redrawn in unseen designs (guimem.actors.mini.augment)
     type_balance: float = 0.0  # action-type loss weights (count / mean count) ** -type_balance (0: unweighted)
     wide_lr_scale: float = 30.0  # the wide type head's learning rate, in multiples of ``lr``
     max_eval_examples: int = 512  # held-out examples scored after each epoch
@@ -85,6 +87,8 @@ class TrainConfig:
         object.__setattr__(self, "modality_weights", tuple(self.modality_weights))  # a list when read from YAML
         if self.epochs < 1 or self.batch_size < 1:
             raise DataError("epochs" if self.epochs < 1 else "batch_size", "must be >= 1")
+        if not 0.0 <= self.novel_glyphs <= 1.0:
+            raise DataError("novel_glyphs", f"expected a share in [0, 1], got {self.novel_glyphs!r}")
         if not 0.0 <= self.validation_share < 1.0:
             raise DataError("validation_share", f"expected a share in [0, 1), got {self.validation_share!r}")
         if len(self.modality_weights) != 4 or min(self.modality_weights) < 0 or sum(self.modality_weights) <= 0:
@@ -166,6 +170,11 @@ def train_actor(examples: Sequence[ActorExample], config: TrainConfig, seed: int
     (``config.modality_weights`` over the modalities its memory allows). Held-out steps
     (``eval_examples``) are scored after every epoch with ``match``, for the curve only.
 
+    A share ``config.novel_glyphs`` of the training and validation steps (a seeded draw) is shown
+    with its bare icons redrawn in designs no phone shows, and its memory crops of them alike
+    (:func:`guimem.actors.mini.augment.novel_glyphs`): a bare icon's function is then known only from
+    the memory image, as on the evaluation phone. Held-out steps are shown as they are.
+
     With ``select_examples`` (a validation split of the *training* episodes, never test or memory)
     the weights kept are those of the epoch with the best step accuracy there (the later one on a
     tie) — with ``init``, the starting weights among them, so a round of training that does not
@@ -187,14 +196,16 @@ def train_actor(examples: Sequence[ActorExample], config: TrainConfig, seed: int
     else:
         vocab, model, model_cfg = init.vocab, init.model, init.config
     patcher = ImagePatcher()
-    feats = [featurise(ex.input, vocab, model_cfg, patcher)
-             for ex in tqdm(examples, desc="featurise", disable=not progress)]
+    redrawn = redraw_inputs(examples, config.novel_glyphs, seed, model_cfg.crop_size)
+    feats = [featurise(inp, vocab, model_cfg, patcher)
+             for inp in tqdm(redrawn, total=len(examples), desc="featurise", disable=not progress)]
     targets = [targets_for(ex.target, f, model_cfg) for ex, f in zip(examples, feats)]
     held = list(eval_examples)[:config.max_eval_examples]
     held_feats = [featurise(ex.input, vocab, model_cfg, patcher) for ex in held]
     held_modalities = draw_modalities(held, held_feats, config.modality_weights, np.random.default_rng(seed + 1))
     val = list(select_examples)
-    val_feats = [featurise(ex.input, vocab, model_cfg, patcher) for ex in val]
+    val_feats = [featurise(inp, vocab, model_cfg, patcher)
+                 for inp in redraw_inputs(val, config.novel_glyphs, seed + 2, model_cfg.crop_size)]
     val_modalities = draw_modalities(val, val_feats, config.modality_weights, np.random.default_rng(seed + 2))
 
     def validation() -> float:

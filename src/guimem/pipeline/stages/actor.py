@@ -46,7 +46,7 @@ TRAIN = Group(TrainConfig, {
     "epochs": INTEGER, "batch_size": BATCH, "lr": LEARNING_RATE, "weight_decay": Number(lo=0.0, hi=1e3),
     "warmup_steps": COUNT, "modality_weights": Items(WEIGHT, length=len(MODALITIES)), "goal_dropout": PROBABILITY,
     "type_balance": Number(lo=0.0, hi=2.0), "wide_lr_scale": Number(above=0.0, hi=MAX_WEIGHT),
-    "validation_share": Number(lo=0.0, below=1.0),
+    "validation_share": Number(lo=0.0, below=1.0), "novel_glyphs": PROBABILITY,
 })
 
 
