@@ -59,3 +59,22 @@ def pytest_runtest_setup(item):
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item):
     return (yield from _skip_when_ray_cannot_start())
+
+
+# ----------------------------------------------------------------------------- the tiny stage chains
+@pytest.fixture(scope="session")
+def actor_chain(tmp_path_factory):
+    """``(folder, 04_actor's metrics)``: the tiny world through 04_actor, built once per session
+    (tests/stage_chains.py); read it, never write into it."""
+    from stage_chains import build_actor_chain, built_once
+
+    return built_once(tmp_path_factory, "actor", build_actor_chain)
+
+
+@pytest.fixture(scope="session")
+def switchmem_chain(tmp_path_factory, actor_chain):
+    """``(folder, results by notebook "05" ... "09")``: the actor chain, then 05_closed_loop and the
+    four SwitchMem notebooks, built once per session; read it, never write into it."""
+    from stage_chains import build_switchmem_chain, built_once
+
+    return built_once(tmp_path_factory, "switchmem", build_switchmem_chain(actor_chain[0]))

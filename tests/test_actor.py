@@ -7,16 +7,13 @@ a 32x16-pixel screen): the properties tested do not depend on size.
 from __future__ import annotations
 
 import dataclasses
-import shutil
 from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
 
 import numpy as np
 import pytest
 import torch
-import yaml
 from PIL import Image, ImageDraw
 
 from actor_fixtures import BUTTONS
@@ -529,47 +526,26 @@ def test_fold_memories_hold_the_experience_of_the_steps_own_phone_in_the_other_f
 
 
 # ----------------------------------------------------------------------------- the 04_actor notebook
-SMOKE_SEED = 913  # a master seed whose world once broke a teaching cell (00_world's demonstration)
-@pytest.fixture(scope="module")
-def actor_stage(tmp_path_factory):
-    """A tiny world, segmented and turned into memories by 02/03, then the 04_actor notebook."""
-    from nbsmoke import run_notebook, tiny_segmented_world
-
-    tmp = tiny_segmented_world(tmp_path_factory.mktemp("actor_nb"), n_train=12, n_test=3, seed=SMOKE_SEED)
-    embedders = dict(image_embedder="pixels", text_embedder="hashing", cache_dir=str(tmp / "cache"))
-    run_notebook("02_graph_build", tmp, pca_dim=8, tau_sweep=[0.9], theta_sweep=[0.9], **embedders)
-    run_notebook("03_retrieval_eval", tmp, ks=[1], tau_sweep=[0.9], **embedders)
-    metrics = run_notebook("04_actor", tmp, **_actor_params(tmp))
-    return tmp, metrics
-
-
-def _actor_params(tmp):
-    """04_actor's parameters as dvc passes them (params.yaml's actor section), on tiny sizes."""
-    stage = yaml.safe_load((Path(__file__).parents[1] / "params.yaml").read_text())["actor"]
-    tiny = dict(k_folds=2, torch_threads=1, dagger_tasks=6, dagger_epochs=1, dagger_max_steps=8,
-                model={**stage["model"], "hidden_size": 32, "num_hidden_layers": 6, "intermediate_size": 64},
-                training={**stage["training"], "epochs": 2})
-    return {**stage, **tiny, "seed": SMOKE_SEED, "image_embedder": "pixels", "text_embedder": "hashing",
-            "cache_dir": str(tmp / "cache")}
-
-
+# ----------------------------------------------------------------------------- the 04_actor notebook
+# The tiny chain it runs in (world, 02, 03, 04) is built once per session: tests/stage_chains.py.
 @pytest.mark.notebook
 @pytest.mark.slow
-def test_actor_reporting_knobs_change_nothing_later_stages_read(actor_stage, tmp_path):
+def test_actor_reporting_knobs_change_nothing_later_stages_read(actor_chain, tmp_path):
     from nbsmoke import rerun_changes_only_the_report
+    from stage_chains import actor_params
 
     from guimem.pipeline.params import find_stage
 
-    tmp, _ = actor_stage
+    tmp, _ = actor_chain
     changed = dict(max_eval_steps=5)
     assert set(changed) == set(find_stage("04_actor").reporting)
-    rerun_changes_only_the_report("04_actor", tmp, tmp_path / "again", **{**_actor_params(tmp), **changed})
+    rerun_changes_only_the_report("04_actor", tmp, tmp_path / "again", **{**actor_params(tmp), **changed})
 
 
 @pytest.mark.notebook
 @pytest.mark.slow
-def test_actor_notebook_runs(actor_stage):
-    tmp, _ = actor_stage
+def test_actor_notebook_runs(actor_chain):
+    tmp, _ = actor_chain
     back = MiniActor.load(tmp / "data" / "actor" / "model")
     assert back.config.num_hidden_layers == 6 and back.config.hidden_size == 32
     for what in ("training_curves", "accuracy_by_condition", "memory_effect"):
@@ -578,8 +554,8 @@ def test_actor_notebook_runs(actor_stage):
 
 @pytest.mark.notebook
 @pytest.mark.slow
-def test_actor_notebook_metrics(actor_stage):
-    tmp, m = actor_stage
+def test_actor_notebook_metrics(actor_chain):
+    tmp, m = actor_chain
     steps = sum(len(e.steps) for e in load_episodes(tmp / "data" / "world" / "train"))
     (dagger,) = m["dagger"]  # one round: 6 rollouts of at most 8 steps, each state labelled by the expert
     assert dagger["episodes"] == 6 and 0 < dagger["kept"] <= dagger["states"] <= 6 * 8
@@ -597,216 +573,6 @@ def test_actor_notebook_metrics(actor_stage):
     assert all(0.0 <= v <= 1.0 for v in m["step_accuracy"].values())
     assert 0.0 <= m["majority_action"]["step_accuracy"] <= 1.0
     assert m["held_out_steps"] == sum(len(e.steps) for e in load_episodes(tmp / "data" / "world" / "test"))
-
-
-CLOSED_LOOP_TINY = dict(max_tasks=2, n_seeds=2, max_steps=4, seed=SMOKE_SEED)
-
-
-@pytest.fixture(scope="module")
-def closed_loop_stage(actor_stage):
-    """05_closed_loop on the tiny world and the actor 04_actor just trained there, with
-    params.yaml's closed_loop section as dvc passes it (on fewer steps and tasks)."""
-    from nbsmoke import run_notebook
-
-    tmp, _ = actor_stage
-    stage = yaml.safe_load((Path(__file__).parents[1] / "params.yaml").read_text())["closed_loop"]
-    return tmp, stage, run_notebook("05_closed_loop", tmp, **{**stage, **CLOSED_LOOP_TINY, **_embedders(tmp)})
-
-
-@pytest.mark.notebook
-@pytest.mark.slow
-def test_closed_loop_notebook(closed_loop_stage):
-    from guimem.eval.closed_loop import load_traces, stalled_share
-
-    tmp, stage, m = closed_loop_stage
-    memories = stage["memories"]
-    assert m["tasks"] == 2 and m["seeds"] == 2 and m["episodes"] == 2 * 2 * len(memories)
-    assert set(m["success_rate"]) == set(memories)
-    assert all(0.0 <= r["mean"] <= 100.0 and len(r["per_seed"]) == 2 for r in m["success_rate"].values())
-    assert set(m["action_score_aitw"]) == set(stage["action_score_modalities"])
-    traces = load_traces(tmp / "data" / "closed_loop" / "traces.jsonl")
-    assert len(traces) == m["episodes"] and all(1 <= len(t.steps) <= 4 for t in traces)
-    assert m["stalled_share"] == {n: round(v, 4) for n, v in stalled_share(traces, min_steps=5).items()}
-    assert "| Subgoal-Graph |" in (tmp / "data" / "closed_loop" / "smg_table.md").read_text()
-    for what in ("smg_table", "action_scores"):
-        assert (tmp / "figures" / f"closed_loop_{what}.png").stat().st_size > 5_000
-
-
-# ----------------------------------------------------------------------------- the SwitchMem notebooks
-def run_switchmem_notebooks(tmp: Path, actor: dict[str, Any] | None = None,
-                            layer_analysis: dict[str, Any] | None = None) -> dict[str, dict]:
-    """06_layer_analysis, 07_probe_router, 08_oracle_headroom and 09_routing_stats, in order, in ``tmp``
-    (which holds the earlier stages' outputs), with params.yaml's sections as dvc passes them, the
-    actor group ``actor`` (ActorSpec's fields: actor_model, coords, ...) given to 06 and 09, and keys of
-    06's ``layer_analysis`` (its groups' fields merged into them)."""
-    actor, layer_analysis = actor or {}, layer_analysis or {}
-    from nbsmoke import run_notebook
-
-    from guimem.routing.records import StepRecords
-
-    params = yaml.safe_load((Path(__file__).parents[1] / "params.yaml").read_text())
-    rule = params["layer_analysis"]["preference"]["rule"]
-    out = {"06": run_notebook("06_layer_analysis", tmp, **_layer_analysis_params(tmp, actor, layer_analysis))}
-    # The tiny actor's two renderings tie on nearly every step (their samples share random numbers), which
-    # 06 reports and 07 refuses to fit a probe on; so the pool's preferences are planted here — alternate
-    # episodes prefer image and text — and 07-09 are run for their code paths, not their numbers.
-    pool = StepRecords.load(tmp / "data" / "layer_analysis" / "pool")
-    episodes = sorted(set(pool.episodes))
-    image_wins = np.array([episodes.index(e) % 2 == 0 for e in pool.episodes])
-    for by in pool.sampled.values():
-        by["image"], by["text"] = np.where(image_wins, 0.75, 0.25), np.where(image_wins, 0.25, 0.75)
-    pool.save(tmp / "data" / "layer_analysis" / "pool")
-    section = params["probe_router"]
-    out["07"] = run_notebook("07_probe_router", tmp, **{**section, "seed": SMOKE_SEED, "rule": rule,
-                                                         "router": {**section["router"], "epochs": 20}})
-    out["08"] = run_notebook("08_oracle_headroom", tmp, **{**params["oracle_headroom"], "rule": rule})
-    out["09"] = run_notebook("09_routing_stats", tmp, **_routing_stats_params(tmp, actor))
-    return out
-
-
-def _embedders(tmp: Path) -> dict[str, str]:
-    return dict(image_embedder="pixels", text_embedder="hashing", cache_dir=str(tmp / "cache"))
-
-
-def _layer_analysis_params(tmp: Path, actor: dict[str, Any], layer_analysis: dict[str, Any]) -> dict[str, Any]:
-    """06_layer_analysis's parameters as dvc passes them, on the tiny world."""
-    document = yaml.safe_load((Path(__file__).parents[1] / "params.yaml").read_text())
-    section = document["layer_analysis"]
-    smoke = {"curve": {"folds": 2, "n_boot": 20}}
-    groups = {name: {**section[name], **smoke.get(name, {}), **layer_analysis.get(name, {})}
-              for name in ("preference", "probe", "curve")}
-    rest = {k: v for k, v in layer_analysis.items() if k not in groups}
-    return {**section, **groups, **_embedders(tmp), "actor": {**document["closed_loop"]["actor"], **actor},
-            "seed": SMOKE_SEED, "history_len": 4, "k_folds": 2, **rest}
-
-
-def _routing_stats_params(tmp: Path, actor: dict[str, Any]) -> dict[str, Any]:
-    """09_routing_stats's parameters as dvc passes them (closed_loop's where it takes those), on the tiny world."""
-    document = yaml.safe_load((Path(__file__).parents[1] / "params.yaml").read_text())
-    return {**document["routing_stats"], **CLOSED_LOOP_TINY, **_embedders(tmp), "history_len": 4, "k": 0,
-            "batch_size": 0, "actor": {**document["closed_loop"]["actor"], **actor}}
-
-
-@pytest.fixture(scope="module")
-def switchmem_stages(closed_loop_stage):
-    """The four SwitchMem notebooks on the tiny world, its actor and its closed loop."""
-    tmp, _, _ = closed_loop_stage
-    return tmp, run_switchmem_notebooks(tmp)
-
-
-@pytest.mark.notebook
-@pytest.mark.slow
-def test_switchmem_notebooks_run_on_a_hugging_face_actor(actor_stage, tmp_path):
-    """05 and the four SwitchMem notebooks with ``actor.actor_model`` naming a Hugging Face checkpoint folder
-    (a tiny random LLaVA): what pointing the pipeline at a real VLM is — one parameter, no code."""
-    from nbsmoke import run_notebook
-
-    from guimem.actors.hf.tiny import save_tiny_random_llava
-    from guimem.routing.records import StepRecords
-
-    tmp, _ = actor_stage
-    for stage in ("world", "segmentation", "graph_build", "retrieval_eval", "actor"):
-        shutil.copytree(tmp / "data" / stage, tmp_path / "data" / stage)
-    actor = dict(actor_model=save_tiny_random_llava(str(tmp_path / "llava")), coords="relative_1000",
-                 answer_format="json", max_new_tokens=8)
-    stage = yaml.safe_load((Path(__file__).parents[1] / "params.yaml").read_text())["closed_loop"]
-    closed = run_notebook("05_closed_loop", tmp_path, **{
-        **stage, **CLOSED_LOOP_TINY, "actor": {**stage["actor"], **actor}, "memories": ["none", "smg"],
-        "action_score_modalities": ["none", "text"],
-        "image_embedder": "pixels", "text_embedder": "hashing", "cache_dir": str(tmp_path / "cache")})
-    out = run_switchmem_notebooks(tmp_path, actor, layer_analysis=dict(preference={"n_samples": 2},
-                                                                       max_pool_episodes=4))
-    held = StepRecords.load(tmp_path / "data" / "layer_analysis" / "held_out")
-    assert held.n_layers == 3 and held.hidden["image"].shape[1:] == (4, 32)  # the LLaVA's 3 layers + embedding
-    assert held.candidates["image"].shape == (len(held), 32)
-    assert out["09"]["success_rate"]["none"] == closed["success_rate"]["none"]  # 05's runs reused by 09
-    assert set(out["09"]["success_rate"]) == {"none", "text", "image", "both", "switchmem"}
-
-
-@pytest.mark.notebook
-@pytest.mark.slow
-def test_layer_analysis_notebook(switchmem_stages):
-    from guimem.routing.records import StepRecords
-
-    tmp, out = switchmem_stages
-    m = out["06"]
-    held = StepRecords.load(tmp / "data" / "layer_analysis" / "held_out")
-    steps = sum(len(e.steps) for e in load_episodes(tmp / "data" / "world" / "test"))
-    assert m["steps"]["held_out"] == len(held) == 4 * steps  # every held-out step, once per memory
-    assert held.n_layers == 6 and held.hidden["none"].shape == (len(held), 7, 32)
-    first = m["layer_curve_cv"][0]  # layer 0: a zero shift; or every layer, when the tiny pool's steps all tie
-    assert len(m["layer_curve_cv"]) == 7 and (first.get("constant") or "insufficient" in first)
-    for key in ("smg/held_out/greedy", "smg/pool/sampled", "task_graph/held_out/sampled"):
-        assert 0.0 <= m["modality_wins"][key]["non_tied_share"] <= 1.0
-    for what in ("modality_wins", "layers"):
-        assert (tmp / "figures" / f"layer_analysis_{what}.png").stat().st_size > 5_000
-    assert (tmp / "plots" / "layer_analysis_layers.csv").read_text().startswith("layer,cv_auc")
-
-
-@pytest.mark.notebook
-@pytest.mark.slow
-def test_probe_router_and_headroom_notebooks(switchmem_stages):
-    from guimem.routing.router import Router
-
-    tmp, out = switchmem_stages
-    t = out["07"]["tables"]["smg"]["aitw"]
-    assert set(out["07"]["baselines"]) == {"flat", "action_graph"}  # shown with the same actor, not routed
-    assert {"none", "text", "image", "both", "switchmem", "random", "binary", "density", "oracle"} <= set(t)
-    assert t["oracle"] >= max(t["text"], t["image"], t["switchmem"])
-    assert 0.0 <= t["switchmem_image_rate"] <= 1.0 and set(out["07"]["tables"]["smg"]) == {"aitw", "learngui"}
-    router = Router.load(tmp / "data" / "probe_router" / "smg")
-    assert router.info["state_layer"] == -1 and np.isfinite(router.tau)
-    h = out["08"]["headroom"]["smg/aitw"]
-    assert h["oracle"] >= h["best_fixed_accuracy"] and h["switchmem"] == pytest.approx(t["switchmem"])
-    assert set(out["08"]["where_image_helps"]) == {"UI density", "action category", "step position", "target"}
-    for what in ("probe_router_table", "probe_router_rate_sweep", "oracle_headroom_headroom",
-                 "oracle_headroom_where_image_helps"):
-        assert (tmp / "figures" / f"{what}.png").stat().st_size > 5_000
-
-
-@pytest.mark.notebook
-@pytest.mark.slow
-def test_routing_stats_notebook(switchmem_stages, closed_loop_stage):
-    from guimem.eval.closed_loop import load_traces
-
-    tmp, out = switchmem_stages
-    m = out["09"]
-    assert set(m["success_rate"]) == {"none", "text", "image", "both", "switchmem"}
-    closed = closed_loop_stage[2]["success_rate"]
-    assert m["success_rate"]["none"] == closed["none"] and m["success_rate"]["text"] == closed["smg"]  # reused
-    traces = load_traces(tmp / "data" / "routing_stats" / "traces.jsonl")
-    assert len(traces) == 2 * 2 and all(s.shown in ("text", "image") for t in traces for s in t.steps)
-    assert 0.0 <= m["closed_loop_routing"]["image_steps_pct"] <= 100.0
-    assert m["offline"]["smg"]["trajectories"] == len(load_episodes(tmp / "data" / "world" / "test"))
-    for what in ("table", "closed_loop"):
-        assert (tmp / "figures" / f"routing_stats_{what}.png").stat().st_size > 5_000
-
-
-@pytest.mark.notebook
-@pytest.mark.slow
-def test_layer_analysis_and_routing_stats_off_process_write_what_they_write_in_process(switchmem_stages, tmp_path):
-    """06 again on a local Ray, 09 on two worker processes (its three conditions, SwitchMem routing
-    there): the step records and 09's traces byte for byte as in process. (05 plays through the same
-    ``play_all`` as 09, which tests/test_executor.py runs on a two-worker Ray.)"""
-    from nbsmoke import digest, run_notebook
-
-    from guimem.pipeline.params import find_stage
-
-    tmp, _ = switchmem_stages
-    assert all("executor" in find_stage(s).reporting
-               for s in ("05_closed_loop", "06_layer_analysis", "09_routing_stats"))
-    again = tmp_path / "again"
-    shutil.copytree(tmp, again, ignore=shutil.ignore_patterns("*.ipynb"))
-    fresh = dict(chunks_dir="")  # every chunk recorded and played again, none read back
-    run_notebook("06_layer_analysis", again, **{**_layer_analysis_params(again, {}, {}), **fresh,
-                                                 "executor": {"kind": "ray"}})
-    held, pool = "data/layer_analysis/held_out", "data/layer_analysis/pool"  # (the pool's preferences were planted)
-    assert digest(again, [held]) == digest(tmp, [held])
-    arrays = [f"{pool}/{p.name}" for p in sorted((tmp / pool).glob("*.npy"))]
-    assert arrays and digest(again, arrays) == digest(tmp, arrays)
-    run_notebook("09_routing_stats", again, **{**_routing_stats_params(again, {}), **fresh,
-                                                "executor": {"kind": "local", "workers": 2}})
-    assert digest(again, ["data/routing_stats"]) == digest(tmp, ["data/routing_stats"])
 
 
 def test_crops_of_one_image_are_cached_per_box_list():
