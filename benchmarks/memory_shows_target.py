@@ -8,9 +8,10 @@ steps:
 
 - ``shown``: the share whose memory image holds a crop the same as the target;
 - ``points_at_target``: the share where the live icon the first such crop matches is the target
-  (what a reader that follows the picture would touch).
+  (what a reader that follows the picture would touch);
 
-for the training examples as the ``actor`` stage builds them (each phone's memories rebuilt in k
+beside the number of steps with a memory image and of label-free touch steps among them, for
+the training examples as the ``actor`` stage builds them (each phone's memories rebuilt in k
 folds from its other tasks' training episodes, every memory kind per step) and for the held-out
 steps (the evaluation phone's memory, as ``retrieval_eval`` rendered it). Behaviour cloning learns
 to follow the picture only as far as following it is right in training.
@@ -46,11 +47,13 @@ OUT = Path(__file__).parent / "results" / "memory_shows_target.json"
 
 
 def count(examples: Sequence[ActorExample], crop_size: int) -> dict[str, float | int]:
-    """``shown`` and ``points_at_target`` over the label-free touch steps of ``examples`` with an image."""
+    """``shown`` and ``points_at_target`` over the label-free touch steps of ``examples`` with an
+    image, and how many steps had an image (``steps``) and how many of them such a target."""
     patcher = ImagePatcher(max_cache=0)
-    n = shown = right = 0
+    n = shown = right = steps = 0
     for ex in examples:
         inp = ex.input
+        steps += inp.memory_image is not None
         target = touched(ex.target, inp.elements)
         if inp.memory_image is None or target is None or target not in label_free_icons(inp.elements):
             continue
@@ -61,7 +64,7 @@ def count(examples: Sequence[ActorExample], crop_size: int) -> dict[str, float |
         same = alike == SAME
         first = next((int(same[:, j].nonzero()[0]) for j in range(same.shape[1]) if same[:, j].any()), None)
         n, shown, right = n + 1, shown + bool(same[target].any()), right + (first == target)
-    return {"label_free_steps": n, "shown": round(shown / n, 4) if n else None,
+    return {"steps": steps, "label_free_steps": n, "shown": round(shown / n, 4) if n else None,
             "points_at_target": round(right / n, 4) if n else None}
 
 
@@ -91,7 +94,7 @@ def main() -> None:
     write_json(OUT, out)
     for split in ("training", "held_out"):
         for kind, c in out[split].items():
-            print(f"{split:9s} {kind:13s} label-free steps {c['label_free_steps']:4d}  shown {c['shown']}  "
+            print(f"{split:9s} {kind:13s} steps {c['steps']:5d}  label-free targets {c['label_free_steps']:4d}  shown {c['shown']}  "
                   f"points at the target {c['points_at_target']}")
     print(f"wrote {OUT.relative_to(ROOT)}")
 
