@@ -92,12 +92,14 @@ def test_an_import_with_ocr_gives_real_screens_elements_and_titles(tmp_path, mon
 
 
 @pytest.mark.slow
-def test_ocr_in_two_worker_processes_reads_what_this_process_reads():
+def test_ocr_in_two_worker_processes_reads_what_this_process_reads(monkeypatch):
     from guimem.core.data import Action, Episode, Observation, Step
     from guimem.core.executor import LocalExecutor
-    from guimem.real.importers.common import OCR_CHUNK, ScreenshotFiles, with_ocr
+    from guimem.real.importers import common
+    from guimem.real.importers.common import ScreenshotFiles, with_ocr
 
-    shots = sorted(RUN.parent.glob("*/screenshot_*.png"))[: OCR_CHUNK + 2]  # two chunks, one per worker
+    monkeypatch.setattr(common, "OCR_CHUNK", 2)  # small chunks: the same path on fewer screens
+    shots = sorted(RUN.parent.glob("*/screenshot_*.png"))[: common.OCR_CHUNK + 1]  # two chunks, one per worker
     episode = Episode("e", "calendar", "g", tuple(Step(Observation(str(p)), Action("back")) for p in shots), None)
     images = ScreenshotFiles({str(p): p for p in shots})
     here = with_ocr([episode], images, OcrReader(cache_dir=None))
