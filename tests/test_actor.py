@@ -526,7 +526,6 @@ def test_fold_memories_hold_the_experience_of_the_steps_own_phone_in_the_other_f
 
 
 # ----------------------------------------------------------------------------- the 04_actor notebook
-# ----------------------------------------------------------------------------- the 04_actor notebook
 # The tiny chain it runs in (world, 02, 03, 04) is built once per session: tests/stage_chains.py.
 @pytest.mark.notebook
 @pytest.mark.slow
