@@ -124,3 +124,24 @@ def test_redraw_inputs_draws_its_share_and_refuses_a_share_outside_0_1():
         list(redraw_inputs(examples, 1.5, seed=0))
     with pytest.raises(DataError, match="novel_glyphs"):
         TrainConfig(novel_glyphs=-0.1)
+
+
+def test_train_actor_redraws_its_share_of_training_and_validation_steps_and_never_the_held_out(monkeypatch):
+    import guimem.actors.mini.train as train_module
+    from guimem.actors.mini.tiny import TINY
+
+    shot, elements = world_screen()
+    def examples(n, tag):
+        return [ActorExample(PolicyInput(shot, elements, f"{tag} {i}"), Action("back")) for i in range(n)]
+    seen = []
+    real = train_module.redraw_inputs
+
+    def spy(examples, share, seed, crop_size=16):
+        seen.append(({ex.input.goal.split()[0] for ex in examples}, share))
+        return real(examples, share, seed, crop_size)
+
+    monkeypatch.setattr(train_module, "redraw_inputs", spy)
+    config = TrainConfig(epochs=1, batch_size=4, min_count=1, model=TINY, novel_glyphs=0.5)
+    train_module.train_actor(examples(4, "train"), config, seed=0, eval_examples=examples(2, "held"),
+                             select_examples=examples(2, "val"), progress=False)
+    assert seen == [({"train"}, 0.5), ({"val"}, 0.5)]
