@@ -38,7 +38,7 @@ from guimem.core.io import write_json
 from guimem.core.store import load_episodes, load_subgoals
 from guimem.models.embedding import embed_screenshots
 from guimem.pipeline.verify import machine
-from guimem.smg.memories import MEMORIES, image_layout, load_memories, memory_embedders
+from guimem.smg.memories import MEMORIES, crop_slots, load_memories, memory_embedders
 from guimem.train.examples import ActorExample, examples_from_retrieval
 from guimem.train.folds import build_kfold_examples, fold_memories, rebuild_from
 
@@ -57,10 +57,8 @@ def count(examples: Sequence[ActorExample], crop_size: int) -> dict[str, float |
         target = touched(ex.target, inp.elements)
         if inp.memory_image is None or target is None or target not in label_free_icons(inp.elements):
             continue
-        mw, mh = inp.memory_image.size
-        slots = [(x0 / mw, y0 / mh, x1 / mw, y1 / mh) for x0, y0, x1, y1 in image_layout(inp.memory_image.size)[1]]
         alike = pixel_alike(patcher.crops(inp.screenshot, [e.bounds for e in inp.elements], crop_size),
-                            patcher.crops(inp.memory_image, slots, crop_size))  # [n_elements, n_slots]
+                            patcher.crops(inp.memory_image, crop_slots(inp.memory_image.size), crop_size))  # [n_elements, n_slots]
         same = alike == SAME
         first = next((int(same[:, j].nonzero()[0]) for j in range(same.shape[1]) if same[:, j].any()), None)
         n, shown, right = n + 1, shown + bool(same[target].any()), right + (first == target)

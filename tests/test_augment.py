@@ -11,7 +11,6 @@ from PIL import Image
 from guimem.actors.mini.augment import (
     FIXED_GLYPHS,
     _colours,
-    _cut_box,
     _drawn_box,
     fixed_glyph,
     label_free_icons,
@@ -20,22 +19,25 @@ from guimem.actors.mini.augment import (
 )
 from guimem.actors.mini.features import ImagePatcher, pixel_alike
 from guimem.actors.mini.train import TrainConfig
-from guimem.core.data import Action, DataError
+from guimem.core.data import Action, DataError, pixel_box
 from guimem.core.policy import PolicyInput
 from guimem.core.store import png_bytes
 from guimem.phone.config import WorldConfig
 from guimem.phone.tasks import TEMPLATES, make_task
 from guimem.phone.world import World
-from guimem.smg.memories import image_layout
+from guimem.smg.memories import crop_slots, image_layout
 from guimem.smg.memories.render import _crop
 from guimem.train.examples import ActorExample
 
 SIZE = (180, 405)  # the memory image's default size (params.yaml: graph_build.memory_image_*)
 
 
-def world_screen(template: str = "notes.pin", variant: int = 15, open_first: bool = False):
-    """A screen of the synthetic phone with bare icons (a note open: the back arrow too)."""
-    world = World(WorldConfig(dialog_prob=0.0))
+def world_screen(template: str = "notes.pin", variant: int | None = None, open_first: bool = False):
+    """A screen of the synthetic phone with bare icons (a note open: the back arrow too), on the
+    evaluation phone unless ``variant`` says otherwise."""
+    config = WorldConfig(dialog_prob=0.0)
+    world = World(config)
+    variant = config.eval_variants[0] if variant is None else variant
     obs = world.reset(make_task(template, TEMPLATES[template].combos()[0]), seed=3, variant=variant)
     if open_first:
         row = next(e for e in obs.elements if e.role == "list_item")
@@ -58,24 +60,19 @@ def crops(image: Image.Image, boxes) -> "torch.Tensor":
     return ImagePatcher(max_cache=0).crops(image, boxes, 16)
 
 
-def slot_boxes(size=SIZE):
-    w, h = size
-    return [(x0 / w, y0 / h, x1 / w, y1 / h) for x0, y0, x1, y1 in image_layout(size)[1]]
-
-
 def test_bare_icons_are_redrawn_and_the_memory_crop_that_showed_one_still_shows_it(tmp_path):
     shot, elements = world_screen()
     icons = label_free_icons(elements)
     assert len(icons) >= 2
     memory = memory_showing(shot, elements, icons[:1], tmp_path)
     inp = PolicyInput(shot, elements, "Pin a note", (), "1. succeeded | did: tap", memory)
-    assert pixel_alike(crops(shot, [elements[icons[0]].bounds]), crops(memory, slot_boxes()))[0, 0] == 3
+    assert pixel_alike(crops(shot, [elements[icons[0]].bounds]), crops(memory, crop_slots(SIZE)))[0, 0] == 3
 
     new = novel_glyphs(inp, np.random.default_rng(0))
     boxes = [elements[i].bounds for i in icons]
     old_live, new_live = crops(shot, boxes), crops(new.screenshot, boxes)
     assert (pixel_alike(old_live, new_live).diag() < 3).all()  # every bare icon drawn anew
-    new_memory = crops(new.memory_image, slot_boxes())
+    new_memory = crops(new.memory_image, crop_slots(SIZE))
     assert pixel_alike(new_live[:1], new_memory)[0, 0] == 3  # the remembered crop shows the new drawing ...
     assert pixel_alike(old_live[:1], new_memory)[0, 0] < 3  # ... and no longer the old one
     assert (new.elements, new.goal, new.memory_text) == (inp.elements, inp.goal, inp.memory_text)
@@ -83,7 +80,7 @@ def test_bare_icons_are_redrawn_and_the_memory_crop_that_showed_one_still_shows_
 
     outside = np.ones(shot.size[::-1], dtype=bool)  # [h, w]: pixels outside every icon's box
     for i in icons:
-        x0, y0, x1, y1 = _cut_box(elements[i].bounds, *shot.size)
+        x0, y0, x1, y1 = pixel_box(elements[i].bounds, *shot.size)
         outside[y0:y1, x0:x1] = False
     assert (np.asarray(shot)[outside] == np.asarray(new.screenshot)[outside]).all()
 

@@ -249,6 +249,15 @@ class Action:
         return self.type
 
 
+def pixel_box(bounds: Bounds, width: int, height: int) -> tuple[int, int, int, int]:
+    """The whole pixels a normalised box covers on a ``width`` x ``height`` image: its near edges
+    rounded down, its far edges up, at least one pixel each way. Every crop of an element (the
+    miniature actor's, the memory image's strip) is cut along it."""
+    x0, y0, x1, y1 = bounds
+    left, top = int(x0 * width), int(y0 * height)
+    return left, top, max(left + 1, math.ceil(x1 * width)), max(top + 1, math.ceil(y1 * height))
+
+
 @dataclass(frozen=True)
 class UIElement:
     """One node of the accessibility-style UI tree (flattened)."""

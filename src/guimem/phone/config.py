@@ -16,12 +16,12 @@ from guimem.phone.tasks import TEMPLATES
 class WorldConfig:
     """Every knob of the world and its demonstrator; fields map 1:1 to ``params.yaml: world:``."""
 
-    n_train: int = 400  # training episodes
+    n_train: int = 600  # training episodes
     n_test: int = 120  # test episodes
     n_memory: int = 240  # memory episodes: experience on the evaluation variants (other tasks than the test's)
     start: str = "app"  # where an episode starts: "app" (inside the task's app) or "launcher"
-    variants: int = 16  # variants of every app (0: the reference design)
-    train_variants: tuple[int, ...] = tuple(range(15))  # variants the training episodes run on (0 among them); the others are for evaluation
+    variants: int = 5  # variants of every app (0: the reference design)
+    train_variants: tuple[int, ...] = tuple(range(4))  # variants the training episodes run on (0 among them); the others are for evaluation
     image_width: int = 180  # screenshot width in pixels; height is twice that
     max_steps: int = 30  # step budget per episode
     dialog_prob: float = 0.3  # chance that an episode is interrupted by a popup

@@ -35,11 +35,11 @@ import torch
 from PIL import Image, ImageDraw
 
 from guimem.actors.mini.features import ImagePatcher, element_words, pixel_alike
-from guimem.core.data import DataError, UIElement
+from guimem.core.data import DataError, UIElement, pixel_box
 from guimem.core.policy import PolicyInput
 from guimem.phone.render.primitives import ICON_GLYPHS, draw_design, draw_icon
 from guimem.phone.toolkit import DESIGN_OF, DESIGNED_GLYPHS
-from guimem.smg.memories import image_layout
+from guimem.smg.memories import crop_slots, image_layout
 from guimem.train.examples import ActorExample
 
 NOVEL_DESIGN_BASE = 1_000_000
@@ -71,31 +71,27 @@ def novel_glyphs(inp: PolicyInput, rng: np.random.Generator, crop_size: int = 16
     icons = label_free_icons(inp.elements)
     if not icons:
         return inp
-    shot = inp.screenshot.convert("RGB")
+    shot = inp.screenshot.convert("RGB")  # a copy (convert always returns a new image): redrawn in place below
     w, h = shot.size
     same: dict[int, list[int]] = {}  # icon position in ``icons`` -> memory crop slots that showed it
     slots: list[tuple[int, int, int, int]] = []
     memory = None
     if inp.memory_image is not None:
-        memory = inp.memory_image.convert("RGB")
+        memory = inp.memory_image.convert("RGB")  # a copy, likewise
         _, slots = image_layout(memory.size)
         patcher = ImagePatcher(max_cache=0)
         live = patcher.crops(shot, [inp.elements[i].bounds for i in icons], crop_size)
-        mw, mh = memory.size
-        remembered = patcher.crops(memory, [(x0 / mw, y0 / mh, x1 / mw, y1 / mh) for x0, y0, x1, y1 in slots],
-                                   crop_size)
+        remembered = patcher.crops(memory, crop_slots(memory.size), crop_size)
         alike = pixel_alike(live, remembered)  # [n_icons, n_slots]
         for j in range(alike.shape[1]):
             hits = (alike[:, j] == SAME).nonzero().flatten().tolist()
             if len(hits) == 1:  # a crop as like two live icons tells neither apart: left as it is
                 same.setdefault(hits[0], []).append(j)
-    shot = shot.copy()
-    memory = memory.copy() if memory is not None else None
     glyphs = sorted(DESIGNED_GLYPHS)
     for k, i in enumerate(icons):
         glyph = glyphs[int(rng.integers(len(glyphs)))]
         design = NOVEL_DESIGN_BASE + int(rng.integers(NOVEL_DESIGN_BASE))
-        drawn, cut = _drawn_box(inp.elements[i].bounds, w, h), _cut_box(inp.elements[i].bounds, w, h)
+        drawn, cut = _drawn_box(inp.elements[i].bounds, w, h), pixel_box(inp.elements[i].bounds, w, h)
         if not redraw(shot, drawn, glyph, design):
             continue  # a blank icon, or one every phone draws alike: left as it is
         mask = _glyph_mask(glyph, design, drawn, cut)
@@ -189,12 +185,6 @@ def _drawn_box(bounds: tuple[float, float, float, float], w: int, h: int) -> tup
     four decimals) times the size, rounded."""
     x0, y0, x1, y1 = bounds
     return (round(x0 * w), round(y0 * h), max(round(x0 * w) + 1, round(x1 * w)), max(round(y0 * h) + 1, round(y1 * h)))
-
-
-def _cut_box(bounds: tuple[float, float, float, float], w: int, h: int) -> tuple[int, int, int, int]:
-    """The box an element's crop is cut along (:meth:`ImagePatcher.crops`, and the memory image's strip)."""
-    x0, y0, x1, y1 = bounds
-    return (int(x0 * w), int(y0 * h), max(int(x0 * w) + 1, math.ceil(x1 * w)), max(int(y0 * h) + 1, math.ceil(y1 * h)))
 
 
 def _in_slot(drawn: tuple[int, int, int, int], cut: tuple[int, int, int, int],

@@ -42,11 +42,11 @@ from guimem.actors.mini.config import (
     ActorConfig,
 )
 from guimem.actors.mini.model import ActorOutput
-from guimem.core.data import ACTION_TYPES, Action, DataError, UIElement
+from guimem.core.data import ACTION_TYPES, Action, DataError, UIElement, pixel_box
 from guimem.core.describe import swipe_direction, target_element
 from guimem.core.policy import MODALITIES, Modality, PolicyInput
 from guimem.models.tokenizer import ACT, Token, Vocabulary, find_span, span_text, tokenize
-from guimem.smg.memories import image_layout
+from guimem.smg.memories import crop_slots, image_layout
 from guimem.smg.memories.render import MEMORY_CROPS
 
 LABEL_FREE_DESCRIPTIONS = frozenset({"on", "off"})  # a switch's description is its state (the role carries it)
@@ -118,10 +118,8 @@ class ImagePatcher:
             return hit
         w, h = rgb.size
         out = np.zeros((len(boxes), side, side, 3), dtype=np.uint8)
-        for i, (x0, y0, x1, y1) in enumerate(boxes):
-            px = (int(x0 * w), int(y0 * h), max(int(x0 * w) + 1, int(np.ceil(x1 * w))),
-                  max(int(y0 * h) + 1, int(np.ceil(y1 * h))))
-            out[i] = np.asarray(rgb.crop(px).resize((side, side), Image.Resampling.BOX), dtype=np.uint8)
+        for i, box in enumerate(boxes):
+            out[i] = np.asarray(rgb.crop(pixel_box(box, w, h)).resize((side, side), Image.Resampling.BOX), dtype=np.uint8)
         t = torch.from_numpy(out.reshape(len(boxes), -1))  # [n, 3*side*side]
         if len(self._cache) < self.max_cache:
             self._cache[key] = t
@@ -221,10 +219,9 @@ def featurise(inp: PolicyInput, vocab: Vocabulary, config: ActorConfig,
         mem_text = torch.tensor([vocab.id(t.word) for t in tokens[:config.max_memory_tokens]], dtype=torch.long)
     mem_pixels = mem_crops = None
     if inp.memory_image is not None:
-        screen, crops = image_layout(inp.memory_image.size)
+        screen, _ = image_layout(inp.memory_image.size)
         mem_pixels = patcher(inp.memory_image.crop(screen), config.screen_height, config.screen_width, p)
-        w, h = inp.memory_image.size
-        mem_crops = patcher.crops(inp.memory_image, [(x0 / w, y0 / h, x1 / w, y1 / h) for x0, y0, x1, y1 in crops], c)
+        mem_crops = patcher.crops(inp.memory_image, crop_slots(inp.memory_image.size), c)
     element_crops = patcher.crops(inp.screenshot, boxes, c)
     return Features(
         element_words=word_matrix([element_words(e) for e in elements], vocab, config.max_element_words),

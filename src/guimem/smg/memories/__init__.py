@@ -84,6 +84,7 @@ from guimem.smg.memories.render import (
     OUTCOME_WORDS,
     RenderStyle,
     count_tokens,
+    crop_slots,
     draw_actions,
     image_layout,
     item_text,
@@ -106,7 +107,7 @@ __all__ = [
     "MEMORY_FILE", "MEMORY_FORMAT_VERSION", "MEMORY_KIND", "MEMORY_KINDS", "MEMORY_OWNED", "MIN_PANEL",
     "OUTCOME_COLOURS", "OUTCOME_WORDS", "FlatMemory", "GraphMemory", "Memory", "MemoryBase", "MemoryItem",
     "MemoryKind", "RenderStyle", "Retrieved", "TaskGraphMemory", "build_memory", "clone", "count_tokens",
-    "draw_actions", "episode_store", "extend_memory", "image_layout", "item_text", "load_memories", "load_memory",
+    "crop_slots", "draw_actions", "episode_store", "extend_memory", "image_layout", "item_text", "load_memories", "load_memory",
     "make_item", "make_memory", "memory_embedders", "memory_kind", "memory_size", "pair_episodes", "read_items",
     "rebuild_like", "render_image", "render_panel", "render_text", "span_effects", "step_units", "store_screen",
     "subgoal_units", "task_unit", "task_units"

@@ -20,7 +20,7 @@ from typing import Sequence
 
 from PIL import Image, ImageDraw, ImageFont
 
-from guimem.core.data import DataError, UIElement
+from guimem.core.data import DataError, UIElement, pixel_box
 from guimem.core.io import check_number, file_inside
 from guimem.core.store import open_image
 from guimem.models.tokenizer import words
@@ -40,6 +40,13 @@ def image_layout(size: tuple[int, int]) -> tuple[tuple[int, int, int, int], list
     side = width // MEMORY_CROPS
     screen = (0, 0, width, height - side)
     return screen, [(i * side + 1, height - side + 1, (i + 1) * side - 1, height - 1) for i in range(MEMORY_CROPS)]
+
+
+def crop_slots(size: tuple[int, int]) -> list[tuple[float, float, float, float]]:
+    """The crop boxes of :func:`image_layout` as fractions of ``size`` (width, height): where a reader
+    of the memory image cuts its strip, in the normalised geometry of a UI element's bounds."""
+    width, height = size
+    return [(x0 / width, y0 / height, x1 / width, y1 / height) for x0, y0, x1, y1 in image_layout(size)[1]]
 
 
 @dataclass(frozen=True)
@@ -204,9 +211,7 @@ def _crop(store_root: str, rel: str, bounds: tuple[float, float, float, float], 
     list row becomes a thin band whose words are too small to read, as in any picture of a screen."""
     shot = open_image(file_inside(store_root, rel, "anchor"))
     w, h = shot.size
-    x0, y0, x1, y1 = bounds
-    box = (int(x0 * w), int(y0 * h), max(int(x0 * w) + 1, math.ceil(x1 * w)), max(int(y0 * h) + 1, math.ceil(y1 * h)))
-    element = shot.crop(box)
+    element = shot.crop(pixel_box(bounds, w, h))
     scale = side / max(element.size)
     fitted = element.resize((max(1, round(element.width * scale)), max(1, round(element.height * scale))), Image.BILINEAR)
     out = Image.new("RGB", (side, side), EMPTY)
