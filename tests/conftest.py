@@ -1,9 +1,12 @@
-"""Shared test set-up: offline, headless, the repository root as a fixture, and a local Ray that
-cannot start on a loaded machine reported as a skip with its reason (not as a failure)."""
+"""Shared test set-up: offline, headless, the repository root as a fixture, a local Ray that
+cannot start on a loaded machine reported as a skip with its reason (not as a failure), and the
+test files ordered longest first for the worker processes."""
 
 from __future__ import annotations
 
+import json
 import os
+from collections import defaultdict
 from pathlib import Path
 
 import pytest
@@ -14,6 +17,8 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("MPLBACKEND", "Agg")
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+DURATIONS = Path(__file__).resolve().parent / "durations.json"
+DURATIONS_ENV = "GUIMEM_WRITE_TEST_DURATIONS"  # set to 1: a whole run rewrites DURATIONS with its own times
 RAY_START_ATTEMPTS_ENV = "GUIMEM_RAY_START_ATTEMPTS"  # guimem.core.executor's (not imported here: it is cheap to skip)
 
 
@@ -21,6 +26,49 @@ RAY_START_ATTEMPTS_ENV = "GUIMEM_RAY_START_ATTEMPTS"  # guimem.core.executor's (
 def repo_root() -> Path:
     """The repository root (the folder holding pyproject.toml and dvc.yaml)."""
     return REPO_ROOT
+
+
+# ----------------------------------------------------------------------------- longest files first
+# `make test` hands whole files to its worker processes (--dist loadfile, --no-loadscope-reorder: in
+# the order collected, each worker holding about two files ahead). In xdist's default order (most
+# tests first) the notebook files of a minute or more come last, and one worker runs them while the
+# other waits. Collected longest first (by tests/durations.json: each file's seconds in a measured
+# run), the short files fill the gaps at the end and both workers finish at about the same time (on
+# 2 cores the machine was 97% busy over the whole run). The times only order the files: a stale or
+# missing entry costs balance, never a result.
+def _file_of(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
+
+
+def pytest_collection_modifyitems(config, items):
+    try:
+        seconds = {str(k): float(v) for k, v in json.loads(DURATIONS.read_text(encoding="utf-8")).items()}
+    except (OSError, ValueError, AttributeError):
+        return  # no usable times: the collected order
+    unknown = sorted(seconds.values())[len(seconds) // 2] if seconds else 0.0  # a new file: the median
+    first = {}
+    for i, item in enumerate(items):
+        first.setdefault(_file_of(item.nodeid), i)
+    items.sort(key=lambda item: (-seconds.get(_file_of(item.nodeid), unknown), first[_file_of(item.nodeid)]))
+
+
+_spent: dict[str, float] = defaultdict(float)
+
+
+def pytest_runtest_logreport(report):
+    _spent[_file_of(report.nodeid)] += report.duration  # set-up, call and tear-down; workers' reports too
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """With GUIMEM_WRITE_TEST_DURATIONS=1, a whole run (every test collected, all passed) writes its
+    files' times to tests/durations.json, rounded: ``GUIMEM_WRITE_TEST_DURATIONS=1 make test``."""
+    opt = session.config.option
+    whole = exitstatus == 0 and not opt.keyword and not opt.markexpr and not opt.file_or_dir
+    if os.environ.get(DURATIONS_ENV) == "1" and whole and not os.environ.get("PYTEST_XDIST_WORKER") and _spent:
+        from guimem.core.io import atomic_write_text
+
+        times = {f: round(t, 1) for f, t in sorted(_spent.items(), key=lambda kv: -kv[1])}
+        atomic_write_text(DURATIONS, json.dumps(times, indent=1) + "\n")
 
 
 # ----------------------------------------------------------------------------- Ray on a loaded machine

@@ -94,17 +94,22 @@ def routing_stats_params(tmp: Path, actor: dict[str, Any] | None = None) -> dict
 
 
 def run_switchmem_notebooks(tmp: Path, actor: dict[str, Any] | None = None,
-                            layer_analysis: dict[str, Any] | None = None) -> dict[str, dict]:
+                            layer_analysis: dict[str, Any] | None = None,
+                            memories: list[str] | None = None) -> dict[str, dict]:
     """06_layer_analysis, 07_probe_router, 08_oracle_headroom and 09_routing_stats, in order, in ``tmp``
     (which holds the earlier stages' outputs), with params.yaml's sections as dvc passes them, the
-    actor group ``actor`` (ActorSpec's fields: actor_model, coords, ...) given to 06 and 09, and keys of
-    06's ``layer_analysis`` (its groups' fields merged into them)."""
+    actor group ``actor`` (ActorSpec's fields: actor_model, coords, ...) given to 06 and 09, keys of
+    06's ``layer_analysis`` (its groups' fields merged into them), and ``memories`` (default:
+    params.yaml's) as the memories all four analyse and route."""
     from nbsmoke import run_notebook
 
     from guimem.routing.records import StepRecords
 
     rule = params("layer_analysis")["preference"]["rule"]
-    out = {"06": run_notebook("06_layer_analysis", tmp, **layer_analysis_params(tmp, actor, layer_analysis))}
+    routed = {} if memories is None else {"memories": list(memories)}
+    offline = {} if memories is None else {"offline_memories": list(memories)}
+    out = {"06": run_notebook("06_layer_analysis", tmp,
+                              **layer_analysis_params(tmp, actor, {**routed, **(layer_analysis or {})}))}
     # The tiny actor's two renderings tie on nearly every step (their samples share random numbers), which
     # 06 reports and 07 refuses to fit a probe on; so the pool's preferences are planted here — alternate
     # episodes prefer image and text — and 07-09 are run for their code paths, not their numbers.
@@ -116,9 +121,9 @@ def run_switchmem_notebooks(tmp: Path, actor: dict[str, Any] | None = None,
     pool.save(tmp / "data" / "layer_analysis" / "pool")
     section = params("probe_router")
     out["07"] = run_notebook("07_probe_router", tmp, **{**section, "seed": SMOKE_SEED, "rule": rule,
-                                                         "router": {**section["router"], "epochs": 20}})
-    out["08"] = run_notebook("08_oracle_headroom", tmp, **{**params("oracle_headroom"), "rule": rule})
-    out["09"] = run_notebook("09_routing_stats", tmp, **routing_stats_params(tmp, actor))
+                                                         "router": {**section["router"], "epochs": 20}, **routed})
+    out["08"] = run_notebook("08_oracle_headroom", tmp, **{**params("oracle_headroom"), "rule": rule, **routed})
+    out["09"] = run_notebook("09_routing_stats", tmp, **{**routing_stats_params(tmp, actor), **offline})
     return out
 
 

@@ -115,6 +115,10 @@ def test_params_yaml_matches_the_notebook_defaults(repo_root, stage, notebook):
     assert {k: defaults[k] for k in section} == section  # the notebook's defaults are the pipeline's
 
 
+# Every reporting knob but ``executor`` is changed here. 02 and 03 hand the executor one job, embedding new
+# screens (CachedImageEmbedder.embed_files), and test_executor shows that on a local Ray it gives the
+# vectors it gives in process, in the same order; a stage notebook on a local Ray is run whole in
+# test_off_process_stages. A Ray started in each of these two kernels as well cost the suite a minute.
 @pytest.mark.notebook
 @pytest.mark.slow
 def test_graph_build_reporting_knobs_change_nothing_later_stages_read(stage_dir, graph_build, tmp_path):
@@ -122,8 +126,8 @@ def test_graph_build_reporting_knobs_change_nothing_later_stages_read(stage_dir,
 
     from guimem.pipeline.params import find_stage
 
-    changed = dict(tau_sweep=[0.95], theta_sweep=[0.9], batch_size=3, embed_workers=2, executor="ray")
-    assert set(changed) == set(find_stage("02_graph_build").reporting)
+    changed = dict(tau_sweep=[0.95], theta_sweep=[0.9], batch_size=3, embed_workers=1)
+    assert set(changed) | {"executor"} == set(find_stage("02_graph_build").reporting)  # executor: see below
     # a fresh embedding cache, so that the rerun embeds every screen again, on a local two-worker Ray started
     # by the stage (with the pixels embedder the batch size and worker count change nothing;
     # tests/test_embedding.py covers them for EfficientNet): the same vectors, the same memories
@@ -138,7 +142,7 @@ def test_retrieval_eval_reporting_knobs_change_nothing_later_stages_read(stage_d
 
     from guimem.pipeline.params import find_stage
 
-    changed = dict(ks=[2], tau_sweep=[0.95], embed_workers=1, executor="ray")
-    assert set(changed) == set(find_stage("03_retrieval_eval").reporting)
+    changed = dict(ks=[2], tau_sweep=[0.95], embed_workers=1)
+    assert set(changed) | {"executor"} == set(find_stage("03_retrieval_eval").reporting)  # executor: see above
     rerun_changes_only_the_report("03_retrieval_eval", stage_dir, tmp_path / "again", cache_dir=str(tmp_path / "fresh"),
                                   image_embedder="pixels", text_embedder="hashing", **changed)
