@@ -29,7 +29,7 @@ PIP := $(VENV)/bin/python -m pip --disable-pip-version-check
 PYTEST_ARGS ?=
 # make test runs the test files on one worker process per core (at most 4), each file whole on one
 # worker, so that a file's module fixtures (a tiny world and the notebooks run on it) are built once,
-# longest file first (tests/durations.json; tests/conftest.py says why), each to the next free worker.
+# longest file first (tests/durations.json; tests/conftest.py says why), handed out in that order.
 # TEST_WORKERS=0 runs everything in this process, in that order.
 TEST_WORKERS ?= auto
 PYTEST_WORKERS := -n $(TEST_WORKERS) --maxprocesses 4 --dist loadfile --no-loadscope-reorder
