@@ -100,7 +100,8 @@ def run_switchmem_notebooks(tmp: Path, actor: dict[str, Any] | None = None,
     (which holds the earlier stages' outputs), with params.yaml's sections as dvc passes them, the
     actor group ``actor`` (ActorSpec's fields: actor_model, coords, ...) given to 06 and 09, keys of
     06's ``layer_analysis`` (its groups' fields merged into them), and ``memories`` (default:
-    params.yaml's) as the memories all four analyse and route."""
+    params.yaml's) as the memories 06 records as the pool's, 07 and 08 route and 09 reports offline;
+    09's closed loop routes ``routing_stats.memory`` (the SMG), which must be among them."""
     from nbsmoke import run_notebook
 
     from guimem.routing.records import StepRecords

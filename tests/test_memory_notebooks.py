@@ -127,9 +127,9 @@ def test_graph_build_reporting_knobs_change_nothing_later_stages_read(stage_dir,
     from guimem.pipeline.params import find_stage
 
     changed = dict(tau_sweep=[0.95], theta_sweep=[0.9], batch_size=3, embed_workers=1)
-    assert set(changed) | {"executor"} == set(find_stage("02_graph_build").reporting)  # executor: see below
-    # a fresh embedding cache, so that the rerun embeds every screen again, on a local two-worker Ray started
-    # by the stage (with the pixels embedder the batch size and worker count change nothing;
+    assert set(changed) | {"executor"} == set(find_stage("02_graph_build").reporting)  # executor: see above
+    # a fresh embedding cache, so that the rerun embeds every screen again, in process where the first run
+    # used two worker processes (with the pixels embedder the batch size and worker count change nothing;
     # tests/test_embedding.py covers them for EfficientNet): the same vectors, the same memories
     rerun_changes_only_the_report("02_graph_build", stage_dir, tmp_path / "again",
                                   **{**TINY, **changed, "cache_dir": str(tmp_path / "fresh_cache")})

@@ -6,7 +6,8 @@ So a parameter that only shapes a stage's own report (its ``reporting`` knobs in
 by that stage alone, and must leave every output a later stage reads byte-identical. The first
 half is checked here, from ``dvc.yaml`` and with DVC itself; the second by running each stage's
 notebook again with its reporting knobs changed (the ``*_reporting_knobs_change_nothing_later_stages_read``
-tests beside each notebook's smoke run).
+tests beside each notebook's smoke run; 02's and 03's ``executor`` only acts on embedding, whose vectors
+on a Ray are compared with the in-process ones in test_executor).
 """
 
 from __future__ import annotations
