@@ -18,7 +18,7 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DURATIONS = Path(__file__).resolve().parent / "durations.json"
-DURATIONS_ENV = "GUIMEM_WRITE_TEST_DURATIONS"  # set to 1: a whole run rewrites DURATIONS with its own times
+DURATIONS_ENV = "GUIMEM_WRITE_TEST_DURATIONS"  # set to 1: a run that passes writes its files' times into DURATIONS
 RAY_START_ATTEMPTS_ENV = "GUIMEM_RAY_START_ATTEMPTS"  # guimem.core.executor's (not imported here: it is cheap to skip)
 
 
@@ -42,10 +42,17 @@ def _file_of(nodeid: str) -> str:
     return nodeid.split("::", 1)[0]
 
 
-def pytest_collection_modifyitems(config, items):
+def _durations() -> dict[str, float]:
+    """tests/durations.json's seconds by file; empty when it is missing or not such a mapping."""
     try:
-        seconds = {str(k): float(v) for k, v in json.loads(DURATIONS.read_text(encoding="utf-8")).items()}
+        return {str(k): float(v) for k, v in json.loads(DURATIONS.read_text(encoding="utf-8")).items()}
     except (OSError, ValueError, TypeError, AttributeError):
+        return {}
+
+
+def pytest_collection_modifyitems(config, items):
+    seconds = _durations()
+    if not seconds:
         return  # no usable times: the collected order
     unknown = sorted(seconds.values())[len(seconds) // 2] if seconds else 0.0  # a new file: the median
     first = {}
@@ -74,11 +81,7 @@ def pytest_sessionfinish(session, exitstatus):
         return
     from guimem.core.io import atomic_write_text
 
-    try:
-        old = {str(k): float(v) for k, v in json.loads(DURATIONS.read_text(encoding="utf-8")).items()}
-    except (OSError, ValueError, TypeError, AttributeError):
-        old = {}
-    times = {f: t for f, t in {**old, **{f: round(t, 1) for f, t in _spent.items()}}.items()
+    times = {f: t for f, t in {**_durations(), **{f: round(t, 1) for f, t in _spent.items()}}.items()
              if (REPO_ROOT / f).is_file()}
     atomic_write_text(DURATIONS, json.dumps(dict(sorted(times.items(), key=lambda kv: -kv[1])), indent=1) + "\n")
 
