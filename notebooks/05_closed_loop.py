@@ -148,8 +148,8 @@ plays = [p for name in memories
 resumed = ChunkCache(chunks_dir) if chunks_dir else None
 run_on = make_executor(ExecutorSpec(**executor))
 traces, work = play_all(task, plays, run_on, resumed)
-if resumed is not None and resumed.hits:
-    print(f"{resumed.hits} of {len(plays)} plays read back from {chunks_dir} (an earlier run finished them)")
+if resumed is not None:
+    resumed.tell_hits(f"of {len(plays)} plays")  # on the terminal: the report does not depend on it
 for name in memories:
     w = work[name]
     print(f"{name}: {w.steps} steps, {w.actor_inputs} distinct actor inputs, {w.retrievals} retrievals, "

@@ -156,8 +156,8 @@ run_on = make_executor(run_as)
 resumed = ChunkCache(chunks_dir) if chunks_dir else None
 held = record_steps(actor_spec, held_examples, rules, sampling, seed, run_on, cache=resumed)
 pool = record_steps(actor_spec, pool_examples, rules, sampling, seed + 1, run_on, cache=resumed)
-if resumed is not None and resumed.hits:
-    print(f"{resumed.hits} chunks of steps read back from {chunks_dir} (an earlier run finished them)")
+if resumed is not None:
+    resumed.tell_hits("chunks of steps")  # on the terminal: the report does not depend on it
 held.save(Path(out_dir) / "held_out")
 pool.save(Path(out_dir) / "pool")
 for name, rec in (("held-out", held), ("pool", pool)):

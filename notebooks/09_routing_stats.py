@@ -128,8 +128,8 @@ plays = [p for name, modality, routed in (("image", "image", False), ("both", "b
          for p in condition_plays(name, memory, modality, replays, batch_size, routed)]
 resumed = ChunkCache(chunks_dir) if chunks_dir else None
 traces_played, _ = play_all(task, plays, make_executor(run_as), resumed)
-if resumed is not None and resumed.hits:
-    print(f"{resumed.hits} of {len(plays)} plays read back from {chunks_dir} (an earlier run finished them)")
+if resumed is not None:
+    resumed.tell_hits(f"of {len(plays)} plays")  # on the terminal: the report does not depend on it
 
 # %%
 played = {name: [t for t in traces_played if t.memory == name] for name in ("image", "both", "switchmem")}

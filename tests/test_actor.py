@@ -138,9 +138,13 @@ def test_prompt_holds_exactly_the_memory_parts_asked_for(vocab, model, memory):
     assert len(f.memory_text_ids) == len(tokenize(an_input().memory_text)) > 0
     assert count[SEG_MEMORY_IMAGE] == (8 if memory in ("image", "both") else 0)
     assert count[SEG_MEMORY_CROP] == (MEMORY_CROPS if memory in ("image", "both") else 0)
-    # the element slots open the prompt (empty ones are padding), then screen, goal, history, memory, [ACT] last
-    assert seg[:len(BUTTONS)].tolist() == [SEG_ELEMENT] * 3 and seg[3:cfg.max_elements].tolist() == [0, 0]
-    assert batch["attention_mask"][0, :cfg.max_elements].tolist() == [1, 1, 1, 0, 0]
+    # the element slots open the prompt (as many as the screen has elements), then screen, goal, history,
+    # memory, [ACT] last; beside a fuller screen, its empty slots are padding
+    assert seg[:len(BUTTONS) + 1].tolist() == [SEG_ELEMENT] * 3 + [SEG_SCREEN]
+    fuller = featurise(replace(an_input("both"), elements=BUTTONS + BUTTONS[:2]), vocab, cfg)
+    padded = collate([f, fuller], [memory, memory], cfg, vocab)
+    assert padded["segment_ids"][0, :6].tolist() == [SEG_ELEMENT] * 3 + [0, 0, SEG_SCREEN]
+    assert padded["attention_mask"][0, :5].tolist() == [1, 1, 1, 0, 0]
     order = [int(s) for s in seg if s]
     assert order == sorted(order) and order[-1] == SEG_ACT
     assert int(batch["input_ids"][0, -1]) == vocab.id(ACT)
@@ -155,10 +159,11 @@ def test_exact_match_codes_follow_goal_and_shown_memory(vocab, model):
     cfg = model.config
     f = featurise(an_input("both", goal="Open the display page"), vocab, cfg)
     for memory, memory_level in (("none", 0), ("text", 2), ("image", 0), ("both", 2)):
-        codes = collate([f], [memory], cfg, vocab)["match_ids"][0, :cfg.max_elements]
+        fuller = featurise(replace(an_input("both"), elements=BUTTONS + BUTTONS[:2]), vocab, cfg)
+        codes = collate([f, fuller], [memory] * 2, cfg, vocab)["match_ids"][0, :cfg.max_elements]
         assert int(codes[0]) == 1 + N_MATCH * 2 + memory_level  # "Display": in the goal and the memory
         assert int(codes[1]) == 1  # "Sound": in neither
-        assert codes[2:].tolist() == [0, 0, 0]  # the label-free icon and the empty slots carry no code
+        assert codes[2:5].tolist() == [0, 0, 0]  # the label-free icon and the empty slots carry no code
     words = torch.tensor([[vocab.id("display"), vocab.id("sound"), 0], [0, 0, 0]])
     partial = match_ids(words, torch.tensor([vocab.id("sound")]), None, vocab)
     assert partial.tolist() == [1 + N_MATCH * 1, 0]
@@ -363,8 +368,7 @@ def test_targets_and_decoding_agree(vocab, model):
     cfg = model.config
     f = featurise(an_input("none"), vocab, cfg)
     t = targets_for(Action("type", text="yoga"), f, cfg)
-    assert cfg.goal_offset == cfg.max_elements + cfg.n_screen_patches
-    assert (t.span_start, t.span_end) == (cfg.goal_offset + 2, cfg.goal_offset + 2)  # rename " yoga
+    assert (t.span_start, t.span_end) == (2, 2)  # rename " yoga: goal tokens, counted from the goal's first
     assert targets_for(Action("type", text="absent words"), f, cfg).span_start == IGNORE
     assert targets_for(Action("tap", point=(0.8, 0.6)), f, cfg).element == 1  # "Sound" holds the point
     assert targets_for(Action("tap", point=(0.7, 0.3)), f, cfg).element == IGNORE  # nothing there
@@ -382,8 +386,9 @@ def test_targets_and_decoding_agree(vocab, model):
     big = 50.0
     out.type_logits[:] = 0
     out.type_logits[0, 3] = out.type_logits[1, 2] = out.type_logits[2, 7] = big  # type, swipe, open_app
-    out.span_start_logits[0, cfg.goal_offset + 2] = big
-    out.span_end_logits[0, cfg.goal_offset + 2] = big
+    assert out.span_start_logits.shape == (3, len(f.goal_tokens))  # one logit per goal token
+    out.span_start_logits[0, 2] = big
+    out.span_end_logits[0, 2] = big
     out.pointer_logits[1, 1] = big
     out.direction_logits[1, DIRECTIONS.index("up")] = big
     out.app_logits[2, 1] = big
@@ -392,9 +397,32 @@ def test_targets_and_decoding_agree(vocab, model):
     assert swiped.point == pytest.approx(BUTTONS[1].center)  # on the centre of the element pointed at
     assert swiped.end == pytest.approx((0.75, 0.625 - cfg.swipe_length))
     assert opened == Action("open_app", text="Shop")
+    fuller = featurise(replace(an_input("none"), elements=BUTTONS + BUTTONS[:2]), vocab, cfg)
     with torch.no_grad():
-        logits = model(**batch).pointer_logits
-    assert bool((logits[:, len(BUTTONS):] <= -1e8).all())  # empty slots are never pointed at
+        logits = model(**collate([f, fuller], ["none"] * 2, cfg, vocab)).pointer_logits
+    assert logits.shape == (2, len(BUTTONS) + 2)  # the fuller screen's slots
+    assert bool((logits[0, len(BUTTONS):] <= -1e8).all())  # empty slots are never pointed at
+
+
+@pytest.mark.parametrize("memory", MODALITIES)
+def test_an_answer_does_not_depend_on_the_batch_it_is_in(vocab, model, memory):
+    """A batch pads to its fullest screen and longest goal and prompt; a prompt's logits are those it
+    has alone (padding is masked, and no position code spans segments)."""
+    cfg = model.config
+    f = featurise(an_input("both"), vocab, cfg)
+    other = featurise(replace(an_input("both", goal="Open the sound page and turn it all the way down"),
+                              elements=BUTTONS + BUTTONS[:2], memory_text="a much longer memory " * 8), vocab, cfg)
+    with torch.no_grad():
+        alone = model(**collate([f], [memory], cfg, vocab))
+        mixed = model(**collate([f, other], [memory, "both"], cfg, vocab))
+    n_goal = len(f.goal_tokens)
+    assert mixed.pointer_logits.shape[1] > alone.pointer_logits.shape[1]
+    assert mixed.span_start_logits.shape[1] > n_goal
+    for name in ("type_logits", "direction_logits", "app_logits"):
+        torch.testing.assert_close(getattr(mixed, name)[0], getattr(alone, name)[0], atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(mixed.pointer_logits[0, :len(BUTTONS)], alone.pointer_logits[0], atol=1e-5, rtol=1e-4)
+    torch.testing.assert_close(mixed.span_end_logits[0, :n_goal], alone.span_end_logits[0], atol=1e-5, rtol=1e-4)
+    assert decode(mixed, [f, other], cfg)[0] == decode(alone, [f], cfg)[0]
 
 
 # ----------------------------------------------------------------------------- training
@@ -460,6 +488,31 @@ def test_modality_batches_are_uniform_and_cover_every_example():
     batches = modality_batches(mods, 4, np.random.default_rng(0))
     assert sorted(int(i) for b in batches for i in b) == list(range(len(mods)))
     assert all(len({mods[i] for i in b}) == 1 and len(b) <= 4 for b in batches)
+
+
+def test_length_grouped_batches_pad_little_and_stay_a_random_draw():
+    rng = np.random.default_rng(1)
+    mods = list(rng.choice(MODALITIES, 400))
+    lengths = [int(x) for x in rng.integers(50, 400, 400)]
+    plain = modality_batches(mods, 8, np.random.default_rng(0))
+    grouped = modality_batches(mods, 8, np.random.default_rng(0), lengths, group=10)
+    assert sorted(int(i) for b in grouped for i in b) == list(range(400))
+    assert all(len({mods[i] for i in b}) == 1 and len(b) <= 8 for b in grouped)
+
+    def padding(batches):
+        return sum(len(b) * max(lengths[i] for i in b) - sum(lengths[i] for i in b) for b in batches)
+
+    assert padding(grouped) < padding(plain) / 4
+
+    # runs of 10 batches are sorted, not the whole set: another seed puts other examples together, where
+    # one sorted run would batch the same examples each epoch
+    def shared(group):
+        sets = [{tuple(sorted(int(i) for i in b)) for b in modality_batches(mods, 8, np.random.default_rng(seed),
+                                                                             lengths, group=group)}
+                for seed in (0, 2)]
+        return len(sets[0] & sets[1])
+
+    assert shared(10) < 10 < 30 < shared(400)
 
 
 # ----------------------------------------------------------------------------- k-fold examples

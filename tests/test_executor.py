@@ -6,6 +6,7 @@ resume from the chunks already finished."""
 from __future__ import annotations
 
 import dataclasses
+import io
 import os
 import sys
 from pathlib import Path
@@ -224,6 +225,20 @@ def test_step_records_are_the_same_in_process_and_on_worker_processes(saved_acto
     other = ChunkCache(tmp_path / "chunks")  # another seed is another result
     record_steps(spec, steps, rules, SampledPreference(3), 6, chunk_batches=2, cache=other, progress=False)
     assert other.hits == 0 and other.stored == 3
+
+
+def test_hits_are_told_on_the_process_stderr_not_in_a_notebook_cell(tmp_path, capfd, monkeypatch):
+    cell = io.StringIO()  # in a kernel, sys.stdout and sys.stderr are the cell's output
+    monkeypatch.setattr(sys, "stdout", cell)
+    monkeypatch.setattr(sys, "stderr", cell)
+    cache = ChunkCache(tmp_path / "chunks")
+    cache.tell_hits("chunks")  # none: nothing said
+    cache.put("ab" * 8, {"x": 1})
+    assert cache.get("ab" * 8) == {"x": 1}
+    cache.tell_hits("of 2 chunks")
+    assert cell.getvalue() == ""
+    said = capfd.readouterr()
+    assert said.out == "" and said.err == f"1 of 2 chunks read back from {tmp_path / 'chunks'} (an earlier run finished them)\n"
 
 
 def test_step_scores_are_one_step_table_in_process_on_worker_processes_and_resumed(saved_actor, tmp_path):

@@ -373,6 +373,14 @@ class ChunkCache:
         self.hits += 1
         return value
 
+    def tell_hits(self, what: str) -> None:
+        """Say how many of the results ``what`` counts were read back, if any, on the terminal that
+        runs this process (its own stderr: in a notebook kernel, not the cell's output). A stage's
+        report is then the same whether or not an earlier run had finished some of its work."""
+        if self.hits:
+            print(f"{self.hits} {what} read back from {self.folder} (an earlier run finished them)",
+                  file=sys.__stderr__ or sys.stderr, flush=True)
+
     def put(self, key: str, value: Any, types: Sequence[type] = ()) -> None:
         """Store ``value`` under ``key``; one holding a type :func:`encode_value` does not take is
         not stored (:class:`NotCacheable`)."""

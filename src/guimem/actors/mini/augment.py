@@ -5,7 +5,7 @@ On the evaluation phone every toolbar glyph is drawn in a design no training pho
 carries no label, so what a bare icon does is told only by a picture of having used it: a crop in
 the memory image that looks the same (the pixel-match codes point from it to the live icon). On a
 training phone half of the glyphs keep their familiar drawing and the others a design of that
-phone, seen in a few dozen episodes: the weights learn both, the goal's words name the icon, and
+phone, seen in its 150 episodes: the weights learn both, the goal's words name the icon, and
 the picture in memory is never needed — so behaviour cloning teaches the actor to ignore it.
 
 :func:`novel_glyphs` makes a training step what an evaluation step is. Each label-free icon of the

@@ -106,7 +106,7 @@ class ActorConfig(PretrainedConfig):
     memory_image_height: int = 96  # memory image resized to this size (same as the screen
     memory_image_width: int = 48  #   by default so position codes line up)
     patch_size: int = 8  # square patch side in pixels (screen 96x48 -> 12 x 6 = 72 patches)
-    max_elements: int = 40  # UI elements read per screen, one token each (the tree's first ones; the rest are cut)
+    max_elements: int = 40  # UI elements read per screen at most, one token each (the tree's first ones; the rest are cut)
     max_element_words: int = 6  # words of an element's label (text, else accessibility description) kept
     crop_size: int = 16  # an element's pixels: its box cut out of the full-size screenshot, scaled to this square
     max_goal_tokens: int = 32  # goal truncated to this many tokens
@@ -142,11 +142,6 @@ class ActorConfig(PretrainedConfig):
     def n_screen_patches(self) -> int:
         rows, cols = self.screen_grid
         return rows * cols
-
-    @property
-    def goal_offset(self) -> int:
-        """Prompt position of the first goal token: after the element slots and the screen patches."""
-        return self.max_elements + self.n_screen_patches
 
     def check(self) -> None:
         """Raise :class:`DataError` naming the first field of the wrong type or range, or inconsistent."""

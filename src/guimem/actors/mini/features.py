@@ -242,13 +242,17 @@ def collate(features: Sequence[Features], modalities: Sequence[Modality], config
             vocab: Vocabulary) -> dict[str, torch.Tensor]:
     """Pad prompts into one batch; each keeps exactly the memory parts its modality names.
 
-    Every prompt opens with ``max_elements`` element slots (padding masked), then the screen
-    patches, so the pointer and the goal sit at the same positions in every row. Returns the
-    keyword tensors of :meth:`GuiActor.forward` (right-padded to the longest prompt).
+    Every prompt opens with the batch's element slots — as many as its fullest screen has elements,
+    at least one; a prompt's own fill the first, the rest are padding (masked) — then the screen
+    patches, so the pointer and the goal sit at the same positions in every row. A prompt's answer
+    does not depend on how many slots its batch has: padding is masked and no position code spans
+    segments. Returns the keyword tensors of :meth:`GuiActor.forward` (right-padded to the longest
+    prompt).
     """
     if len(features) != len(modalities):
         raise DataError("modalities", f"one per prompt: {len(features)} prompts, {len(modalities)} modalities")
-    p2, c2, n_el = 3 * config.patch_size ** 2, 3 * config.crop_size ** 2, config.max_elements
+    p2, c2 = 3 * config.patch_size ** 2, 3 * config.crop_size ** 2
+    n_el = element_slots(features)
     screen_rc = _grid_ids(config.screen_grid)
     act_id = vocab.id(ACT)
     rows: list[list[tuple[int, int]]] = []  # per prompt: (segment, length) in order
@@ -406,7 +410,7 @@ class Targets:
     type: int
     element: int = IGNORE  # the element slot the action touches (a swipe: the element it starts on)
     direction: int = IGNORE
-    span_start: int = IGNORE  # absolute prompt position (the goal starts at ``config.goal_offset``)
+    span_start: int = IGNORE  # the typed text's first goal token (an index into the goal's tokens)
     span_end: int = IGNORE
     app: int = IGNORE
 
@@ -434,7 +438,7 @@ def targets_for(action: Action, features: Features, config: ActorConfig) -> Targ
     if action.type == "type" and action.text:
         span = find_span(features.goal_tokens, action.text)
         if span is not None:
-            kw["span_start"], kw["span_end"] = (config.goal_offset + span[0], config.goal_offset + span[1])
+            kw["span_start"], kw["span_end"] = span
     if action.type == "open_app" and action.text in config.app_names:
         kw["app"] = config.app_names.index(action.text)
     return Targets(**kw)
@@ -450,6 +454,22 @@ def stack_targets(targets: Sequence[Targets]) -> dict[str, torch.Tensor]:
         "span_end_labels": torch.tensor([t.span_end for t in targets]),
         "app_labels": torch.tensor([t.app for t in targets]),
     }
+
+
+def element_slots(features: Sequence[Features]) -> int:
+    """The element slots a batch of ``features`` opens with: its fullest screen's elements, at least one."""
+    return max([1] + [len(f.elements) for f in features])
+
+
+def prompt_length(f: Features, modality: Modality) -> int:
+    """Tokens of one prompt shown with ``modality``'s memory, its own elements counted (what
+    :func:`collate` pads a batch to, less the empty element slots)."""
+    n = len(f.elements) + len(f.screen_pixels) + len(f.goal_ids) + len(f.history_ids) + 1
+    if modality in ("text", "both") and f.memory_text_ids is not None:
+        n += len(f.memory_text_ids)
+    if modality in ("image", "both") and f.memory_pixels is not None:
+        n += len(f.memory_pixels) + len(f.memory_crops)
+    return n
 
 
 def decode(out: ActorOutput, features: Sequence[Features], config: ActorConfig) -> list[Action]:
@@ -486,9 +506,8 @@ def _decode_span(out: ActorOutput, i: int, f: Features, config: ActorConfig) -> 
     n = len(f.goal_tokens)
     if n == 0:
         return ""
-    base = config.goal_offset
-    start = out.span_start_logits[i, base:base + n]  # [n_goal]
-    end = out.span_end_logits[i, base:base + n]
+    start = out.span_start_logits[i, :n]  # [n_goal]
+    end = out.span_end_logits[i, :n]
     score = start[:, None] + end[None, :]  # [n_goal, n_goal]
     j, k = torch.meshgrid(torch.arange(n), torch.arange(n), indexing="ij")
     valid = (k >= j) & (k - j < config.max_span_tokens)
@@ -520,7 +539,6 @@ def sample_decode(out: ActorOutput, features: Sequence[Features], config: ActorC
         p = torch.softmax(logits.double() / temperature, -1)
         return int(torch.multinomial(p, 1, generator=gen))
 
-    base = config.goal_offset
     out_actions = []
     for i, f in enumerate(features):
         gen, drawn = gens[i], []
@@ -542,9 +560,9 @@ def sample_decode(out: ActorOutput, features: Sequence[Features], config: ActorC
                 if n == 0:
                     drawn.append(Action(kind, text=""))
                     continue
-                j = draw(out.span_start_logits[i, base:base + n], gen)
+                j = draw(out.span_start_logits[i, :n], gen)
                 hi = min(n, j + config.max_span_tokens)
-                k = j + draw(out.span_end_logits[i, base + j:base + hi], gen)
+                k = j + draw(out.span_end_logits[i, j:hi], gen)
                 drawn.append(Action(kind, text=span_text(f.goal, f.goal_tokens, j, k)))
             elif kind == "open_app":
                 names = config.app_names

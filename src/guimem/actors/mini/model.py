@@ -5,8 +5,9 @@ One prompt is one token sequence, in this order::
 
     [elements] [screen patches] [goal] [history] [memory text | -] [memory image: patches, crops | -] [ACT]
 
-* **Elements.** One token per UI element (the first ``max_elements`` of the tree; empty slots are
-  padding, so every prompt's elements sit at the same positions). A token is the sum of: the mean
+* **Elements.** One token per UI element (the first ``max_elements`` of the tree). A batch opens
+  with as many element slots as its fullest screen has elements; a prompt's own fill the first and
+  the rest are padding, so every prompt's elements sit at the same positions. A token is the sum of: the mean
   word embedding of its label (its text, else its accessibility description; a label-free icon
   has none), the embedding of its role with its state (``role_channel``: ``toggle:on``, a focused
   ``field``, ...), a linear code of its box, the (row, column) embedding of the screen-grid cell of
@@ -54,8 +55,8 @@ same word, glyph or grid cell. Heads on the final-norm state at ``[ACT]``:
   element, and is still scored by the AITW and LearnGUI rules on its coordinates;
 * swipe direction: 4 classes (:data:`DIRECTIONS`); a swipe starts on the pointed element and ends
   ``swipe_length`` away in that direction (clipped to the screen);
-* text to type: a start/end span pointer over the goal tokens, decoded to the exact original
-  substring of the goal;
+* text to type: a start/end span pointer over the goal tokens (logits indexed by goal token), decoded
+  to the exact original substring of the goal;
 * app to open: a class over ``config.app_names`` (the apps seen opened in training).
 
 **Hidden states.** ``forward(..., output_hidden_states=True)`` returns ``hidden_states``, a
@@ -106,10 +107,10 @@ class ActorOutput(ModelOutput):
     loss: torch.Tensor | None = None  # scalar, when labels are given
     losses: dict[str, torch.Tensor] | None = None  # the loss terms, detached
     type_logits: torch.Tensor | None = None  # [batch, n_types]
-    pointer_logits: torch.Tensor | None = None  # [batch, max_elements], -1e9 on empty slots
+    pointer_logits: torch.Tensor | None = None  # [batch, element slots], -1e9 on empty slots
     direction_logits: torch.Tensor | None = None  # [batch, 4]
-    span_start_logits: torch.Tensor | None = None  # [batch, seq], -inf outside the goal
-    span_end_logits: torch.Tensor | None = None  # [batch, seq], -inf outside the goal
+    span_start_logits: torch.Tensor | None = None  # [batch, goal slots]: per goal token, -1e9 past a row's goal
+    span_end_logits: torch.Tensor | None = None  # [batch, goal slots], likewise
     app_logits: torch.Tensor | None = None  # [batch, n_apps]
     hidden_states: tuple[torch.Tensor, ...] | None = None  # n_layers+1 x [batch, seq, d_model]
     act_hidden_states: torch.Tensor | None = None  # [batch, n_layers+1, d_model] at [ACT]
@@ -195,16 +196,18 @@ class PromptEmbedding(nn.Module):
                 position_ids: torch.Tensor, row_ids: torch.Tensor, col_ids: torch.Tensor,
                 match_ids: torch.Tensor | None = None, role_ids: torch.Tensor | None = None,
                 act_context_ids: torch.Tensor | None = None, pixel_match_ids: torch.Tensor | None = None) -> torch.Tensor:
-        is_patch = ((segment_ids == SEG_SCREEN) | (segment_ids == SEG_MEMORY_IMAGE)).unsqueeze(-1)  # [batch, seq, 1]
-        is_crop = ((segment_ids == SEG_ELEMENT) | (segment_ids == SEG_MEMORY_CROP)).unsqueeze(-1)
-        is_element = (segment_ids == SEG_ELEMENT).unsqueeze(-1)
-        pixels = (patch_pixels.float() / 255.0 - 0.5) / 0.25  # [batch, seq, 3*p*p], roughly unit scale
-        crops = (crop_pixels.float() / 255.0 - 0.5) / 0.25  # [batch, seq, 3*c*c]
-        label_sum = self.words(element_words).sum(-2)  # [batch, seq, d_model]; PAD rows are zero
-        n_labels = (element_words > 0).sum(-1, keepdim=True).clamp(min=1)  # [batch, seq, 1]
+        is_patch = (segment_ids == SEG_SCREEN) | (segment_ids == SEG_MEMORY_IMAGE)  # [batch, seq]
+        is_crop = (segment_ids == SEG_ELEMENT) | (segment_ids == SEG_MEMORY_CROP)
+        is_element = segment_ids == SEG_ELEMENT
         x = (self.words(input_ids) + self.position(position_ids) + self.segment(segment_ids)
-             + is_patch * self.patch(pixels) + is_crop * self.crop(crops) + is_element * self.box(element_boxes)
-             + self.row(row_ids) + self.col(col_ids) + label_sum / n_labels)
+             + self.row(row_ids) + self.col(col_ids))  # [batch, seq, d_model]
+        # Pixels, boxes and labels only where a token has them (most tokens are words or patches):
+        # the projections of the others would be multiplied by zero.
+        x = _add_at(x, is_patch, self.patch(_unit(patch_pixels[is_patch])))  # 3*p*p patch pixels
+        x = _add_at(x, is_crop, self.crop(_unit(crop_pixels[is_crop])))  # 3*c*c crop pixels
+        words = element_words[is_element]  # [n_elements, max_element_words]
+        label_mean = self.words(words).sum(-2) / (words > 0).sum(-1, keepdim=True).clamp(min=1)  # PAD words are zero
+        x = _add_at(x, is_element, self.box(element_boxes[is_element]) + label_mean)
         if match_ids is not None:
             x = x + self.match(match_ids)
         if role_ids is not None:
@@ -291,10 +294,14 @@ class GuiActor(PreTrainedModel):
         Inputs are what :func:`collate` builds: ``[batch, seq]`` ids/masks, ``patch_pixels``
         ``[batch, seq, 3*p*p]`` and ``crop_pixels`` ``[batch, seq, 3*c*c]`` uint8, ``element_words``
         ``[batch, seq, max_element_words]``, ``element_boxes`` ``[batch, seq, 4]``, ``match_ids``
-        and ``role_ids`` ``[batch, seq]``, ``act_context_ids`` ``[batch, 2]``. The first
-        ``max_elements`` positions of every row are the element slots.
+        and ``role_ids`` ``[batch, seq]``, ``act_context_ids`` ``[batch, 2]``. Every row opens with
+        the batch's element slots (as many as its fullest screen has elements, at least one), then
+        the screen patches, then the goal.
         """
-        n_el = self.config.max_elements
+        n_el = max(1, int((segment_ids == SEG_ELEMENT).sum(-1).max()))  # element slots: a prompt's own come first
+        goal = slice(n_el + self.config.n_screen_patches, None)
+        n_goal = max(1, int((segment_ids[:, goal] == SEG_GOAL).sum(-1).max()))
+        goal = slice(goal.start, goal.start + n_goal)  # the goal slots: every row's goal starts there
         act_index = _act_index(segment_ids)  # [batch]
         rows = torch.arange(len(act_index), device=act_index.device)
         key_mask = attention_mask.bool()[:, None, None, :]  # [batch, 1, 1, seq]
@@ -307,15 +314,15 @@ class GuiActor(PreTrainedModel):
             states.append(h)
         z = self.ln_final(h)  # [batch, seq, d_model]
         z_act = z[rows, act_index]  # [batch, d_model]
-        z_el = z[:, :n_el]  # [batch, max_elements, d_model]; the element slots open every prompt
+        z_el = z[:, :n_el]  # [batch, element slots, d_model]; the element slots open every prompt
 
         d = z.shape[-1]
-        empty = segment_ids[:, :n_el] != SEG_ELEMENT  # [batch, max_elements]
+        empty = segment_ids[:, :n_el] != SEG_ELEMENT  # [batch, element slots]
         pointer_logits = (torch.einsum("bed,bd->be", self.pointer(z_el), self.pointer(z_act)) / math.sqrt(d)
                           ).masked_fill(empty, -1e9)
         start_q, end_q = self.span_query(z_act).chunk(2, dim=-1)  # [batch, d_model] each
-        span_keys = self.span_key(z)  # [batch, seq, d_model]
-        not_goal = segment_ids != SEG_GOAL
+        span_keys = self.span_key(z[:, goal])  # [batch, goal slots, d_model]
+        not_goal = segment_ids[:, goal] != SEG_GOAL
         span_start = (torch.einsum("bsd,bd->bs", span_keys, start_q) / math.sqrt(d)).masked_fill(not_goal, -1e9)
         span_end = (torch.einsum("bsd,bd->bs", span_keys, end_q) / math.sqrt(d)).masked_fill(not_goal, -1e9)
 
@@ -378,6 +385,17 @@ def decision_facts(role_ids: torch.Tensor, segment_ids: torch.Tensor, act_contex
     facts[:, n_context:].scatter_(1, on_screen, 1.0)
     facts[:, n_context] = 0.0  # role id 0: not an element, not a fact
     return facts
+
+
+def _unit(pixels: torch.Tensor) -> torch.Tensor:
+    """uint8 pixels as floats of roughly unit scale."""
+    return (pixels.float() / 255.0 - 0.5) / 0.25
+
+
+def _add_at(x: torch.Tensor, where: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+    """``x`` with ``values`` (``[where.sum(), d]``, in row-major order) added at the ``[batch, seq]``
+    positions ``where`` is true (out of place, so gradients flow to both)."""
+    return x.index_put(torch.nonzero(where, as_tuple=True), values, accumulate=True)
 
 
 def _act_index(segment_ids: torch.Tensor) -> torch.Tensor:

@@ -26,6 +26,7 @@ from guimem.actors.mini.features import (
     collate,
     cell_of,
     featurise,
+    prompt_length,
     role_key,
     stack_targets,
     targets_for,
@@ -147,13 +148,35 @@ def without_goal(f: Features, t: Targets) -> tuple[Features, Targets]:
     return hidden, replace(t, span_start=IGNORE, span_end=IGNORE)
 
 
-def modality_batches(modalities: Sequence[Modality], batch_size: int, rng: np.random.Generator) -> list[np.ndarray]:
-    """Shuffled batches of example indices, each of one modality (prompts of alike length pad little)."""
+LENGTH_GROUP = 8
+"""Batches per run sorted by prompt length in :func:`modality_batches` (the mega-batch of
+``transformers``' ``LengthGroupedSampler``, which takes 50 on corpora far larger than ours): long
+enough that a batch pads little, short enough that which examples share a batch stays a random
+draw — a modality's ~800 examples per epoch make 3 or 4 runs. On a 2-core AMD EPYC (``torch_threads``
+2) an epoch over the actor stage's 3,213 examples took 60 s with runs of 8 and 55 s with one sorted
+run, where unsorted batches that also padded every screen to 40 element slots took 80 s."""
+
+
+def modality_batches(modalities: Sequence[Modality], batch_size: int, rng: np.random.Generator,
+                     lengths: Sequence[int] | None = None, group: int = LENGTH_GROUP) -> list[np.ndarray]:
+    """Shuffled batches of example indices, each of one modality (a memory's tokens are shown or not
+    for the whole batch).
+
+    With ``lengths`` (each example's prompt length in tokens), batches are also of alike length: a
+    modality's shuffled examples are cut into runs of ``group`` batches and each run is sorted,
+    longest first, before it is cut — so attention, quadratic in the padded length, is not spent on
+    padding. The batches are then shuffled, so the order of lengths is random too.
+    """
     order = rng.permutation(len(modalities))
     batches = []
     for m in MODALITIES:
-        group = order[[modalities[i] == m for i in order]] if len(order) else order
-        batches += [group[lo:lo + batch_size] for lo in range(0, len(group), batch_size)]
+        members = order[[modalities[i] == m for i in order]] if len(order) else order
+        if lengths is not None:
+            run = group * batch_size
+            members = np.concatenate([chunk[np.argsort([-lengths[i] for i in chunk], kind="stable")]
+                                      for chunk in (members[lo:lo + run] for lo in range(0, len(members), run))]
+                                     or [members])
+        batches += [members[lo:lo + batch_size] for lo in range(0, len(members), batch_size)]
     return [batches[i] for i in rng.permutation(len(batches))]
 
 
@@ -230,7 +253,8 @@ def train_actor(examples: Sequence[ActorExample], config: TrainConfig, seed: int
         modalities = draw_modalities(examples, feats, config.modality_weights, rng)
         hide = rng.random(len(examples)) < config.goal_dropout  # [n] examples shown without their goal
         t0, losses, terms = time.perf_counter(), [], []
-        for idx in modality_batches(modalities, config.batch_size, rng):
+        lengths = [prompt_length(f, m) for f, m in zip(feats, modalities)]
+        for idx in modality_batches(modalities, config.batch_size, rng, lengths):
             shown = [without_goal(feats[i], targets[i]) if hide[i] else (feats[i], targets[i]) for i in idx]
             batch = collate([f for f, _ in shown], [modalities[i] for i in idx], model_cfg, vocab)
             out = model(**batch, **stack_targets([t for _, t in shown]))
