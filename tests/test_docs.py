@@ -9,7 +9,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = [ROOT / "README.md", ROOT / "docs" / "CONVENTIONS.md", ROOT / "docs" / "SCALE.md", ROOT / "docs" / "RESULTS_GEN1.md",
-        ROOT / "docs" / "RESULTS_GEN2A.md", ROOT / "docs" / "RESULTS.md"]
+        ROOT / "docs" / "RESULTS_GEN2A.md", ROOT / "docs" / "RESULTS_GEN2C.md", ROOT / "docs" / "RESULTS.md"]
 MODULES = sorted(str(p.relative_to(ROOT / "src" / "guimem").with_suffix("")).replace("/", ".")
                  for p in (ROOT / "src" / "guimem").rglob("*.py") if p.name != "__init__.py")
 
