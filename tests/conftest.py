@@ -15,6 +15,10 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("MPLBACKEND", "Agg")
+# One compute thread per process (torch's, through OpenMP): `make test` runs one worker process more
+# than the machine has cores, and each starts more (notebook kernels, spawned workers), so a second
+# thread per process only contends for the cores, and OpenMP's idle threads spin on them.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DURATIONS = Path(__file__).resolve().parent / "durations.json"

@@ -26,9 +26,11 @@ def test_switchmem_notebooks_run_on_a_hugging_face_actor(actor_chain, tmp_path):
                  answer_format="json", max_new_tokens=8)
     closed = run_notebook("05_closed_loop", tmp_path, **closed_loop_params(
         tmp_path, actor, memories=["none", "smg"], action_score_modalities=["none", "text"]))
-    # One memory (the SMG): the tiny model reads a token per byte, so its prompts are long, and 06 runs it
-    # four ways at every step, sampling too (most of this test's time); a second memory repeats those paths.
-    out = run_switchmem_notebooks(tmp_path, actor, layer_analysis=dict(preference={"n_samples": 2},
+    # One memory (the SMG), one sample per rendering: the tiny model reads a token per byte, so its prompts
+    # are long, and 06 runs it four ways at every step, sampling too (most of this test's time); more
+    # memories or samples repeat the same paths (two samples: tests/test_hf_actor.py, on a tiny Qwen2-VL).
+    # Every held-out step: 09 routes along trajectories.
+    out = run_switchmem_notebooks(tmp_path, actor, layer_analysis=dict(preference={"n_samples": 1},
                                                                        max_pool_episodes=4), memories=["smg"])
     held = StepRecords.load(tmp_path / "data" / "layer_analysis" / "held_out")
     assert held.n_layers == 3 and held.hidden["image"].shape[1:] == (4, 32)  # the LLaVA's 3 layers + embedding
