@@ -282,7 +282,7 @@ save_figure(fig, figure_path(figures_dir, "world", "summary"))
 
 # %% [markdown]
 # ## Metrics
-# The headline numbers (`dvc metrics show`, `make metrics`), and every count and rate of the
+# The headline numbers (`make metrics`; a few of them in `metrics/headline.json`, `dvc metrics show`), and every count and rate of the
 # world behind them (`results/world.json`). `memory_test_goal_overlap` counts the test tasks
 # (template and parameters) that a memory episode demonstrates word for word, on any variant:
 # memory is meant to be experience of *other* tasks, and the planner keeps every test task out of

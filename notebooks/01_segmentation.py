@@ -215,7 +215,7 @@ save_figure(fig, figure_path(figures_dir, "segmentation", "judge_confusion"))
 
 # %% [markdown]
 # ## Metrics
-# The headline numbers, all on the test split (`dvc metrics show`, `make metrics`): the chosen
+# The headline numbers, all on the test split (`make metrics`; a few of them in `metrics/headline.json`, `dvc metrics show`): the chosen
 # segmenter's boundary F1 and intent agreement beside the every-step reference, the judge's
 # accuracy and coverage, and SmolLM2's boundary F1 on its sample (null when it did not run).
 # Every score behind them, both splits, goes to `results/segmentation.json`.

@@ -212,7 +212,7 @@ save_figure(fig, figure_path(figures_dir, "graph_build", "memory"))
 
 # %% [markdown]
 # ## Metrics
-# The headline numbers (`dvc metrics show`, `make metrics`): each memory's size, and the SMG's
+# The headline numbers (`make metrics`; a few of them in `metrics/headline.json`, `dvc metrics show`): each memory's size, and the SMG's
 # dedup ratio and node purity; every count behind them, and the sweeps, go to
 # `results/graph_build.json`.
 

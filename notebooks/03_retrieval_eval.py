@@ -162,7 +162,7 @@ for r in tau_rows:
 
 # %% [markdown]
 # ## Metrics
-# The headline numbers (`dvc metrics show`, `make metrics`): each memory's hit@1 and
+# The headline numbers (`make metrics`; a few of them in `metrics/headline.json`, `dvc metrics show`): each memory's hit@1 and
 # hit@shown; every score behind them, per-type hit rates and the τ sweep go to
 # `results/retrieval_eval.json`.
 

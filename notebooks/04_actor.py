@@ -25,8 +25,8 @@
 #
 # **Running it yourself.** `dvc repro` runs this notebook with the paths above. Opened in
 # JupyterLab (`make lab`), it reads the pipeline's `data/` and its defaults below write under
-# `scratch/`, so trying a parameter here never touches the pipeline's outputs (training takes
-# about 5 minutes on 2 cores; `max_train_episodes` and `training["epochs"]` shrink it). Saving the notebook
+# `scratch/`, so trying a parameter here never touches the pipeline's outputs (the stage takes
+# about 14 minutes on 2 cores; `max_train_episodes` and `training["epochs"]` shrink it). Saving the notebook
 # keeps only your edits to its cells (`git checkout notebooks/04_actor.py` undoes them).
 #
 # **Paper.** The actor of the SMG paper's main table (there: Qwen3-VL-8B prompted with the
@@ -463,7 +463,7 @@ save_figure(fig, figure_path(figures_dir, "actor", "memory_effect"))
 
 # %% [markdown]
 # ## Metrics
-# The headline numbers (`dvc metrics show`, `make metrics`): step accuracy with no memory and with
+# The headline numbers (`make metrics`; a few of them in `metrics/headline.json`, `dvc metrics show`): step accuracy with no memory and with
 # the SMG's memory in each modality, beside the majority action; the text-image contest; the four
 # reading measures. Every score behind them (each memory and condition's step and type accuracy,
 # the paired counts and sign tests, the splits above, the training history) goes to

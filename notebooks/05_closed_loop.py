@@ -263,7 +263,7 @@ plt.close(fig)
 
 # %% [markdown]
 # ## Metrics
-# The headline numbers (`dvc metrics show`, `make metrics`): each memory's mean closed-loop
+# The headline numbers (`make metrics`; a few of them in `metrics/headline.json`, `dvc metrics show`): each memory's mean closed-loop
 # success rate (%) and the step-level action score per modality; their spread over world
 # seeds, how episodes ended, stalls and steps go to `results/closed_loop.json`.
 

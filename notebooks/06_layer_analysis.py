@@ -235,7 +235,7 @@ print(f"CV AUC at layer 1: {first['auc']:.3f}, at layer {last['layer']}: {last['
 
 # %% [markdown]
 # ## Metrics
-# The headline numbers (`dvc metrics show`, `make metrics`): the SMG's non-tied shares and image
+# The headline numbers (`make metrics`; a few of them in `metrics/headline.json`, `dvc metrics show`): the SMG's non-tied shares and image
 # wins on the held-out steps and the probe's AUC; every number behind them goes to
 # `results/layer_analysis.json`.
 

@@ -5,24 +5,12 @@ from __future__ import annotations
 import pytest
 
 from guimem.core.data import DataError
-from guimem.pipeline.report import experiments_table, fmt, main, metrics_table, read_headlines, revisions, stage_order
+from guimem.pipeline.report import fmt, main, metrics_table, read_headlines, stage_order
 
 WIDTH = 100  # the terminal the README promises these fit
 
 
-def _rev(name, params, metrics, experiments=None):
-    return {"rev": name, "name": None if name == "workspace" else name, "error": None, "experiments": experiments,
-            "data": {"params": {"params.yaml": {"data": params}},
-                     "metrics": {f"metrics/{stage}.json": {"data": m} for stage, m in metrics.items()}}}
-
-
-def _exp(name, params, metrics, status="Success"):
-    data = _rev(name, params, metrics)["data"] | {"status": status}
-    return {"revs": [{"rev": name, "name": name, "error": None, "data": data}]}
-
-
-BASE = {"base": {"seed": 0}, "graph_build": {"graph": {"tau": 0.9}, "tau_sweep": [0.8, 0.9]}}
-HEADLINE = {"retrieval_eval": {"smg_hit@1": 0.5097, "flat_hit@1": 0.52, "steps": 875},
+STAGE_METRICS = {"retrieval_eval": {"smg_hit@1": 0.5097, "flat_hit@1": 0.52, "steps": 875},
             "actor": {"step_accuracy_action_graph_text": 0.52916, "held_out_steps": 875}}
 
 
@@ -32,7 +20,7 @@ def test_fmt_rounds_floats_and_writes_lists_bools_and_nulls_compactly():
 
 
 def test_metrics_table_has_one_row_per_number_and_fits_the_terminal():
-    table = metrics_table(HEADLINE).splitlines()
+    table = metrics_table(STAGE_METRICS).splitlines()
     assert table[0].split() == ["stage", "metric", "value"]
     assert [line.split() for line in table[1:]] == [
         ["retrieval_eval", "smg_hit@1", "0.5097"], ["retrieval_eval", "flat_hit@1", "0.52"],
@@ -61,53 +49,6 @@ def test_the_stage_order_is_the_pipelines():
     root = Path(__file__).resolve().parents[1]
     assert stage_order(root) == ("world", "recorded", "segmentation", "graph_build", "retrieval_eval", "actor", "closed_loop",
                                  "layer_analysis", "probe_router", "oracle_headroom", "routing_stats", "real_graph")
-
-
-def test_experiments_table_shows_only_what_an_experiment_changed():
-    changed = {**BASE, "graph_build": {**BASE["graph_build"], "graph": {"tau": 0.85}}}  # a key of a group
-    moved = {**HEADLINE, "retrieval_eval": {**HEADLINE["retrieval_eval"], "smg_hit@1": 0.4869}}
-    shown = [_rev("workspace", BASE, HEADLINE),
-             _rev("main", BASE, HEADLINE, experiments=[_exp("bushy-tau", changed, moved),
-                                                        _exp("queued-one", changed, moved, status="Queued"),
-                                                        _exp("half-done", changed, moved, status="Running")])]
-    assert [r[0] for r in revisions(shown)] == ["workspace", "main", "bushy-tau"]  # DVC names no workspace
-    table = experiments_table(shown).splitlines()
-    assert table[0].split() == ["workspace", "main", "bushy-tau"]
-    assert [line.split() for line in table[1:3]] == [
-        ["param", "graph_build.graph.tau", "0.9", "0.9", "0.85"],
-        ["metric", "retrieval_eval.smg_hit@1", "0.5097", "0.5097", "0.4869"]]
-    assert table[3].startswith("(make baseline records")  # how to leave this machine's drift out
-    assert max(map(len, table)) <= WIDTH
-    everything = experiments_table(shown, all_rows=True)
-    assert "param graph_build.tau_sweep" in everything and "[0.8,0.9]" in everything
-
-
-def test_with_a_baseline_an_experiment_is_compared_with_this_machines_run_alone():
-    drifted = {**HEADLINE, "actor": {**HEADLINE["actor"], "step_accuracy_action_graph_text": 0.5101}}  # another CPU
-    changed = {**BASE, "graph_build": {**BASE["graph_build"], "graph": {"tau": 0.85}}}
-    moved = {**drifted, "retrieval_eval": {**drifted["retrieval_eval"], "smg_hit@1": 0.4869}}
-    shown = [_rev("workspace", changed, moved),
-             _rev("main", BASE, HEADLINE, experiments=[_exp("baseline", BASE, drifted), _exp("bushy-tau", changed, moved)])]
-    table = experiments_table(shown).splitlines()
-    assert table[0].split() == ["baseline", "bushy-tau"]  # neither the workspace nor HEAD
-    assert [line.split() for line in table[1:3]] == [  # only what the experiment changed: not the drift
-        ["param", "graph_build.graph.tau", "0.9", "0.85"], ["metric", "retrieval_eval.smg_hit@1", "0.5097", "0.4869"]]
-    assert table[-1] == "baseline vs main (the committed run): 1 rows differ (make verify: within the seed spread?)"
-    assert max(map(len, table)) <= WIDTH
-    alone = [_rev("main", BASE, HEADLINE, experiments=[_exp("baseline", BASE, HEADLINE)])]
-    assert experiments_table(alone).splitlines() == [
-        "no experiment besides the baseline", "", "baseline vs main (the committed run): the same numbers"]
-
-
-def test_a_revision_without_a_name_is_titled_by_its_short_hash():
-    entry = _rev("x", BASE, HEADLINE) | {"rev": "996e3291f0c3a0b6c8a1d2e4f5a6b7c8d9e0f1a2", "name": None}
-    assert [r[0] for r in revisions([entry])] == ["996e329"]
-
-
-def test_experiments_table_says_when_nothing_differs():
-    same = [_rev("workspace", BASE, HEADLINE), _rev("main", BASE, HEADLINE)]
-    assert experiments_table(same) == "the revisions do not differ in any parameter or headline metric"
-    assert experiments_table([]) == "no revision to show"
 
 
 def test_the_command_prints_the_workspace_metrics(tmp_path, monkeypatch, capsys):
@@ -139,3 +80,64 @@ def test_report_refuses_a_nested_headline(tmp_path):
     with pytest.raises(DataError, match="nested|one number"):
         report(tmp_path / "r.json", {}, tmp_path / "m.json", {"table": {"a": 1}})
     assert not (tmp_path / "m.json").exists()
+
+# ----------------------------------------------------------------------------- the headline file DVC reads
+def test_headline_copies_its_numbers_from_the_stages_and_names_what_is_missing():
+    from guimem.pipeline.report import HEADLINE, headline
+
+    stages = {stage: {metric: 0.5 + i / 100 for i, (_, (s, metric)) in enumerate(HEADLINE.items()) if s == stage}
+              for stage, _ in HEADLINE.values()}
+    stages["closed_loop"]["success_rate_flat"] = 9.0  # the stage's other numbers stay out
+    got = headline(stages)
+    assert list(got) == list(HEADLINE) and all(got[n] == stages[s][m] for n, (s, m) in HEADLINE.items())
+    with pytest.raises(DataError, match=r"metrics/probe_router\.json.*no metrics of stage probe_router"):
+        headline({k: v for k, v in stages.items() if k != "probe_router"})
+    stages["closed_loop"].pop("success_rate_smg")
+    with pytest.raises(DataError, match=r"metrics/closed_loop\.json.*'success_rate_smg'"):
+        headline(stages)
+
+
+def test_the_headline_command_writes_the_file_dvc_reads(tmp_path, monkeypatch, capsys, repo_root):
+    import json
+
+    from guimem.pipeline.report import HEADLINE
+
+    for stage in {s for s, _ in HEADLINE.values()}:
+        (tmp_path / f"{stage}.json").write_text(json.dumps({m: 1.5 for s, m in HEADLINE.values() if s == stage}))
+    monkeypatch.chdir(repo_root)
+    out = tmp_path / "out" / "headline.json"
+    assert main(["headline", "--metrics", str(tmp_path), "--out", str(out)]) == 0
+    assert json.loads(out.read_text()) == dict.fromkeys(sorted(HEADLINE), 1.5)
+    assert capsys.readouterr().out.splitlines()[1].split() == ["headline", sorted(HEADLINE)[0], "1.5"]
+    (tmp_path / "closed_loop.json").unlink()
+    out.unlink()
+    assert main(["headline", "--metrics", str(tmp_path), "--out", str(out)]) == 1
+    assert "closed_loop.json" in capsys.readouterr().err and not out.exists()  # nothing written
+
+
+def test_dvc_reads_only_the_headline_file_and_its_stage_depends_on_every_file_it_copies(repo_root):
+    import yaml
+
+    from guimem.pipeline.report import HEADLINE, HEADLINE_STAGE
+
+    dvc = yaml.safe_load((repo_root / "dvc.yaml").read_text())
+    assert dvc["metrics"] == ["metrics/headline.json"]
+    stage = dvc["stages"][HEADLINE_STAGE]
+    assert {f"metrics/{s}.json" for s, _ in HEADLINE.values()} <= set(stage["deps"])
+    assert stage["outs"] == [{"metrics/headline.json": {"cache": False}}]
+    assert HEADLINE_STAGE not in stage_order(repo_root)  # its numbers are copies: verify and make metrics skip it
+
+
+def test_dvc_metrics_show_fits_the_terminal(repo_root):
+    import os
+    import subprocess
+    import sys
+
+    shown = subprocess.run([sys.executable, "-m", "dvc", "metrics", "show"], cwd=repo_root, capture_output=True,
+                           text=True, env={**os.environ, "COLUMNS": "120"}, timeout=120)
+    assert shown.returncode == 0, shown.stderr
+    from guimem.pipeline.report import HEADLINE
+
+    lines = shown.stdout.splitlines()
+    assert lines[0].split() == ["Path", *sorted(HEADLINE)] and lines[1].split()[0] == "metrics/headline.json"
+    assert len(lines) == 2 and max(map(len, lines)) <= 120

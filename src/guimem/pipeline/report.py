@@ -1,19 +1,20 @@
-"""A stage's report, the pipeline's headline numbers, and experiments side by side, as terminal tables.
+"""A stage's report and the pipeline's headline numbers, as terminal tables.
 
 Each stage writes its headline numbers, flat and few, to ``metrics/<stage>.json`` (the tables
 behind them go to ``results/<stage>.json``): a stage notebook's last cell hands both to
-:func:`report`, which writes them and prints the headlines. DVC prints them one column per
+:func:`report`, which writes them and prints the headlines. DVC prints numbers one column per
 number, which is wide; this module prints them one row per number instead::
 
     python -m guimem.pipeline.report metrics          # or: make metrics
-    python -m guimem.pipeline.report experiments      # or: make compare
+    python -m guimem.pipeline.report headline --out metrics/headline.json   # the headline stage
 
 ``metrics`` reads the workspace's metrics files (``--rev REV``: the files as committed at a git
-revision). ``experiments`` reads ``dvc exp show --json`` and prints a row for every parameter and
-headline number that differs between the revisions it lists (the workspace, ``HEAD`` and each
-experiment of ``HEAD``; ``--all-rows`` prints the unchanged ones too), with the revisions as
-columns; when an experiment named ``baseline`` exists (``make baseline``: this machine's run of
-HEAD's parameters), the experiments are compared with it alone. Numbers are rounded to 4 significant places, as ``dvc metrics show`` rounds to 5 decimals.
+revision). DVC itself is told of one metrics file only, ``metrics/headline.json`` (dvc.yaml's
+``metrics:``), which ``headline`` (the ``headline`` stage) copies from the stages' files
+(:data:`HEADLINE`): a few numbers, so that ``dvc metrics show|diff`` and ``dvc exp show`` print
+tables that fit a terminal. What experiments changed, from every stage's file, is
+:mod:`guimem.pipeline.compare`'s (``make compare``). Numbers are rounded to 4 significant places,
+as ``dvc metrics show`` rounds to 5 decimals.
 """
 
 from __future__ import annotations
@@ -33,10 +34,25 @@ from guimem.pipeline.paths import repo_root
 MISSING = "-"
 
 
+HEADLINE_STAGE = "headline"
+"""The stage that writes ``metrics/headline.json`` (:data:`HEADLINE`), copied from the other stages'."""
+
+HEADLINE: dict[str, tuple[str, str]] = {  # name in metrics/headline.json: (stage, its metric); few and short
+    "smg_hit@1": ("retrieval_eval", "smg_hit@1"),  # the SMG's top-1 holds the true next subgoal type (test steps)
+    "success_none": ("closed_loop", "success_rate_none"),  # held-out tasks completed in closed loop, no memory (%)
+    "success_smg": ("closed_loop", "success_rate_smg"),  # the same with the Subgoal-Graph memory (%)
+    "step_text": ("probe_router", "smg_text"),  # step score on held-out steps, the SMG's top-1 as text
+    "step_image": ("probe_router", "smg_image"),  # the same, as an image
+    "switchmem": ("probe_router", "smg_switchmem"),  # the same, text or image as SwitchMem's router picks
+}
+
+
 def stage_order(root: Path) -> tuple[str, ...]:
-    """The stages of ``root/dvc.yaml``, in the pipeline's order (read here: importing the stage specs
-    would import every layer of the package, seconds of start-up for printing a few numbers)."""
-    return tuple(yaml.safe_load((root / "dvc.yaml").read_text(encoding="utf-8"))["stages"])
+    """The stages of ``root/dvc.yaml`` that write their own ``metrics/<stage>.json``, in the pipeline's
+    order: all but :data:`HEADLINE_STAGE`, whose numbers are copies (read here: importing the stage
+    specs would import every layer of the package, seconds of start-up for printing a few numbers)."""
+    stages = yaml.safe_load((root / "dvc.yaml").read_text(encoding="utf-8"))["stages"]
+    return tuple(s for s in stages if s != HEADLINE_STAGE)
 
 
 def fmt(value: Any) -> str:
@@ -102,7 +118,7 @@ def metrics_table(headlines: Mapping[str, Mapping[str, Any]]) -> str:
     """One row per headline number: stage, metric, value (a nested file, as committed before the
     headline numbers were flat, is flattened to dotted names)."""
     rows = [(stage, name, fmt(value)) for stage, metrics in headlines.items()
-            for name, value in _flatten(dict(metrics)).items()]
+            for name, value in flatten(dict(metrics)).items()]
     return render(("stage", "metric", "value"), rows, right_from=2)
 
 
@@ -116,123 +132,27 @@ def headlines_at(rev: str, root: Path, stages: Sequence[str]) -> dict[str, dict[
     return out
 
 
-# ----------------------------------------------------------------------------- experiments
-def _flatten(node: Any, prefix: str = "") -> dict[str, Any]:
+def headline(headlines: Mapping[str, Mapping[str, Any]], folder: str | Path = "metrics") -> dict[str, Any]:
+    """The pipeline's headline numbers (:data:`HEADLINE`) from the stages' metrics (``{stage: {name:
+    value}}``, read from ``folder``); a file or a number missing there is a DataError naming it."""
+    out: dict[str, Any] = {}
+    for name, (stage, metric) in HEADLINE.items():
+        if stage not in headlines:
+            raise DataError("metrics", f"no metrics of stage {stage} (run it first)", str(Path(folder) / f"{stage}.json"))
+        if metric not in headlines[stage]:
+            raise DataError(metric, "not among the stage's headline numbers", str(Path(folder) / f"{stage}.json"))
+        out[name] = headlines[stage][metric]
+    return out
+
+
+def flatten(node: Any, prefix: str = "") -> dict[str, Any]:
     """``{"a": {"b": 1}}`` to ``{"a.b": 1}``; lists stay values."""
     if not isinstance(node, dict):
         return {prefix: node}
     out: dict[str, Any] = {}
     for key, value in node.items():
-        out |= _flatten(value, f"{prefix}.{key}" if prefix else str(key))
+        out |= flatten(value, f"{prefix}.{key}" if prefix else str(key))
     return out
-
-
-def _metrics_of(data: Mapping[str, Any]) -> dict[str, Any]:
-    """``metrics/actor.json: {"x": 1}`` to ``{"actor.x": 1}`` (a file's stem names its stage)."""
-    out: dict[str, Any] = {}
-    for path, entry in (data.get("metrics") or {}).items():
-        out |= _flatten(entry.get("data") or {}, Path(path).stem)
-    return out
-
-
-def _params_of(data: Mapping[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for entry in (data.get("params") or {}).values():
-        out |= _flatten(entry.get("data") or {})
-    return out
-
-
-def revisions(exp_show: Sequence[Mapping[str, Any]]) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
-    """``(name, params, metrics)`` of every revision in ``dvc exp show --json`` output: the workspace,
-    each baseline commit, then the experiments run on it (queued, running and failed ones left out)."""
-    out = []
-
-    def add(name: str, data: Mapping[str, Any] | None) -> None:
-        if data:
-            out.append((name, _params_of(data), _metrics_of(data)))
-
-    for entry in exp_show:
-        add(_label(entry), entry.get("data"))
-        for group in entry.get("experiments") or []:
-            for run in group.get("revs") or []:
-                data = run.get("data") or {}
-                if run.get("error") or data.get("status") in ("Queued", "Failed", "Running"):
-                    continue
-                add(_label(run), data)
-    return out
-
-
-def _label(entry: Mapping[str, Any]) -> str:
-    """A revision's column title: its name (branch, experiment), ``workspace``, or a short commit hash."""
-    rev = str(entry.get("rev", "?"))
-    return entry.get("name") or (rev[:7] if len(rev) == 40 else rev)
-
-
-BASELINE = "baseline"
-"""The experiment ``make baseline`` records: this machine's run of HEAD's parameters."""
-
-
-def _changed_rows(revs: Sequence[tuple[str, dict[str, Any], dict[str, Any]]], all_rows: bool) -> list[list[str]]:
-    """Parameters, then headline metrics, one row each, one cell per revision; only the rows whose
-    values differ between ``revs`` unless ``all_rows``."""
-    out = []
-    for kind, label in ((1, "param"), (2, "metric")):
-        for n in dict.fromkeys(n for rev in revs for n in rev[kind]):
-            cells = [fmt(rev[kind][n]) if n in rev[kind] else MISSING for rev in revs]
-            if all_rows or len(set(cells)) > 1:
-                out.append([f"{label} {n}", *cells])
-    return out
-
-
-def experiments_table(exp_show: Sequence[Mapping[str, Any]], all_rows: bool = False) -> str:
-    """What the experiments changed, one row per parameter and headline metric, one column per revision.
-
-    With an experiment named :data:`BASELINE` (``make baseline``: this machine's run of HEAD's
-    parameters), each experiment is compared with it, first and alone: the columns are the baseline
-    and the other experiments, so a number that moves is the experiment's doing, not this machine's.
-    How far the baseline itself lies from the committed run (HEAD) follows as one line (``make
-    verify`` judges it against the seed spread). Without one, the workspace, each commit and its
-    experiments are the columns. By default only the rows whose values differ are printed."""
-    revs = revisions(exp_show)
-    if not revs:
-        return "no revision to show"
-    base = next((r for r in revs if r[0] == BASELINE), None)
-    if base is None:
-        body = _changed_rows(revs, all_rows)
-        table = (render(["", *[r[0] for r in revs]], body) if body
-                 else "the revisions do not differ in any parameter or headline metric")
-        return table + ("\n(make baseline records this machine's run of HEAD's parameters; the experiments are\n"
-                        "then compared with it, without this machine's drift from HEAD)" if len(revs) > 2 else "")
-    commits = [r for r in revs if r[0] != "workspace" and r is not base and not _is_experiment(exp_show, r[0])]
-    shown = [base, *(r for r in revs if r is not base and _is_experiment(exp_show, r[0]))]
-    body = _changed_rows(shown, all_rows)
-    lines = [render(["", *[r[0] for r in shown]], body) if len(shown) > 1 and body
-             else "no experiment besides the baseline" if len(shown) == 1
-             else "the experiments do not differ from the baseline in any parameter or headline metric"]
-    for head in commits[:1]:
-        drift = [row[0] for row in _changed_rows([base, head], False)]
-        lines.append(f"\nbaseline vs {head[0]} (the committed run): "
-                     + (f"{len(drift)} rows differ (make verify: within the seed spread?)" if drift
-                        else "the same numbers"))
-    return "\n".join(lines)
-
-
-def _is_experiment(exp_show: Sequence[Mapping[str, Any]], name: str) -> bool:
-    """Whether ``name`` is an experiment of a commit in ``dvc exp show --json`` (not the workspace or a commit)."""
-    return any((run.get("name") or _label(run)) == name
-               for entry in exp_show for group in entry.get("experiments") or [] for run in group.get("revs") or [])
-
-
-def dvc_exp_show(root: Path, extra: Sequence[str] = ()) -> list[dict[str, Any]]:
-    """The output of ``dvc exp show --json`` in ``root``."""
-    done = subprocess.run([sys.executable, "-m", "dvc", "exp", "show", "--json", *extra], cwd=root,
-                          capture_output=True, text=True)
-    if done.returncode != 0:
-        raise RuntimeError(f"dvc exp show failed: {done.stderr.strip()}")
-    data = parse_json(done.stdout, "dvc exp show --json")
-    if not isinstance(data, list):
-        raise DataError("dvc exp show", f"expected a list of revisions, got {type(data).__name__}")
-    return data
 
 
 # ----------------------------------------------------------------------------- command line
@@ -241,19 +161,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub = p.add_subparsers(dest="what", required=True)
     m = sub.add_parser("metrics", help="the headline numbers of every stage, one per row")
     m.add_argument("--rev", help="read the metrics files committed at this git revision instead of the workspace")
-    e = sub.add_parser("experiments", help="parameters and headline numbers that differ between experiments")
-    e.add_argument("--all-rows", action="store_true", help="print unchanged rows too")
-    e.add_argument("dvc_args", nargs="*", help="passed to `dvc exp show` (e.g. -- --all-commits)")
+    h = sub.add_parser("headline", help="write the pipeline's headline numbers, copied from the stages' metrics")
+    h.add_argument("--metrics", default="metrics", help="the folder of the stages' metrics files (default: metrics)")
+    h.add_argument("--out", required=True, help="the file to write (the pipeline: metrics/headline.json)")
     args = p.parse_args(argv)
     root = repo_root(Path.cwd())
     try:
+        stages = stage_order(root)
         if args.what == "metrics":
-            stages = stage_order(root)
             headlines = headlines_at(args.rev, root, stages) if args.rev else read_headlines(root / "metrics", stages)
             print(metrics_table(headlines) if headlines else "no metrics yet: run `make repro` (dvc repro)")
         else:
-            print(experiments_table(dvc_exp_show(root, args.dvc_args), all_rows=args.all_rows))
-    except (DataError, RuntimeError) as err:
+            numbers = headline(read_headlines(Path(args.metrics), stages), args.metrics)
+            write_metrics(args.out, numbers)
+            print(metrics_table({HEADLINE_STAGE: numbers}))
+    except DataError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
     return 0

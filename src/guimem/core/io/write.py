@@ -144,9 +144,9 @@ def finite_or_null(obj: Any) -> Any:
 
 
 def write_metrics(path: str | os.PathLike, metrics: Mapping[str, Any]) -> Path:
-    """A stage's headline metrics file (DVC reads it): flat, one number (or string, bool, null) per
-    key, so that ``dvc metrics show|diff`` and ``dvc exp show`` print one readable column per
-    number; the tables behind them go to :func:`write_stage_results`. Indented, keys sorted, and a
+    """A headline metrics file (a stage's, or the pipeline's ``metrics/headline.json`` that DVC reads):
+    flat, one number (or string, bool, null) per key, so that each prints as one readable row or
+    column; the tables behind them go to :func:`write_stage_results`. Indented, keys sorted, and a
     metric that could not be computed (NaN: no step to average over) written as ``null``, since
     JSON has no NaN. A nested value raises a DataError naming its key, and nothing is written."""
     for key, value in metrics.items():
