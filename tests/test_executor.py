@@ -6,7 +6,6 @@ resume from the chunks already finished."""
 from __future__ import annotations
 
 import dataclasses
-import io
 import os
 import sys
 from pathlib import Path
@@ -19,6 +18,7 @@ from guimem.actors.loading import ActorSpec
 from guimem.core.data import DataError
 from guimem.core.executor import (ExecutorSpec, LocalExecutor, RayExecutor, make_executor, run_all,
                                  start_local_ray)
+from guimem.core.progress import NOTE_PREFIX
 from guimem.core.resume import ChunkCache
 from guimem.eval.action_match import MatchConfig
 from guimem.eval.closed_loop import replay_tasks
@@ -227,18 +227,15 @@ def test_step_records_are_the_same_in_process_and_on_worker_processes(saved_acto
     assert other.hits == 0 and other.stored == 3
 
 
-def test_hits_are_told_on_the_process_stderr_not_in_a_notebook_cell(tmp_path, capfd, monkeypatch):
-    cell = io.StringIO()  # in a kernel, sys.stdout and sys.stderr are the cell's output
-    monkeypatch.setattr(sys, "stdout", cell)
-    monkeypatch.setattr(sys, "stderr", cell)
+def test_hits_are_told_as_a_note_for_whoever_watches(tmp_path, capsys):
     cache = ChunkCache(tmp_path / "chunks")
     cache.tell_hits("chunks")  # none: nothing said
     cache.put("ab" * 8, {"x": 1})
     assert cache.get("ab" * 8) == {"x": 1}
     cache.tell_hits("of 2 chunks")
-    assert cell.getvalue() == ""
-    said = capfd.readouterr()
-    assert said.out == "" and said.err == f"1 of 2 chunks read back from {tmp_path / 'chunks'} (an earlier run finished them)\n"
+    said = capsys.readouterr()  # a stage's runner shows the note and the scrubber leaves it out of the report
+    assert said.out == "" and said.err == (f"{NOTE_PREFIX}1 of 2 chunks read back from {tmp_path / 'chunks'} "
+                                           "(an earlier run finished them)\n")
 
 
 def test_step_scores_are_one_step_table_in_process_on_worker_processes_and_resumed(saved_actor, tmp_path):

@@ -188,6 +188,10 @@ def project(tmp_path) -> Path:
             "for i in tqdm(range(n)):\n    time.sleep(0.02)\n"
             "warnings.warn('careful')\nclass Foo: pass\nprint(Foo())"),
         nbformat.v4.new_code_cell(
+            "from guimem.core.progress import note, progress_bar\n"
+            "for i in progress_bar(range(n), desc='steps', unit='step'):\n    time.sleep(0.02)\n"
+            "note(f'{n} of {n} chunks read back from the cache')"),
+        nbformat.v4.new_code_cell(
             "types = {k: type(v).__name__ for k, v in dict(n=n, label=label, rate=rate, flag=flag, sizes=sizes).items()}\n"
             "Path(metrics_path).parent.mkdir(parents=True, exist_ok=True)\n"
             "Path(metrics_path).write_text(json.dumps({'types': types, 'cwd': os.getcwd(), 'label': label, "
@@ -201,12 +205,15 @@ def project(tmp_path) -> Path:
 
 
 @pytest.mark.notebook
-def test_a_run_is_typed_runs_at_the_root_and_is_byte_identical_when_repeated(project):
+def test_a_run_is_typed_runs_at_the_root_and_is_byte_identical_when_repeated(project, capsys):
     src, out = project / "notebooks" / "tiny.ipynb", project / "reports" / "tiny.ipynb"
     params = parse_parameters([("n", "3"), ("label", "no"), ("rate", "1e-05"), ("flag", "true"),
                                ("sizes", "[1, 2]")])
     run_notebook(src, out, params)
     first = out.read_bytes()
+    said = capsys.readouterr().err.splitlines()  # the kernel's finished bars and its note, on the runner's stderr
+    assert [line.split("|")[0] for line in said] == ["100%", "steps: 100%", "[guimem] 3 of 3 chunks read back from the cache"]
+    assert "3/3 [" in said[1]
     metrics = json.loads((project / "metrics" / "tiny.json").read_text())
     assert metrics == {"types": {"n": "int", "label": "str", "rate": "float", "flag": "bool", "sizes": "list"},
                        "cwd": str(project.resolve()), "label": "no", "hashseed": "0"}
@@ -215,6 +222,8 @@ def test_a_run_is_typed_runs_at_the_root_and_is_byte_identical_when_repeated(pro
     assert out.read_bytes() == first
     text = first.decode()
     assert "it/s" not in text and "0x..." in text and "UserWarning: careful" in text
+    outputs = json.dumps([c.get("outputs", []) for c in json.loads(text)["cells"]])
+    assert "steps" not in outputs and "read back" not in outputs  # the watcher's, not the report's
     assert str(project) not in text
     assert [p.name for p in out.parent.iterdir()] == ["tiny.ipynb"]  # no temporary file left
 

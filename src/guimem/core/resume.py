@@ -55,6 +55,7 @@ from PIL import Image
 
 from guimem.core.data import DataError
 from guimem.core.io import MAX_JSON_DEPTH, atomic_write_bytes, json_depth, json_text, parse_json
+from guimem.core.progress import note
 
 _MISSING = object()
 
@@ -374,12 +375,12 @@ class ChunkCache:
         return value
 
     def tell_hits(self, what: str) -> None:
-        """Say how many of the results ``what`` counts were read back, if any, on the terminal that
-        runs this process (its own stderr: in a notebook kernel, not the cell's output). A stage's
-        report is then the same whether or not an earlier run had finished some of its work."""
+        """Say how many of the results ``what`` counts were read back, if any, as a
+        :func:`~guimem.core.progress.note`: a stage's runner shows it on its terminal and leaves it
+        out of the report, which is then the same whether or not an earlier run had finished some
+        of its work."""
         if self.hits:
-            print(f"{self.hits} {what} read back from {self.folder} (an earlier run finished them)",
-                  file=sys.__stderr__ or sys.stderr, flush=True)
+            note(f"{self.hits} {what} read back from {self.folder} (an earlier run finished them)")
 
     def put(self, key: str, value: Any, types: Sequence[type] = ()) -> None:
         """Store ``value`` under ``key``; one holding a type :func:`encode_value` does not take is

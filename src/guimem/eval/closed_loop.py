@@ -19,12 +19,12 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from guimem.core.data import Action, DataError, as_object, get_field, nested_field
 from guimem.core.env import Env, Task, WorldObservation
 from guimem.core.io import read_jsonl, write_jsonl
 from guimem.core.policy import HISTORY_LEN, Modality, Policy, PolicyInput
+from guimem.core.progress import progress_bar
 from guimem.core.store import read_manifest
 from guimem.eval.action_match import paired_counts
 from guimem.phone.config import WorldConfig
@@ -205,7 +205,7 @@ def run_closed_loop(make_env: Callable[[], Env], tasks: Sequence[Replay], policy
     counts = LoopStats()
     n_vectors = len(vectors.vectors) if vectors is not None else 0
     traces: list[Trace] = []
-    bar = tqdm(total=len(tasks), desc=f"closed loop [{memory_name}/{modality}]", disable=not progress)
+    bar = progress_bar(total=len(tasks), desc=f"closed loop [{memory_name}/{modality}]", disable=not progress)
     batch_size = batch_size if batch_size > 0 else max(1, len(tasks))
     for start in range(0, len(tasks), batch_size):
         batch = tasks[start:start + batch_size]

@@ -33,11 +33,11 @@ from pathlib import Path
 from typing import Any, ClassVar, Protocol, Sequence
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from guimem.core.data import Action, DataError
 from guimem.core.executor import Executor, LocalExecutor
 from guimem.core.policy import HISTORY_LEN, Modality, Policy
+from guimem.core.progress import progress_bar
 from guimem.core.resume import ChunkCache, cached_map, check_same_code, code_fingerprint, tree_digest
 from guimem.eval.action_match import MatchConfig
 from guimem.eval.closed_loop import LoopStats, Replay, Trace, TraceStep, run_closed_loop
@@ -252,7 +252,7 @@ def play_all(task: PlayEpisodes, plays: Sequence[Play], executor: Executor | Non
     from those (:mod:`guimem.core.resume`)."""
     traces: list[Trace] = []
     work: dict[str, LoopStats] = {}
-    with tqdm(total=sum(len(p.replays) for p in plays), desc="closed loop", disable=not progress) as bar:
+    with progress_bar(total=sum(len(p.replays) for p in plays), desc="closed loop", disable=not progress) as bar:
         for i, (got, stats) in enumerate(cached_map(executor or LocalExecutor(), task, list(plays), cache)):
             play = plays[i]
             traces += got

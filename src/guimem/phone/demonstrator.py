@@ -27,10 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, NamedTuple, Sequence
 
-from tqdm import tqdm
-
 from guimem.core.data import Action, Episode, Step, SubgoalLabel
 from guimem.core.env import WorldObservation
+from guimem.core.progress import progress_bar
 from guimem.core.store import SPLITS, png_bytes, save_episodes
 from guimem.phone.apps import APPS
 from guimem.phone.config import WorldConfig
@@ -318,7 +317,7 @@ def demonstrate(config: WorldConfig, tasks: Sequence[Assignment], seed: int, spl
     world = World(config)
     images: dict[str, bytes] = {}
     episodes = []
-    for i, (task, variant) in enumerate(tqdm(tasks, desc=f"world {split}", disable=not progress, unit="ep")):
+    for i, (task, variant) in enumerate(progress_bar(tasks, desc=f"world {split}", disable=not progress, unit="ep")):
         ep_seed = stable_int("episode", seed, split, i) % 2**31
         ep = run_episode(world, task, ep_seed, f"{split}-{i:04d}", images if encode else None, config, variant=variant)
         episodes.append(dataclasses.replace(ep, provenance={**ep.provenance, "split": split}))

@@ -25,6 +25,10 @@ run again with the same parameters: :func:`~guimem.pipeline.scrub.scrub_notebook
 normalises everything that varies between runs (times, progress bars, memory addresses,
 absolute paths, random cell ids) before it is written.
 
+While the notebook runs, the kernel's progress bars and notes (:mod:`guimem.core.progress`; the
+kernel learns it is a stage from ``GUIMEM_STAGE``) are shown on the runner's stderr by
+:class:`~guimem.pipeline.terminal.StageTerminal`, and left out of the report.
+
 The kernel runs with the repository root as its working directory, so the notebook's
 relative paths (``data/...``, ``figures/...``) resolve as they do for DVC (in JupyterLab,
 where a kernel starts in ``notebooks/``, :func:`enter_repo_root` does the same), and with
@@ -56,9 +60,11 @@ from papermill.translators import papermill_translators
 
 from guimem.core.data import DataError
 from guimem.core.io import atomic_write_text, read_json
+from guimem.core.progress import STAGE_ENV
 from guimem.pipeline.params import CALLER, COMMAND_LINE, Source, check_base, find_stage
 from guimem.pipeline.paths import repo_root
 from guimem.pipeline.scrub import scrub_notebook
+from guimem.pipeline.terminal import StageTerminal
 
 KERNEL_NAME = "python3"
 KERNEL_ENV: dict[str, str] = {"PYTHONHASHSEED": "0", "HF_HUB_OFFLINE": "1"}  # set unless already set
@@ -436,7 +442,9 @@ def run_notebook(
         parameters: values for the notebook's ``parameters`` cell, checked by :func:`check_parameters`.
         sources: where each of them was set, for its error message (default: passed by the caller).
         cwd: the kernel's working directory; default: the repository root above ``input_path``.
-        progress: show papermill's per-cell progress bar on stderr.
+        progress: draw a moving line on stderr: the stage, the code cell it runs, the time, and the
+            progress bar the kernel draws now (see :mod:`guimem.pipeline.terminal`). Bars that
+            finish and :func:`~guimem.core.progress.note` lines are written to stderr either way.
         log_output: echo cell outputs to the log (stderr) while the notebook runs.
 
     Returns the output path. Raises :class:`DataError` when a stage notebook's parameter is bad,
@@ -455,12 +463,13 @@ def run_notebook(
     check_parameters(src, params, sources)
     nb = read_notebook(src)
     nb.metadata = {"kernelspec": kernel_metadata()}  # as JupyterLab writes it: opening the report changes nothing
-    with _environment(KERNEL_ENV):
+    cells = sum(c.cell_type == "code" and bool(c.source.strip()) for c in nb.cells) + bool(params)  # + papermill's
+    with _environment({**KERNEL_ENV, STAGE_ENV: src.stem}), StageTerminal(src.stem, cells, live=progress) as terminal:
         try:
             nb = papermill.execute_notebook(
                 nb, None, parameters=params, kernel_name=KERNEL_NAME, language="python", cwd=str(root),
-                progress_bar=progress, log_output=log_output, request_save_on_cell_execute=False,
-                extra_arguments=list(KERNEL_ARGS),
+                progress_bar=False, log_output=log_output, request_save_on_cell_execute=False,
+                extra_arguments=list(KERNEL_ARGS), stderr_file=terminal, on_cell_execute=terminal.on_cell_execute,
             )
         except (papermill.PapermillExecutionError, DeadKernelError, CellTimeoutError) as err:
             raise NotebookError(_failure_message(src, err)) from err
@@ -485,7 +494,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="set every parameter of a YAML mapping, e.g. params.yaml:world (-p overrides)")
     p.add_argument("--cwd", type=Path, default=None, help="kernel working directory (default: repository root)")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                   help="per-cell progress bar on stderr (default: when stderr is a terminal)")
+                   help="a moving line on stderr: cell, time, the kernel's progress bar (default: when stderr "
+                        "is a terminal)")
     p.add_argument("--log-output", action="store_true", help="echo cell outputs to stderr while running")
     p.add_argument("--check", action="store_true", help="check the parameters and exit without running the notebook")
     return p

@@ -6,8 +6,9 @@ everything that varies between runs while keeping what a reader needs:
 
 - papermill's start/end times and durations (notebook and cell metadata) and the kernel's
   per-cell execution timestamps (execution counts are kept: they are deterministic);
-- tqdm progress bars in stream outputs (their rates and times vary); other text, such as
-  warnings, is kept;
+- tqdm progress bars in stream outputs (their rates and times vary), and the lines of
+  :func:`~guimem.core.progress.note` on stderr (they tell whoever watches the run, e.g. what a
+  cache held; the runner shows both on its terminal); other text, such as warnings, is kept;
 - object memory addresses (``<Foo object at 0x7f3a...>`` becomes ``at 0x...``);
 - absolute paths under the repository root (written relative to it), so that two clones
   in different folders give the same bytes;
@@ -23,11 +24,13 @@ from pathlib import Path
 
 import nbformat
 
+from guimem.core.progress import NOTE_PREFIX
+
 _RUN_TIMES = ("start_time", "end_time", "duration")
 _WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 # A tqdm bar from the start of its segment up to its time block, e.g.
 # "epoch:  40%|####      | 4/10 [00:01<00:02,  3.10it/s, loss=0.3]" or "12it [00:00, 99.0it/s]".
-_TQDM_BAR = re.compile(r"^.*?\[(?:\d+:)?\d+:\d\d(?:<(?:(?:\d+:)?\d+:\d\d|\?))?, [^\]]*\]")
+TQDM_BAR = re.compile(r"^.*?\[(?:\d+:)?\d+:\d\d(?:<(?:(?:\d+:)?\d+:\d\d|\?))?, [^\]]*\]")
 _ADDRESS = re.compile(r"(\bat )0x[0-9a-fA-F]+\b")
 # Where ipykernel compiles each cell: "/tmp/ipykernel_8123/1491801196.py" (the kernel's pid varies).
 _CELL_FILE = re.compile(r"[^\s\"'(]*ipykernel_\d+([/\\]\d+\.py)")
@@ -57,15 +60,20 @@ def scrub_progress(text: str) -> str:
             continue
         line = moved
         segments = line.split("\r")
-        if len(segments) == 1 and not _TQDM_BAR.search(line):
+        if len(segments) == 1 and not TQDM_BAR.search(line):
             out.append(line)
             continue
-        cleaned = [_TQDM_BAR.sub("", s) for s in segments]
+        cleaned = [TQDM_BAR.sub("", s) for s in segments]
         kept = [c for c in cleaned if c.strip()]
         if cleaned == segments:  # carriage returns but no bar: the terminal shows the last text
             kept = kept[-1:]
         out.extend(kept)
     return "\n".join(out)
+
+
+def scrub_notes(text: str) -> str:
+    """Remove the lines of :func:`~guimem.core.progress.note` (they start with its prefix)."""
+    return "".join(line for line in text.splitlines(keepends=True) if not line.startswith(NOTE_PREFIX))
 
 
 def scrub_text(text: str, root: Path | None = None) -> str:
@@ -102,7 +110,8 @@ def _scrub_output(out: dict, root: Path | None) -> dict | None:
     """One cell output scrubbed, or None when nothing worth keeping is left."""
     kind = out.get("output_type")
     if kind == "stream":
-        out["text"] = scrub_text(scrub_progress(out["text"]), root)
+        text = scrub_progress(out["text"])
+        out["text"] = scrub_text(scrub_notes(text) if out.get("name") == "stderr" else text, root)
         return out if out["text"].strip() else None
     if kind == "error":
         out["evalue"] = scrub_text(out.get("evalue", ""), root)

@@ -15,12 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Mapping, Sequence
 
-from tqdm.auto import tqdm
-
 from guimem.actors.loading import ActorSpec
 from guimem.core.data import DataError
 from guimem.core.executor import Executor, LocalExecutor
 from guimem.core.policy import Policy
+from guimem.core.progress import progress_bar
 from guimem.core.resume import ChunkCache, cached_map, code_fingerprint, tree_digest
 from guimem.eval.action_match import MatchConfig
 from guimem.eval.jobs import ActorWork
@@ -66,7 +65,7 @@ def record_steps(actor: ActorSpec, examples: Sequence[Any], rules: Mapping[str, 
     chunks = [(seed, list(examples[lo:lo + size])) for lo in range(0, len(examples), size)]
     task = RecordSteps(actor, tuple(rules.items()), preference, batch_size)
     parts = []
-    with tqdm(total=len(examples), desc="layer analysis", disable=not progress) as bar:
+    with progress_bar(total=len(examples), desc="layer analysis", disable=not progress) as bar:
         for part in cached_map(executor or LocalExecutor(), task, chunks, cache):
             parts.append(part)
             bar.update(len(part))

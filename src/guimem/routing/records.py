@@ -40,7 +40,6 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
 
 from guimem.core.data import DataError
 from guimem.core.io import (
@@ -55,6 +54,7 @@ from guimem.core.io import (
     write_jsonl,
 )
 from guimem.core.policy import Modality, PolicyInput, PolicyOutput
+from guimem.core.progress import progress_bar
 from guimem.eval.action_match import VARIANTS, MatchConfig, action_match
 from guimem.eval.modality import information_groups, step_groups
 
@@ -347,7 +347,7 @@ def collect_records(policy: Any, examples: Sequence[Any], rules: Mapping[str, Ma
     sampled = {r: {c: np.zeros(len(examples)) for c in SAMPLED_CONDITIONS} for r in rules}
     hidden: dict[str, list[np.ndarray]] = {c: [] for c in HIDDEN_CONDITIONS}
     cands: dict[str, list[np.ndarray]] = {c: [] for c in CANDIDATES}
-    bar = tqdm(total=len(examples), desc="layer analysis", disable=not progress)
+    bar = progress_bar(total=len(examples), desc="layer analysis", disable=not progress)
     for lo in range(0, len(examples), batch_size):
         chunk = list(range(lo, min(lo + batch_size, len(examples))))
         feats = [policy.featurise(inputs[i]) for i in chunk] if featurising else None

@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from guimem.core.data import DataError, Episode
 from guimem.core.io import (
@@ -43,6 +42,7 @@ from guimem.core.io import (
     relative_path,
     write_jsonl,
 )
+from guimem.core.progress import progress_bar
 from guimem.core.store import png_bytes
 from guimem.models.embedding import ImageEmbedder, embed_screenshots
 from guimem.smg.index import check_k
@@ -117,7 +117,7 @@ def evaluate_memory(memory: Any, queries: Sequence[StepQuery], query_vectors: Ma
         raise DataError("query_vectors", f"no embedding for {len(missing)} test screenshot(s), e.g. {missing[0]!r}")
     reader = MemoryReader(memory, "text", k)
     out = []
-    for q in tqdm(queries, desc=f"retrieval [{memory.name}]", unit="step", disable=not progress):
+    for q in progress_bar(queries, desc=f"retrieval [{memory.name}]", unit="step", disable=not progress):
         t0 = time.perf_counter()
         r = reader.retrieve(query_vectors[q.screenshot], q.goal)
         seconds = time.perf_counter() - t0
@@ -179,7 +179,7 @@ def write_results(out_dir: str | Path, memory: Any, results: Sequence[StepResult
     def write(folder: Path) -> None:
         (folder / IMAGES).mkdir()
         records = []
-        for r in tqdm(results, desc=f"writing [{memory.name}]", unit="step", disable=not progress):
+        for r in progress_bar(results, desc=f"writing [{memory.name}]", unit="step", disable=not progress):
             name = image_name(r.shown)
             if not (folder / IMAGES / name).exists():
                 (folder / IMAGES / name).write_bytes(png_bytes(reader.image(r.retrieved)))

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from tqdm import tqdm
-
 from guimem.core.data import DataError, Episode, Subgoal
+from guimem.core.progress import progress_bar
 from guimem.models.llm import LocalLLM, load_llm
 from guimem.smg.judge import Judge
 from guimem.smg.llm_segmenter import LLMSegmenter
@@ -39,6 +38,6 @@ def make_segmenter(name: str, judge: Judge | None = None, llm: LocalLLM | None =
 def segment_episodes(episodes: Sequence[Episode], segmenter: Segmenter, progress: bool = True) -> list[Subgoal]:
     """All subgoals of ``episodes``, in episode order, from one segmenter."""
     out: list[Subgoal] = []
-    for episode in tqdm(episodes, desc=f"segment ({segmenter.name})", disable=not progress):
+    for episode in progress_bar(episodes, desc=f"segment ({segmenter.name})", disable=not progress):
         out.extend(segmenter.segment(episode))
     return out

@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 from typing import Callable, Hashable, Mapping, Sequence
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from guimem.core.data import Action
 from guimem.core.policy import MODALITIES, Modality, Policy, PolicyInput
+from guimem.core.progress import progress_bar
 from guimem.eval.closed_loop import Replay, pick_tasks, replay_tasks
 from guimem.phone.config import WorldConfig
 from guimem.phone.expert import Expert
@@ -99,7 +99,7 @@ def dagger_examples(policy: Policy, rollouts: Sequence[Rollout], world_config: W
     readers = {id(r.memory): MemoryReader(r.memory) for r in rollouts if r.memory is not None}
     examples: list[ActorExample] = []
     seen: set[tuple] = set()
-    bar = tqdm(total=len(live), desc="dagger rollouts", unit="ep", disable=not progress)
+    bar = progress_bar(total=len(live), desc="dagger rollouts", unit="ep", disable=not progress)
     while live:
         inputs, shown = [], []
         for lv in live:

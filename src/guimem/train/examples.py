@@ -19,11 +19,11 @@ from typing import Mapping, Sequence
 
 import numpy as np
 from PIL import Image
-from tqdm.auto import tqdm
 
 from guimem.core.data import Action, DataError, Episode, Step
 from guimem.core.describe import target_element
 from guimem.core.policy import HISTORY_LEN, PolicyInput
+from guimem.core.progress import progress_bar
 from guimem.core.store import load_screenshot, open_image
 from guimem.smg.memories import Memory
 from guimem.smg.reader import MemoryReader
@@ -70,7 +70,7 @@ def build_examples(episodes: Sequence[Episode], store_root: str | Path, memories
     rng = np.random.default_rng(seed)
     readers = {kind: MemoryReader(memories[kind]) for kind in kinds}
     out: list[ActorExample] = []
-    for episode in tqdm(episodes, desc="examples", unit="episode", disable=not progress):
+    for episode in progress_bar(episodes, desc="examples", unit="episode", disable=not progress):
         for i, (inp, action) in enumerate(episode_steps(episode, store_root, max_history)):
             shot = episode.steps[i].screenshot
             query = query_vectors[shot] if query_vectors is not None and shot in query_vectors else inp.screenshot

@@ -15,7 +15,6 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
 
 from guimem.actors.mini.augment import redraw_inputs
 from guimem.actors.mini.config import IGNORE, ActorConfig, history_tokens
@@ -23,8 +22,8 @@ from guimem.actors.mini.features import (
     Features,
     ImagePatcher,
     Targets,
-    collate,
     cell_of,
+    collate,
     featurise,
     prompt_length,
     role_key,
@@ -36,10 +35,10 @@ from guimem.actors.mini.model import GuiActor
 from guimem.actors.mini.policy import MiniActor
 from guimem.core.data import ACTION_TYPES, Action, DataError
 from guimem.core.policy import MODALITIES, Modality
+from guimem.core.progress import progress_bar
 from guimem.eval.action_match import MatchConfig, step_accuracy
 from guimem.models.tokenizer import Vocabulary
 from guimem.train.examples import ActorExample
-
 
 STRICT_MATCH = MatchConfig(variant="aitw", text_rule="token_f1", match_app_name=True)
 """Step matching used to score the actor: AITW touch rules, typed text by token F1, app names compared."""
@@ -221,7 +220,7 @@ def train_actor(examples: Sequence[ActorExample], config: TrainConfig, seed: int
     patcher = ImagePatcher()
     redrawn = redraw_inputs(examples, config.novel_glyphs, seed, model_cfg.crop_size)
     feats = [featurise(inp, vocab, model_cfg, patcher)
-             for inp in tqdm(redrawn, total=len(examples), desc="featurise", disable=not progress)]
+             for inp in progress_bar(redrawn, total=len(examples), desc="featurise", disable=not progress)]
     targets = [targets_for(ex.target, f, model_cfg) for ex, f in zip(examples, feats)]
     held = list(eval_examples)[:config.max_eval_examples]
     held_feats = [featurise(ex.input, vocab, model_cfg, patcher) for ex in held]
@@ -247,7 +246,7 @@ def train_actor(examples: Sequence[ActorExample], config: TrainConfig, seed: int
     opt = torch.optim.AdamW(groups, lr=config.lr, weight_decay=config.weight_decay)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, _warmup_cosine(config.warmup_steps, total))
     history = history if history is not None else TrainHistory()
-    bar = tqdm(total=config.epochs * len(examples), desc="train actor", unit="ex", disable=not progress)
+    bar = progress_bar(total=config.epochs * len(examples), desc="train actor", unit="ex", disable=not progress)
     for epoch in range(config.epochs):
         model.train()
         modalities = draw_modalities(examples, feats, config.modality_weights, rng)

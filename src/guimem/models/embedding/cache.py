@@ -29,11 +29,11 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 from PIL import Image
-from tqdm.auto import tqdm
 
 from guimem.core.data import DataError
 from guimem.core.executor import Executor, LocalExecutor, RayExecutor
 from guimem.core.io import check_finite, file_inside, readable_dir, relative_path
+from guimem.core.progress import progress_bar
 from guimem.core.resume import read_entry, write_entry
 from guimem.core.store import open_image
 from guimem.models.embedding.embedders import (
@@ -152,7 +152,7 @@ def _cached(name: str, dim: int, keys: Sequence[str], cache: EmbeddingCache | No
     if first:
         positions = list(first.values())
         chunks = [[positions[j] for j in chunk] for chunk in _chunks(len(positions), CHUNK)]
-        bar = tqdm(total=len(positions), desc=f"embedding ({name})", unit="item", disable=not progress)
+        bar = progress_bar(total=len(positions), desc=f"embedding ({name})", unit="item", disable=not progress)
         index: dict[str, np.ndarray] = {}
         parts = iter(compute(chunks))
         try:

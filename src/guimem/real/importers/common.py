@@ -21,11 +21,11 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 from PIL import Image
-from tqdm import tqdm
 
 from guimem.core.data import ENDING_TYPES, DataError, Episode, Observation, Step, SubgoalLabel
 from guimem.core.executor import Executor, LocalExecutor, RayExecutor
 from guimem.core.io import check_number, file_inside, refuse_overlap
+from guimem.core.progress import progress_bar
 from guimem.core.store import MAX_PIXELS, save_episodes
 from guimem.real.ocr import STATUS_BAR, OcrReader
 
@@ -220,7 +220,7 @@ def with_ocr(episodes: Sequence[Episode], images: ScreenshotFiles, reader: OcrRe
         read = {k: e for chunk, part in zip(chunks, parts) for k, e in zip(chunk, part)}
     else:  # a bar on a terminal (the import's command line), none in a notebook's kernel or a log
         read = {k: reader.elements(images[k], str(images.files[k]))
-                for k in tqdm(todo, desc="OCR", unit="screen", disable=None, leave=False)}
+                for k in progress_bar(todo, desc="OCR", unit="screen", disable=None, leave=False)}
 
     def see(obs: Observation, _: int) -> Observation:
         return obs if obs.elements else dataclasses.replace(obs, elements=read[obs.screenshot])

@@ -1,0 +1,112 @@
+"""What the person who runs a stage sees on the runner's terminal while the stage's notebook runs.
+
+Inside a stage the kernel's stderr is a cell output, not a terminal (ipykernel captures it), so
+a progress bar the package draws there (:func:`guimem.core.progress.progress_bar`) reaches nobody
+while it moves, and the scrubber removes it from the report afterwards. :class:`StageTerminal`
+receives the kernel's stderr as it arrives (papermill's ``stderr_file``) and the start of every
+code cell (nbclient's ``on_cell_execute`` hook), and shows on a terminal one line that moves,
+with the time running even through a cell that draws nothing::
+
+    04_actor: cell 9/23 [07:02], dagger rollouts:  40%|████      | 58/144 [00:40<01:00,  1.43ep/s]
+
+and above it every bar that finished, as tqdm leaves it, and every :func:`~guimem.core.progress.note`.
+Where stderr is not a terminal (a log file, CI) there is no moving line: only the finished bars
+and the notes, a line each. Other stderr text (a warning) belongs to the report and is not echoed.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import sys
+import threading
+from typing import Any, TextIO
+
+import tqdm.std
+
+from guimem.core.progress import NOTE_PREFIX
+from guimem.pipeline.scrub import TQDM_BAR
+
+_CURSOR_OR_COLOUR = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+TICK = 1.0  # seconds between redraws of the moving line when nothing else moves it
+
+
+def shown(text: str) -> str:
+    """What a terminal shows of one line of text: its last carriage-return segment, no escape codes."""
+    return _CURSOR_OR_COLOUR.sub("", text).split("\r")[-1].rstrip()
+
+
+class StageTerminal:
+    """The runner's terminal during one stage: a moving line on a terminal, finished bars and notes.
+
+    Args:
+        name: the stage's notebook, e.g. ``04_actor``.
+        cells: how many code cells will run (the moving line counts them).
+        stream: where to write (default: the runner's stderr).
+        live: draw the moving line (default: when ``stream`` is a terminal).
+    """
+
+    def __init__(self, name: str, cells: int, stream: TextIO | None = None, live: bool | None = None):
+        self.stream = stream if stream is not None else sys.stderr
+        self.live = bool(getattr(self.stream, "isatty", lambda: False)()) if live is None else live
+        self._tail = ""  # the kernel's stderr after its last newline: what its bar shows now
+        self._line = tqdm.std.tqdm(total=cells, desc=name, file=self.stream, disable=not self.live,
+                                   bar_format="{desc}: cell {n_fmt}/{total_fmt} [{elapsed}]{postfix}",
+                                   mininterval=0, leave=True)
+        self._stop = threading.Event()
+        self._ticker = threading.Thread(target=self._tick, name=f"{name} terminal", daemon=True)
+        if self.live:
+            self._ticker.start()
+
+    # -- nbclient's hook and papermill's stderr_file
+    def on_cell_execute(self, cell: Any = None, cell_index: int | None = None) -> None:
+        """A code cell starts: count it, and forget the last cell's bar."""
+        self._line.set_postfix_str("", refresh=False)
+        self._line.update(1)
+
+    def write(self, text: str) -> int:
+        """Take a piece of the kernel's stderr: say each finished bar and note, show the moving bar."""
+        *lines, tail = (self._tail + text).split("\n")
+        self._tail = tail.split("\r")[-1] if "\r" in tail else tail
+        for line in lines:
+            self._say_finished(shown(line))
+        now = shown(self._tail)
+        if self.live and (TQDM_BAR.match(now) or not now):
+            self._line.set_postfix_str(self._fit(now), refresh=True)
+        return len(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def close(self) -> None:
+        """Stop the moving line, leaving its last state on the terminal."""
+        self._stop.set()
+        if self._ticker.is_alive():
+            self._ticker.join()
+        self._line.close()
+
+    def __enter__(self) -> StageTerminal:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- inside
+    def _say_finished(self, line: str) -> None:
+        """Say a line the kernel ended: the bar it holds (as tqdm left it) and the note it holds."""
+        bar = TQDM_BAR.match(line)
+        rest = line[bar.end():].lstrip() if bar else line
+        for text in ([line[:bar.end()]] if bar else []) + ([rest] if rest.startswith(NOTE_PREFIX) else []):
+            if self.live:
+                self._line.write(text, file=self.stream)
+            else:
+                print(text, file=self.stream, flush=True)
+
+    def _fit(self, text: str) -> str:
+        """``text`` cut to what fits beside the line's own part on this terminal."""
+        room = shutil.get_terminal_size((120, 24)).columns - len(self._line.desc) - 32
+        return text if len(text) <= room else text[:max(room - 1, 0)] + "\u2026"
+
+    def _tick(self) -> None:
+        while not self._stop.wait(TICK):
+            self._line.refresh()

@@ -1,0 +1,88 @@
+"""Progress bars and notes (guimem.core.progress) and how a stage's runner shows them
+(guimem.pipeline.terminal): on the runner's terminal, never in the report."""
+
+from __future__ import annotations
+
+import io
+import re
+from pathlib import Path
+
+import pytest
+import tqdm.std
+
+from guimem.core.progress import NOTE_PREFIX, STAGE_ENV, note, progress_bar
+from guimem.pipeline.scrub import scrub_notebook
+from guimem.pipeline.terminal import StageTerminal, shown
+
+FINISHED = "\rwork:   0%|          | 0/3 [00:00<?, ?x/s]\rwork: 100%|██████████| 3/3 [00:00<00:00, 9.99x/s]\n"
+
+
+def test_a_stage_draws_a_short_text_bar_on_stderr(monkeypatch, capsys):
+    monkeypatch.setenv(STAGE_ENV, "04_actor")
+    bar = progress_bar(range(3), desc="work", unit="x", disable=None)  # None: someone watches a stage
+    assert type(bar) is tqdm.std.tqdm and list(bar) == [0, 1, 2]
+    err = capsys.readouterr().err
+    assert shown(err.rstrip("\n")).startswith("work: 100%|██████████| 3/3 [")  # a 10-cell bar
+
+
+def test_outside_a_stage_a_bar_nobody_watches_is_hidden_when_asked(monkeypatch, capsys):
+    monkeypatch.delenv(STAGE_ENV, raising=False)
+    assert list(progress_bar(range(3), desc="work", disable=None)) == [0, 1, 2]  # stderr is no terminal here
+    assert list(progress_bar(range(2), desc="off", disable=True)) == [0, 1]
+    assert capsys.readouterr().err == ""
+
+
+def test_a_note_is_a_prefixed_line_on_stderr(capsys):
+    note("2 of 3 plays read back\nfrom the cache")
+    said = capsys.readouterr()
+    assert said.out == "" and said.err == f"{NOTE_PREFIX}2 of 3 plays read back\n{NOTE_PREFIX}from the cache\n"
+
+
+def test_the_runner_says_finished_bars_and_notes_a_line_each_and_nothing_else():
+    out = io.StringIO()
+    with StageTerminal("04_actor", cells=2, stream=out, live=False) as terminal:
+        terminal.on_cell_execute()
+        for piece in (FINISHED[:20], FINISHED[20:], "model.py:3: UserWarning: careful\n",
+                      f"{NOTE_PREFIX}3 of 3 plays read", " back\n", "\rhalf:  50%|#####     | 1/2 [00:01<00:01]"):
+            terminal.write(piece)
+    assert out.getvalue().splitlines() == ["work: 100%|██████████| 3/3 [00:00<00:00, 9.99x/s]",
+                                           f"{NOTE_PREFIX}3 of 3 plays read back"]  # the warning is the report's
+
+
+def test_a_note_printed_after_a_bar_on_its_line_is_still_said():
+    out = io.StringIO()
+    with StageTerminal("x", cells=1, stream=out, live=False) as terminal:
+        terminal.write("\rwork:  50%|#####     | 1/2 [00:01<00:01, 1.0x/s]" + NOTE_PREFIX + "hello\n")
+    assert out.getvalue().splitlines() == ["work:  50%|#####     | 1/2 [00:01<00:01, 1.0x/s]", f"{NOTE_PREFIX}hello"]
+
+
+def test_on_a_terminal_one_line_moves_with_the_cell_and_the_kernels_bar():
+    out = io.StringIO()
+    with StageTerminal("04_actor", cells=3, stream=out, live=True) as terminal:
+        terminal.on_cell_execute()
+        terminal.on_cell_execute()
+        terminal.write("\rtrain:  40%|####      | 4/10 [00:04<00:06, 1.00ex/s]")
+        assert "04_actor: cell 2/3 [00:00], train:  40%|####      | 4/10" in shown(out.getvalue().rstrip())
+        terminal.write("\rtrain: 100%|##########| 10/10 [00:10<00:00, 1.00ex/s]\n")
+        terminal.on_cell_execute()
+    lines = [shown(line) for line in out.getvalue().split("\n")]
+    assert "train: 100%|##########| 10/10 [00:10<00:00, 1.00ex/s]" in lines  # left above the moving line
+    assert lines[-2].startswith("04_actor: cell 3/3 [00:00]") and "train" not in lines[-2]
+
+
+@pytest.mark.parametrize("name, kept", [("stderr", "careful\n"), ("stdout", f"{NOTE_PREFIX}printed\ncareful\n")])
+def test_the_report_keeps_no_note_on_stderr(name, kept):
+    text = f"{NOTE_PREFIX}printed\ncareful\n"
+    nb = {"cells": [{"cell_type": "code", "metadata": {}, "source": "",
+                     "outputs": [{"output_type": "stream", "name": name, "text": text}]}], "metadata": {}}
+    scrub_notebook(nb)
+    assert nb["cells"][0]["outputs"][0]["text"] == kept
+
+
+def test_only_core_progress_imports_tqdm():
+    """Every bar goes through progress_bar, so that a stage's runner can show it (and the report drop it);
+    the runner's own moving line is the other user."""
+    root = Path(__file__).resolve().parents[1] / "src" / "guimem"
+    direct = [p.relative_to(root).as_posix() for p in sorted(root.rglob("*.py"))
+              if re.search(r"^\s*(from tqdm|import tqdm)", p.read_text(encoding="utf-8"), re.M)]
+    assert direct == ["core/progress.py", "pipeline/terminal.py"]
