@@ -98,7 +98,9 @@ LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 # interpreter by its path (ipykernel's own spec says just "python"), so the venv's spec is rewritten
 # with its path (nothing else changes: the executed reports/ notebooks stay the same), and the
 # notebook opens with its kernel starting, no "Select Kernel" dialog; nor does Lab ask to fetch news
-# from the web (nothing outside is reached here).
+# from the web (nothing outside is reached here). The lab's contents manager (guimem.pipeline.lab)
+# serves a script with the language_info its kernel reports, so the starting kernel changes nothing
+# and the notebook's tab is not marked unsaved when it opens.
 LAB_STAMP := $(VENV)/.guimem-lab
 LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.json
 $(LAB_STAMP): $(STAMP) Makefile
@@ -111,7 +113,7 @@ $(LAB_STAMP): $(STAMP) Makefile
 	@touch $@
 
 lab: setup $(LAB_STAMP)  ## open JupyterLab on the notebooks (they write to scratch/, never to the pipeline's outputs)
-	jupyter lab $(LAB_ROOT) $(LAB_ARGS)
+	jupyter lab $(LAB_ROOT) --ServerApp.contents_manager_class=guimem.pipeline.lab.LabContentsManager $(LAB_ARGS)
 
 metrics: setup  ## print every stage's headline numbers, one per row (REV=<git revision>: as committed there)
 	python -m guimem.pipeline.report metrics $(if $(REV),--rev $(REV))

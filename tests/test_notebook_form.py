@@ -81,12 +81,14 @@ def _free_port() -> int:
 class Server:
     """A Jupyter server over a folder, with jupytext's contents manager, spoken to over HTTP."""
 
-    def __init__(self, root: Path, home: Path):
+    def __init__(self, root: Path, home: Path, args: tuple[str, ...] = (), env: dict[str, str] | None = None):
         self.port, self.token = _free_port(), secrets.token_hex(16)
-        env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(home / "runtime"), "JUPYTER_CONFIG_DIR": str(home / "config")}
+        env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(home / "runtime"), "JUPYTER_CONFIG_DIR": str(home / "config"),
+               **(env or {})}
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "jupyter_server", "--no-browser", "--allow-root", f"--port={self.port}",
-             f"--IdentityProvider.token={self.token}", f"--ServerApp.root_dir={root}", "--ServerApp.port_retries=0"],
+             f"--IdentityProvider.token={self.token}", f"--ServerApp.root_dir={root}", "--ServerApp.port_retries=0",
+             *args],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=root)
         deadline = time.monotonic() + 240  # a loaded machine's first import of jupyter_server is slow
         while True:
@@ -194,3 +196,32 @@ def test_autosave_of_an_executed_report_leaves_its_bytes(tmp_path):
     finally:
         server.close()
     assert report.read_bytes() == before
+
+
+@pytest.mark.slow
+def test_the_lab_serves_a_script_with_the_metadata_its_kernel_will_write(tmp_path):
+    """JupyterLab marks a notebook unsaved when the starting kernel's language_info differs from its
+    metadata's (it writes nothing when they are deep-equal). Through ``make lab``'s contents manager a
+    script comes with its kernel (the one whose interpreter runs the lab, as ``make lab`` writes the
+    kernel spec) and that kernel's own language_info, so it opens clean; saved, the script is unchanged."""
+    share = tmp_path / "share"
+    (share / "kernels" / "python3").mkdir(parents=True)
+    (share / "kernels" / "python3" / "kernel.json").write_text(json.dumps(
+        {"argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+         "display_name": "Python 3 (ipykernel)", "language": "python"}))
+    (tmp_path / "notebooks").mkdir()
+    shutil.copy2(ROOT / "jupytext.toml", tmp_path / "jupytext.toml")
+    script = tmp_path / "notebooks" / NOTEBOOKS[0].name
+    shutil.copy2(NOTEBOOKS[0], script)
+    before = script.read_bytes()
+    server = Server(tmp_path, tmp_path / "jupyter", ("--ServerApp.contents_manager_class=guimem.pipeline.lab.LabContentsManager",),
+                    {"JUPYTER_PATH": str(share)})
+    try:
+        url = f"api/contents/notebooks/{script.name}"
+        nb = server.call("GET", f"{url}?type=notebook&content=1")["content"]
+        assert nb["metadata"]["kernelspec"]["name"] == "python3"
+        assert nb["metadata"]["language_info"] == _language_info()  # what the kernel reports when it starts
+        server.call("PUT", url, {"type": "notebook", "format": "json", "content": nb})
+    finally:
+        server.close()
+    assert script.read_bytes() == before
