@@ -12,9 +12,9 @@ import tqdm.std
 
 from guimem.core.progress import NOTE_PREFIX, STAGE_ENV, note, progress_bar
 from guimem.pipeline.scrub import scrub_notebook
-from guimem.pipeline.terminal import StageTerminal, shown
+from guimem.pipeline.terminal import StageTerminal, elapsed, shown
 
-FINISHED = "\rwork:   0%|          | 0/3 [00:00<?, ?x/s]\rwork: 100%|██████████| 3/3 [00:00<00:00, 9.99x/s]\n"
+FINISHED = "\rwork:   0%|          | 0/3 [00:00<?, ?x/s]\rwork: 100%|██████████| 3/3 [00:03<00:00, 0.99x/s]\n"
 
 
 def test_a_stage_draws_a_short_text_bar_on_stderr(monkeypatch, capsys):
@@ -45,15 +45,15 @@ def test_the_runner_says_finished_bars_and_notes_a_line_each_and_nothing_else():
         for piece in (FINISHED[:20], FINISHED[20:], "model.py:3: UserWarning: careful\n",
                       f"{NOTE_PREFIX}3 of 3 plays read", " back\n", "\rhalf:  50%|#####     | 1/2 [00:01<00:01]"):
             terminal.write(piece)
-    assert out.getvalue().splitlines() == ["work: 100%|██████████| 3/3 [00:00<00:00, 9.99x/s]",
+    assert out.getvalue().splitlines() == ["work: 100%|██████████| 3/3 [00:03<00:00, 0.99x/s]",
                                            f"{NOTE_PREFIX}3 of 3 plays read back"]  # the warning is the report's
 
 
 def test_a_note_printed_after_a_bar_on_its_line_is_still_said():
     out = io.StringIO()
     with StageTerminal("x", cells=1, stream=out, live=False) as terminal:
-        terminal.write("\rwork:  50%|#####     | 1/2 [00:01<00:01, 1.0x/s]" + NOTE_PREFIX + "hello\n")
-    assert out.getvalue().splitlines() == ["work:  50%|#####     | 1/2 [00:01<00:01, 1.0x/s]", f"{NOTE_PREFIX}hello"]
+        terminal.write("\rwork:  50%|#####     | 1/2 [00:02<00:02, 0.5x/s]" + NOTE_PREFIX + "hello\n")
+    assert out.getvalue().splitlines() == ["work:  50%|#####     | 1/2 [00:02<00:02, 0.5x/s]", f"{NOTE_PREFIX}hello"]
 
 
 def test_on_a_terminal_one_line_moves_with_the_cell_and_the_kernels_bar():
@@ -64,9 +64,11 @@ def test_on_a_terminal_one_line_moves_with_the_cell_and_the_kernels_bar():
         terminal.write("\rtrain:  40%|####      | 4/10 [00:04<00:06, 1.00ex/s]")
         assert "04_actor: cell 2/3 [00:00], train:  40%|####      | 4/10" in shown(out.getvalue().rstrip())
         terminal.write("\rtrain: 100%|##########| 10/10 [00:10<00:00, 1.00ex/s]\n")
+        terminal.write("\rquick: 100%|##########| 10/10 [00:01<00:00, 9.00ex/s]\n")  # too short to be said
         terminal.on_cell_execute()
     lines = [shown(line) for line in out.getvalue().split("\n")]
     assert "train: 100%|##########| 10/10 [00:10<00:00, 1.00ex/s]" in lines  # left above the moving line
+    assert not any(line.startswith("quick") for line in lines)
     assert lines[-2].startswith("04_actor: cell 3/3 [00:00]") and "train" not in lines[-2]
 
 
@@ -86,3 +88,9 @@ def test_only_core_progress_imports_tqdm():
     direct = [p.relative_to(root).as_posix() for p in sorted(root.rglob("*.py"))
               if re.search(r"^\s*(from tqdm|import tqdm)", p.read_text(encoding="utf-8"), re.M)]
     assert direct == ["core/progress.py", "pipeline/terminal.py"]
+
+
+@pytest.mark.parametrize("bar, seconds", [("w: 100%|#| 3/3 [00:03<00:00, 1x/s]", 3), ("12it [01:02, 11.12s/it]", 62),
+                                           ("w:  50%|#| 1/2 [1:00:05<1:00:05]", 3605), ("no time", 0)])
+def test_elapsed_reads_a_bars_time_block(bar, seconds):
+    assert elapsed(bar) == seconds

@@ -9,7 +9,8 @@ with the time running even through a cell that draws nothing::
 
     04_actor: cell 9/23 [07:02], dagger rollouts:  40%|████      | 58/144 [00:40<01:00,  1.43ep/s]
 
-and above it every bar that finished, as tqdm leaves it, and every :func:`~guimem.core.progress.note`.
+and above it every bar that finished after running :data:`SAY_AFTER` seconds or more, as tqdm leaves
+it, and every :func:`~guimem.core.progress.note`.
 Where stderr is not a terminal (a log file, CI) there is no moving line: only the finished bars
 and the notes, a line each. Other stderr text (a warning) belongs to the report and is not echoed.
 """
@@ -28,7 +29,18 @@ from guimem.core.progress import NOTE_PREFIX
 from guimem.pipeline.scrub import TQDM_BAR
 
 _CURSOR_OR_COLOUR = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_ELAPSED = re.compile(r"\[(?:(\d+):)?(\d+):(\d\d)(?=[<,\]])")  # a bar's time block: [01:02<..., [1:01:02, ...
 TICK = 1.0  # seconds between redraws of the moving line when nothing else moves it
+SAY_AFTER = 2.0  # a bar that finished sooner is not said again (a loop of many short bars would flood a log)
+
+
+def elapsed(bar: str) -> float:
+    """The seconds a tqdm bar's time block says it has run (0 when it has none)."""
+    found = _ELAPSED.search(bar)
+    if found is None:
+        return 0.0
+    hours, minutes, seconds = (int(v) if v else 0 for v in found.groups())
+    return 3600.0 * hours + 60.0 * minutes + seconds
 
 
 def shown(text: str) -> str:
@@ -96,7 +108,8 @@ class StageTerminal:
         """Say a line the kernel ended: the bar it holds (as tqdm left it) and the note it holds."""
         bar = TQDM_BAR.match(line)
         rest = line[bar.end():].lstrip() if bar else line
-        for text in ([line[:bar.end()]] if bar else []) + ([rest] if rest.startswith(NOTE_PREFIX) else []):
+        said = [line[:bar.end()]] if bar and elapsed(bar.group()) >= SAY_AFTER else []
+        for text in said + ([rest] if rest.startswith(NOTE_PREFIX) else []):
             if self.live:
                 self._line.write(text, file=self.stream)
             else:
