@@ -12,6 +12,7 @@ from guimem.core.data import DataError
 from guimem.pipeline.paths import enter_repo_root, repo_root
 from guimem.pipeline.runner import (
     NotebookError,
+    code_cells,
     main,
     params_from_yaml,
     parse_parameters,
@@ -226,6 +227,25 @@ def test_a_run_is_typed_runs_at_the_root_and_is_byte_identical_when_repeated(pro
     assert "steps" not in outputs and "read back" not in outputs  # the watcher's, not the report's
     assert str(project) not in text
     assert [p.name for p in out.parent.iterdir()] == ["tiny.ipynb"]  # no temporary file left
+
+
+def test_code_cells_counts_what_the_kernel_runs():
+    cells = [nbformat.v4.new_markdown_cell("# title"), nbformat.v4.new_code_cell("x = 1"),
+             nbformat.v4.new_code_cell("  \n"), nbformat.v4.new_code_cell("y = 2")]
+    cells[3].metadata["tags"] = ["skip-execution"]
+    nb = nbformat.v4.new_notebook(cells=cells)
+    assert (code_cells(nb, {}), code_cells(nb, {"n": 1})) == (1, 2)  # papermill injects a cell for parameters
+    injected = nbformat.v4.new_code_cell("n = 1")
+    injected.metadata["tags"] = ["injected-parameters"]
+    nb.cells.insert(1, injected)
+    assert code_cells(nb, {"n": 1}) == 2  # already there: replaced, not added
+
+
+@pytest.mark.notebook
+def test_on_a_terminal_the_moving_line_counts_every_cell_the_kernel_ran(project, capsys):
+    run_notebook(project / "notebooks" / "tiny.ipynb", project / "reports" / "tiny.ipynb", {"n": 3}, progress=True)
+    err = capsys.readouterr().err  # the parameters cell, the injected one and three more
+    assert "tiny: cell 5/5 [" in err.split("\r")[-1] and "[guimem] 3 of 3 chunks read back" in err
 
 
 @pytest.mark.notebook

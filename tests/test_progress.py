@@ -94,3 +94,68 @@ def test_only_core_progress_imports_tqdm():
                                            ("w:  50%|#| 1/2 [1:00:05<1:00:05]", 3605), ("no time", 0)])
 def test_elapsed_reads_a_bars_time_block(bar, seconds):
     assert elapsed(bar) == seconds
+
+
+def test_a_nested_bar_draws_no_cursor_moves_in_a_stage(monkeypatch, capsys):
+    monkeypatch.setenv(STAGE_ENV, "x")
+    for _ in progress_bar(range(2), desc="outer"):
+        for _ in progress_bar(range(3), desc="inner", leave=False):
+            pass
+    assert "\x1b[" not in capsys.readouterr().err
+
+
+def test_a_nested_bars_redraws_are_not_said_as_finished():
+    out = io.StringIO()  # what tqdm writes for a bar at position 1 (another notebook's own tqdm)
+    redraw = "\n\rinner:  50%|#####     | 1/2 [00:03<00:03, 0.3x/s]\x1b[A"
+    with StageTerminal("x", cells=1, stream=out, live=False) as terminal:
+        terminal.write("\router:  10%|#         | 1/10 [00:01<00:09, 1.0x/s]" + redraw + redraw
+                       + "\router:  20%|##        | 2/10 [00:04<00:16, 0.5x/s]" + redraw)
+    assert out.getvalue() == ""
+
+
+def test_a_note_after_unfinished_text_on_its_line_or_ending_in_crlf_is_said():
+    out = io.StringIO()
+    with StageTerminal("x", cells=1, stream=out, live=False) as terminal:
+        terminal.write("loading..." + NOTE_PREFIX + "one\n" + NOTE_PREFIX + "two\r\n")
+    assert out.getvalue().splitlines() == [f"{NOTE_PREFIX}one", f"{NOTE_PREFIX}two"]
+
+
+def test_a_cells_unfinished_line_is_forgotten_when_the_next_cell_starts():
+    out = io.StringIO()
+    with StageTerminal("x", cells=2, stream=out, live=False) as terminal:
+        terminal.on_cell_execute()
+        terminal.write("\rhalf:  50%|#####     | 1/2 [00:05<00:05, 0.2x/s]")  # the cell failed mid-bar
+        terminal.on_cell_execute()
+        terminal.write("model.py:3: UserWarning: careful\n")
+    assert out.getvalue() == ""
+
+
+class _Gone(io.StringIO):
+    def write(self, text: str) -> int:
+        raise BrokenPipeError("the reader went away")
+
+
+def test_a_terminal_that_fails_a_write_is_dropped_and_the_stage_goes_on():
+    for live in (False, True):
+        terminal = StageTerminal("x", cells=1, stream=_Gone(), live=live)
+        terminal.on_cell_execute()
+        assert terminal.write(f"{NOTE_PREFIX}hello\n") == len(NOTE_PREFIX) + 6
+        terminal.write("\rwork:  50%|#####     | 1/2 [00:05<00:05, 0.2x/s]")
+        terminal.flush()
+        terminal.close()
+
+
+def test_the_moving_line_never_counts_past_its_total():
+    out = io.StringIO()
+    with StageTerminal("x", cells=1, stream=out, live=True) as terminal:
+        terminal.on_cell_execute()
+        terminal.on_cell_execute()  # one more than counted
+    assert shown(out.getvalue().rstrip()).startswith("x: cell 2/2 [")
+
+
+def test_the_report_keeps_text_written_before_a_note_on_its_line():
+    nb = {"cells": [{"cell_type": "code", "metadata": {}, "source": "",
+                     "outputs": [{"output_type": "stream", "name": "stderr",
+                                  "text": f"loading...{NOTE_PREFIX}2 of 2 read back\ndone\n"}]}], "metadata": {}}
+    scrub_notebook(nb)
+    assert nb["cells"][0]["outputs"][0]["text"] == "loading...\ndone\n"

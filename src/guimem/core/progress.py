@@ -1,6 +1,6 @@
 """Progress bars for long work, and notes for whoever watches a run: where each one shows.
 
-Every long loop in the package reports through :func:`progress`, and a word meant for the person
+Every long loop in the package reports through :func:`progress_bar`, and a word meant for the person
 watching, not for the results (``3 of 3 plays read back from the cache``), through :func:`note`.
 Where they show depends on who runs the code:
 
@@ -40,8 +40,8 @@ def _in_notebook() -> bool:
     return ip is not None and type(ip).__name__ == "ZMQInteractiveShell"
 
 
-def progress_bar(iterable: Iterable[Any] | None = None, *, desc: str, total: int | None = None,
-             unit: str = "it", disable: bool | None = False, leave: bool = True, **kwargs: Any) -> tqdm.std.tqdm:
+def progress_bar(iterable: Iterable[Any] | None = None, *, desc: str, total: int | None = None, unit: str = "it",
+                 disable: bool | None = False, leave: bool = True, **kwargs: Any) -> tqdm.std.tqdm:
     """A tqdm bar over ``iterable`` (or one to ``update`` by hand), drawn where its watcher sees it.
 
     ``disable=None`` shows it only to someone watching: a terminal, a notebook, or a stage's runner.
@@ -51,6 +51,7 @@ def progress_bar(iterable: Iterable[Any] | None = None, *, desc: str, total: int
     if in_stage():  # text on the kernel's stderr: the runner echoes it, the scrubber drops it
         kwargs.setdefault("mininterval", STAGE_MININTERVAL)
         kwargs.setdefault("bar_format", STAGE_BAR_FORMAT)
+        kwargs.setdefault("position", 0)  # a nested bar redraws in place: no cursor moves between rows
         return tqdm.std.tqdm(iterable, desc=desc, total=total, unit=unit, disable=disable, leave=leave,
                              file=sys.stderr, **kwargs)
     return tqdm.auto.tqdm(iterable, desc=desc, total=total, unit=unit, disable=disable, leave=leave, **kwargs)

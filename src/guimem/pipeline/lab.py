@@ -34,7 +34,7 @@ def with_kernel_language(metadata: dict[str, Any]) -> dict[str, Any]:
         return metadata
     try:
         ours = kernelspec_from_language("python")
-    except ValueError:  # no kernel spec runs this interpreter: the kernel may report other values
+    except Exception:  # noqa: BLE001 - no kernel spec, or a broken one: opening the file must not fail for this
         return metadata
     if spec.get("name") == ours["name"]:
         metadata["language_info"] = kernel_language_info()

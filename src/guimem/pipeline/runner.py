@@ -415,6 +415,17 @@ def _input_cell_ids(path: Path) -> set[str]:
     return {c["id"] for c in cells if isinstance(c, dict) and isinstance(c.get("id"), str)}
 
 
+def code_cells(nb: nbformat.NotebookNode, parameters: Mapping[str, Any]) -> int:
+    """How many cells the kernel will run: code cells with code that are not tagged ``skip-execution``
+    (as nbclient skips them), and the cell papermill injects for ``parameters`` where there is none yet."""
+    def tags(cell: Any) -> list[str]:
+        return cell.get("metadata", {}).get("tags", [])
+
+    runs = sum(c.cell_type == "code" and bool(c.source.strip()) and "skip-execution" not in tags(c) for c in nb.cells)
+    injected = any("injected-parameters" in tags(c) for c in nb.cells)
+    return runs + bool(parameters and not injected)
+
+
 def _failure_message(path: Path, err: Exception) -> str:
     """The notebook, the failing cell and its error, with the traceback in plain text."""
     if isinstance(err, PapermillExecutionError):
@@ -443,8 +454,9 @@ def run_notebook(
         sources: where each of them was set, for its error message (default: passed by the caller).
         cwd: the kernel's working directory; default: the repository root above ``input_path``.
         progress: draw a moving line on stderr: the stage, the code cell it runs, the time, and the
-            progress bar the kernel draws now (see :mod:`guimem.pipeline.terminal`). Bars that
-            finish and :func:`~guimem.core.progress.note` lines are written to stderr either way.
+            progress bar the kernel draws now (see :mod:`guimem.pipeline.terminal`); not with
+            ``log_output``. Bars that finish and :func:`~guimem.core.progress.note` lines are written
+            to stderr either way.
         log_output: echo cell outputs to the log (stderr) while the notebook runs.
 
     Returns the output path. Raises :class:`DataError` when a stage notebook's parameter is bad,
@@ -463,8 +475,9 @@ def run_notebook(
     check_parameters(src, params, sources)
     nb = read_notebook(src)
     nb.metadata = {"kernelspec": kernel_metadata()}  # as JupyterLab writes it: opening the report changes nothing
-    cells = sum(c.cell_type == "code" and bool(c.source.strip()) for c in nb.cells) + bool(params)  # + papermill's
-    with _environment({**KERNEL_ENV, STAGE_ENV: src.stem}), StageTerminal(src.stem, cells, live=progress) as terminal:
+    live = progress and not log_output  # logged cell outputs would break into the moving line
+    with _environment({**KERNEL_ENV, STAGE_ENV: src.stem}), StageTerminal(src.stem, code_cells(nb, params),
+                                                                          live=live) as terminal:
         try:
             nb = papermill.execute_notebook(
                 nb, None, parameters=params, kernel_name=KERNEL_NAME, language="python", cwd=str(root),

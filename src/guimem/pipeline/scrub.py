@@ -72,8 +72,16 @@ def scrub_progress(text: str) -> str:
 
 
 def scrub_notes(text: str) -> str:
-    """Remove the lines of :func:`~guimem.core.progress.note` (they start with its prefix)."""
-    return "".join(line for line in text.splitlines(keepends=True) if not line.startswith(NOTE_PREFIX))
+    """Remove the notes of :func:`~guimem.core.progress.note`: from its prefix to the end of its line
+    (text written before it on that line without a newline is kept), and the line if nothing is left."""
+    out = []
+    for line in text.split("\n"):
+        at = line.find(NOTE_PREFIX)
+        if at < 0:
+            out.append(line)
+        elif line[:at].strip():
+            out.append(line[:at])
+    return "\n".join(out)
 
 
 def scrub_text(text: str, root: Path | None = None) -> str:

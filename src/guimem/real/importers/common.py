@@ -218,7 +218,7 @@ def with_ocr(episodes: Sequence[Episode], images: ScreenshotFiles, reader: OcrRe
         chunks = [todo[i: i + OCR_CHUNK] for i in range(0, len(todo), OCR_CHUNK)]
         parts = executor.map(task, [[str(images.files[k]) for k in chunk] for chunk in chunks])
         read = {k: e for chunk, part in zip(chunks, parts) for k, e in zip(chunk, part)}
-    else:  # a bar on a terminal (the import's command line), none in a notebook's kernel or a log
+    else:  # a bar for whoever watches: a terminal (the import's command line), a notebook, a stage's runner
         read = {k: reader.elements(images[k], str(images.files[k]))
                 for k in progress_bar(todo, desc="OCR", unit="screen", disable=None, leave=False)}
 
