@@ -144,6 +144,7 @@ selection = [ex for ex in examples if ex.episode_id in kept_out]
 examples = [ex for ex in examples if ex.episode_id not in kept_out]
 print(f"{len(examples)} training examples ({len(learn)} episodes), {len(selection)} validation examples "
       f"({len(validate)} episodes); kinds:", {k: sum(ex.memory_kind == k for ex in examples) for k in MEMORIES})
+demonstrated = [ex.target for ex in examples]  # one action per demonstrated step: the floor's majority (before DAgger adds its own)
 print("\nOne of them — goal:", examples[3].input.goal, "| demonstrated:", examples[3].target.describe())
 print(examples[3].input.memory_text)
 
@@ -272,7 +273,7 @@ write_plot_data(plots_dir, "actor", "training_curves", [
 #
 # Step accuracy: the AITW rules for touches (two taps match inside the same enlarged UI box or
 # within 0.14), typed text by token F1 ≥ 0.5, the app name for `open_app`. The floor is the
-# **majority action** of the training set (its commonest type, at that type's commonest patch).
+# **majority action** of the training demonstrations (their commonest type, at that type's commonest patch).
 # Then every held-out step is shown no memory, or the experience its memory retrieved as text,
 # as an image, or both.
 
@@ -288,8 +289,7 @@ from guimem.smg.retrieval import read_results
 
 # %%
 world = replay_world_config(test_root)  # the world the held-out episodes ran in
-train_actions = [ex.target for ex in examples]
-majority = majority_action(train_actions, actor.config.screen_grid)
+majority = majority_action(demonstrated, actor.config.screen_grid)
 by_kind = {kind: [ex for ex in held if ex.memory_kind == kind] for kind in MEMORIES}  # same steps, same order
 baseline = step_accuracy([majority] * len(steps), [ex.target for ex in by_kind["smg"]],
                          [ex.input.elements for ex in by_kind["smg"]], STRICT_MATCH)

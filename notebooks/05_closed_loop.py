@@ -227,6 +227,31 @@ print("episodes stalled on one screen for >= 5 steps: "
 print("\n" + in_short(table, ended, len(replays), memories, MEMORY_LABELS))
 
 # %% [markdown]
+# ## Which tasks can be done without experience
+#
+# On the evaluation phone most tasks pass a word, a glyph or a switch that only experience of this
+# phone explains. Some do not: the expert's path on this phone is, move for move, its path on the
+# reference design (`guimem.phone.demonstrator.holds_everywhere`: no synonym, no glyph of the
+# phone's own design, no moved switch, no other route — in this world seed, whose shuffles can
+# move a control). Without memory an actor can complete those, and little else; so the share of
+# such tasks bounds what no memory can reach, and a memory's gain shows on the others.
+
+# %%
+from guimem.eval.closed_loop import success_by_group
+from guimem.phone.demonstrator import holds_everywhere
+from guimem.phone.world import World
+
+planner = World(world_config, render=False)
+need = {(r.episode, r.seed): "holds_everywhere" if holds_everywhere(planner, (r.task, r.variant), r.seed)
+        else "needs_experience" for r in replays}
+by_need = success_by_group(traces, need)
+share = sum(v == "holds_everywhere" for v in need.values()) / len(need)
+print(f"episodes whose expert path holds on every variant: {share:.0%} of {len(need)}")
+for name in memories:
+    print(f"{MEMORY_LABELS.get(name, name):>14}: " + ", ".join(
+        f"{group} {c['successes']}/{c['episodes']} ({c['success_rate']:.1f}%)" for group, c in by_need[name].items()))
+
+# %% [markdown]
 # ## Step-level action score by memory modality
 #
 # Single held-out demonstration steps, scored with the AITW rules (`guimem.eval.action_match`): the
@@ -278,6 +303,7 @@ results = {
                               "type_accuracy": round(s["type_accuracy"], 4), "steps": s["n_steps"]}
                           for m, s in scores.items()},
     "paper_success_rate": PAPER_SR, "paired_vs_none": paired,
+    "holds_everywhere_share": round(share, 4), "success_by_need": by_need,
 }
 metrics = {"tasks": len(test_episodes)} | {f"success_rate_{n}": results["success_rate"][n]["mean"] for n in memories}
 metrics |= {f"action_score_{m}": results["action_score_aitw"][m]["step_accuracy"] for m in scores}

@@ -45,6 +45,7 @@ from guimem.actors.mini.features import (
     memory_match_ids,
     pixel_alike,
     pixel_match_ids,
+    prompt_length,
     role_index,
     targets_for,
     touched,
@@ -145,6 +146,7 @@ def test_prompt_holds_exactly_the_memory_parts_asked_for(vocab, model, memory):
     padded = collate([f, fuller], [memory, memory], cfg, vocab)
     assert padded["segment_ids"][0, :6].tolist() == [SEG_ELEMENT] * 3 + [0, 0, SEG_SCREEN]
     assert padded["attention_mask"][0, :5].tolist() == [1, 1, 1, 0, 0]
+    assert prompt_length(f, memory) == int(batch["attention_mask"].sum()) == int(padded["attention_mask"][0].sum())
     order = [int(s) for s in seg if s]
     assert order == sorted(order) and order[-1] == SEG_ACT
     assert int(batch["input_ids"][0, -1]) == vocab.id(ACT)

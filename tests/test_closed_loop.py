@@ -20,6 +20,7 @@ from guimem.eval.closed_loop import (
     run_closed_loop,
     save_traces,
     stalled_share,
+    success_by_group,
     success_table,
 )
 from guimem.eval.tables import markdown_table
@@ -125,6 +126,20 @@ def test_success_table_mean_and_spread():
     assert table["none"] == {"per_seed": [0.0], "mean": 0.0, "std": 0.0, "episodes": 1}
     md = markdown_table(table, {"smg": 45.30}, ["none", "smg"], {"smg": "Subgoal-Graph"})
     assert "| Subgoal-Graph | 75.0 ± 35.4 | 2 | 45.30 |" in md
+
+
+def test_success_by_group_counts_each_episode_in_its_group_at_its_world_seed():
+    def trace(episode, memory, seed, ok):
+        return Trace(episode, memory, "text", seed, 0, "g", (), "done", ok)
+    traces = [trace("a", "none", 1, True), trace("a", "none", 2, False), trace("b", "none", 1, False),
+              trace("a", "smg", 1, True), trace("a", "smg", 2, True), trace("b", "smg", 1, True)]
+    group_of = {("a", 1): "free", ("a", 2): "needs", ("b", 1): "needs"}  # a task's need moves with the seed
+    by = success_by_group(traces, group_of)
+    assert by["none"] == {"free": {"episodes": 1, "successes": 1, "success_rate": 100.0},
+                          "needs": {"episodes": 2, "successes": 0, "success_rate": 0.0}}
+    assert by["smg"]["needs"] == {"episodes": 2, "successes": 2, "success_rate": 100.0}
+    with pytest.raises(DataError, match="episode 'b' at world seed 1"):
+        success_by_group(traces, {k: v for k, v in group_of.items() if k != ("b", 1)})
 
 
 def test_stalls_count_consecutive_steps_on_one_screen():

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
 
 from guimem.core.data import Action, Step
 from guimem.core.policy import PolicyOutput
 from guimem.eval.closed_loop import Replay
+from guimem.models.embedding import PixelEmbedder
 from guimem.phone.config import WorldConfig
 from guimem.phone.demonstrator import run_episode
 from guimem.phone.expert import Expert
@@ -105,8 +107,11 @@ def test_rollouts_are_deterministic_and_keep_a_state_once():
 class _Mem:
     def __init__(self, name):
         self.name = name
+        self.image_embedder = PixelEmbedder(4, 8)
+        self.queries = []
 
     def retrieve(self, screenshot, goal, k=1):
+        self.queries.append(screenshot)
         return type("R", (), {"items": [], "ids": (self.name,)})()
 
     def render_text(self, retrieved):
@@ -122,6 +127,8 @@ def test_a_rollout_reads_its_memory_in_its_modality_and_examples_keep_both():
     rollouts = [Rollout(Replay("a", PIN, 3), _Mem("m"), "smg", "image")]
     examples, _ = dagger_examples(policy, rollouts, CONFIG, 2, seed=0, progress=False)
     assert policy.shown == ["image"]
+    query = rollouts[0].memory.queries[0]  # the screen's vector, embedded with the tick's other new screens
+    np.testing.assert_array_equal(query, PixelEmbedder(4, 8).embed([examples[0].input.screenshot])[0])
     assert examples[0].input.memory_text == "memory m" and examples[0].input.memory_image is not None
     assert examples[0].memory_kind == "smg"
 

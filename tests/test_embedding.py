@@ -68,8 +68,10 @@ def test_hashing_text_embedder():
 
 def test_cache_namespace_carries_the_numerics_version():
     from guimem.models.embedding import EfficientNetLite0Embedder, cache_namespace
+    from guimem.models.embedding.embedders import MiniLMTextEmbedder
 
-    assert cache_namespace(EfficientNetLite0Embedder()) == "efficientnet_lite0@v2"
+    assert cache_namespace(EfficientNetLite0Embedder()) == "efficientnet_lite0@v3"
+    assert cache_namespace(MiniLMTextEmbedder()) == "minilm@v2"
     assert cache_namespace(PixelEmbedder()) == "pixels" and cache_namespace(HashingTextEmbedder()) == "hashing"
 
 
@@ -174,16 +176,43 @@ def test_efficientnet_lite0_square_variants():
     assert float(x[0] @ y[0]) < 0.9999  # a different view of the screen
 
 
+@pytest.fixture
+def two_threads():
+    """The caller runs torch on two threads (a stage's training setting); restored afterwards."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.mark.slow
 def test_minilm_text_embedder():
     torch.set_num_threads(1)
-    e = make_text_embedder("minilm", batch_size=4)
+    e = make_text_embedder("minilm")
     texts = ["open the display settings", "go to display settings", "delete the photo",
              "turn on dark mode in settings", "open display settings"]
     x = e.embed(texts)
     assert_unit_rows(x, 384, 5)
     assert x[0] @ x[1] > x[0] @ x[2] + 0.2
-    np.testing.assert_array_equal(e.embed([texts[4]])[0], x[4])  # no padding: batch-independent
+    np.testing.assert_array_equal(e.embed([texts[4]])[0], x[4])  # batch-independent
+
+
+@pytest.mark.slow
+def test_vectors_do_not_depend_on_neighbours_or_the_callers_threads(effnet, two_threads):
+    # texts of one token length batched together moved in their last bits with their number, and
+    # every vector with the torch threads of the process: neither may reach a vector (nor the cache)
+    texts = [f"open the settings page number {i}" for i in range(12)]
+    e = make_text_embedder("minilm")
+    together = e.embed(texts)
+    assert torch.get_num_threads() == 2  # the caller's count is restored
+    torch.set_num_threads(1)
+    for i in (0, 5, 11):
+        np.testing.assert_array_equal(e.embed([texts[i]])[0], together[i])
+    images = [screen(i) for i in range(5)]
+    alone = effnet.embed(images[:1])
+    torch.set_num_threads(2)
+    np.testing.assert_array_equal(effnet.embed(images)[0], alone[0])
+    assert torch.get_num_threads() == 2
 
 
 # ----------------------------------------------------------------------------- projection

@@ -280,6 +280,27 @@ def success_table(traces: Iterable[Trace]) -> dict[str, dict[str, Any]]:
     return table
 
 
+def success_by_group(traces: Iterable[Trace], group_of: Mapping[tuple[str, int], str]) -> dict[str, dict[str, Any]]:
+    """Per memory and group of episodes: episodes, successes and success rate (%).
+
+    ``group_of`` names the group of each played episode by ``(episode, world seed)`` (a task's need
+    for experience can depend on the world seed, which shuffles the phone); a trace with no group is
+    a :class:`DataError`, so every episode is counted once.
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for t in traces:
+        group = group_of.get((t.episode, t.seed))
+        if group is None:
+            raise DataError("episode", f"no group for episode {t.episode!r} at world seed {t.seed}")
+        cell = out.setdefault(t.memory, {}).setdefault(group, {"episodes": 0, "successes": 0})
+        cell["episodes"] += 1
+        cell["successes"] += int(t.success)
+    for groups in out.values():
+        for cell in groups.values():
+            cell["success_rate"] = round(100.0 * cell["successes"] / cell["episodes"], 2)
+    return {name: dict(sorted(groups.items())) for name, groups in out.items()}
+
+
 def longest_stall(trace: Trace) -> int:
     """The most consecutive steps at which the actor saw the same screen: its actions in between
     changed nothing visible (1 when every action changed the screen; 0 for an empty trace)."""

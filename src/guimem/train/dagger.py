@@ -6,9 +6,9 @@ it is somewhere no example showed it, and it rarely finds its way back (covariat
 (:class:`guimem.phone.expert.Expert`, right from any state) what it should have done at every
 state it visited, add those examples to the training set, and train on.
 
-:func:`dagger_examples` runs the rollouts in lock-step (one batched actor call per tick), each
-on its task's own app variant and world seed, reading the memory it is given in the modality
-drawn for it, through the same :class:`~guimem.smg.reader.MemoryReader` as the closed loop; every
+:func:`dagger_examples` runs the rollouts in lock-step (per tick, one call embedding the new screens
+and one batched actor call), each on its task's own app variant and world seed, reading the memory
+it is given in the modality drawn for it, through the same :class:`~guimem.smg.reader.MemoryReader` as the closed loop; every
 visited state becomes an :class:`~guimem.train.examples.ActorExample` carrying *both* memory
 renderings (training redraws the modality every epoch) and the expert's action as its target.
 :func:`plan_rollouts` draws a round's rollouts, and :func:`run_dagger` alternates rounds of
@@ -32,7 +32,7 @@ from guimem.phone.expert import Expert
 from guimem.phone.toolkit import stable_int
 from guimem.phone.world import World
 from guimem.smg.memories import Memory
-from guimem.smg.reader import MemoryReader
+from guimem.smg.reader import MemoryReader, QueryVectors
 from guimem.train.examples import ActorExample
 
 
@@ -97,16 +97,22 @@ def dagger_examples(policy: Policy, rollouts: Sequence[Rollout], world_config: W
         obs = world.reset(r.replay.task, r.replay.seed, r.replay.variant)
         live.append(_Live(r, world, Expert(world, max_repeats=None), obs))
     readers = {id(r.memory): MemoryReader(r.memory) for r in rollouts if r.memory is not None}
+    queries = {id(r.memory.image_embedder): QueryVectors(r.memory.image_embedder) for r in rollouts
+               if r.memory is not None}  # per screen embedder: each tick's new screens in one call
     examples: list[ActorExample] = []
     seen: set[tuple] = set()
     bar = progress_bar(total=len(live), desc="dagger rollouts", unit="ep", disable=not progress)
     while live:
+        for embedder, vectors in queries.items():
+            vectors.add(lv.obs for lv in live
+                        if lv.rollout.memory is not None and id(lv.rollout.memory.image_embedder) == embedder)
         inputs, shown = [], []
         for lv in live:
             inp = PolicyInput(lv.obs.image, lv.obs.elements, lv.rollout.replay.task.goal,
                               tuple(lv.history[-max_history:]) if max_history else ())
             if lv.rollout.memory is not None:
-                inp = readers[id(lv.rollout.memory)].show(inp, lv.obs.image)
+                query = queries[id(lv.rollout.memory.image_embedder)][lv.obs.key]
+                inp = readers[id(lv.rollout.memory)].show(inp, query)
             inputs.append(inp)
             shown.append(inp.with_modality(lv.rollout.modality))
         answers = [out.action for out in policy.act(shown)]

@@ -261,14 +261,7 @@ def collate(features: Sequence[Features], modalities: Sequence[Modality], config
             raise DataError("modality", f"expected one of {MODALITIES}, got {m!r}")
         if not f.has(m):
             raise DataError("modality", f"asked for memory {m!r} but the input carries {_present(f)}")
-        parts = [(SEG_ELEMENT, n_el), (SEG_SCREEN, len(f.screen_pixels)), (SEG_GOAL, len(f.goal_ids)),
-                 (SEG_HISTORY, len(f.history_ids))]
-        if m in ("text", "both"):
-            parts.append((SEG_MEMORY_TEXT, len(f.memory_text_ids)))
-        if m in ("image", "both"):
-            parts += [(SEG_MEMORY_IMAGE, len(f.memory_pixels)), (SEG_MEMORY_CROP, len(f.memory_crops))]
-        parts.append((SEG_ACT, 1))
-        rows.append(parts)
+        rows.append(prompt_parts(f, m, n_el))
     b, s = len(rows), max(sum(n for _, n in parts) for parts in rows)
     batch = {
         "input_ids": torch.zeros(b, s, dtype=torch.long),  # [batch, seq]: word tokens
@@ -461,15 +454,23 @@ def element_slots(features: Sequence[Features]) -> int:
     return max([1] + [len(f.elements) for f in features])
 
 
+def prompt_parts(f: Features, modality: Modality, slots: int) -> list[tuple[int, int]]:
+    """The segments of one prompt in order, as ``(segment id, tokens)``: ``slots`` element slots, the
+    screen, goal and history, the memory ``modality`` shows (which ``f`` must carry), ``[ACT]``."""
+    parts = [(SEG_ELEMENT, slots), (SEG_SCREEN, len(f.screen_pixels)), (SEG_GOAL, len(f.goal_ids)),
+             (SEG_HISTORY, len(f.history_ids))]
+    if modality in ("text", "both"):
+        parts.append((SEG_MEMORY_TEXT, len(f.memory_text_ids)))
+    if modality in ("image", "both"):
+        parts += [(SEG_MEMORY_IMAGE, len(f.memory_pixels)), (SEG_MEMORY_CROP, len(f.memory_crops))]
+    parts.append((SEG_ACT, 1))
+    return parts
+
+
 def prompt_length(f: Features, modality: Modality) -> int:
     """Tokens of one prompt shown with ``modality``'s memory, its own elements counted (what
     :func:`collate` pads a batch to, less the empty element slots)."""
-    n = len(f.elements) + len(f.screen_pixels) + len(f.goal_ids) + len(f.history_ids) + 1
-    if modality in ("text", "both") and f.memory_text_ids is not None:
-        n += len(f.memory_text_ids)
-    if modality in ("image", "both") and f.memory_pixels is not None:
-        n += len(f.memory_pixels) + len(f.memory_crops)
-    return n
+    return sum(n for _, n in prompt_parts(f, modality, len(f.elements)))
 
 
 def decode(out: ActorOutput, features: Sequence[Features], config: ActorConfig) -> list[Action]:

@@ -334,7 +334,7 @@ def cached_image_embedder(name: str, cache_dir: str | Path | None = DEFAULT_CACH
 
 
 def cached_text_embedder(name: str, cache_dir: str | Path | None = DEFAULT_CACHE_DIR,
-                         batch_size: int = 32, device: str = "cpu") -> CachedTextEmbedder:
+                         device: str = "cpu") -> CachedTextEmbedder:
     """``make_text_embedder(name)`` behind a cache in ``cache_dir`` (None: no cache)."""
     cache = EmbeddingCache(cache_dir) if cache_dir is not None else None
-    return CachedTextEmbedder(make_text_embedder(name, batch_size, device), cache)
+    return CachedTextEmbedder(make_text_embedder(name, device), cache)

@@ -28,18 +28,22 @@ Text embedders:
   sentence-transformers (mean pooling, normalised), 384-d.
 - ``hashing``: signed feature hashing of words and word bigrams (sha256 buckets), 256-d.
 
-Determinism: a vector depends only on its input, never on the batch it was computed in.
-Images go through the network in micro-batches of a fixed size (the last one padded with
-zeros), texts in micro-batches of equal token length (no padding), so a cached vector and a
-fresh one are bit-identical.
+Determinism: on one machine a vector depends only on its input, never on the batch it was
+computed in, the process that computed it or the threads that process was given. Images go
+through the network in micro-batches of a fixed size (the last one padded with zeros), texts one
+at a time (a text's vector moved in its last bits with the number of texts beside it), and every
+network runs on :data:`EMBED_THREADS` CPU threads whatever the caller set (the last bits moved
+with the thread count too). So a cached vector and a fresh one are bit-identical, whichever stage,
+worker or earlier run filled the cache. Another CPU gives other last bits.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterable, Protocol, Sequence
+from typing import Iterable, Iterator, Protocol, Sequence
 
 import numpy as np
 from PIL import Image
@@ -80,6 +84,25 @@ def l2_normalize(x: np.ndarray) -> np.ndarray:
     out = np.divide(x, norms, out=np.zeros_like(x), where=norms > 0)
     out[norms[:, 0] == 0] = 1.0 / np.sqrt(x.shape[1])
     return out
+
+
+EMBED_THREADS = 1
+"""CPU threads every network embeds on: the caller's count is set aside meanwhile (its results moved with it)."""
+
+
+@contextmanager
+def fixed_threads(n: int = EMBED_THREADS) -> Iterator[None]:
+    """Run the block on ``n`` torch CPU threads, then restore the caller's count."""
+    import torch
+
+    before = torch.get_num_threads()
+    if before != n:
+        torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        if before != n:
+            torch.set_num_threads(before)
 
 
 def _empty(dim: int) -> np.ndarray:
@@ -139,7 +162,7 @@ class EfficientNetLite0Embedder:
     """EfficientNet-Lite0 (ImageNet weights), globally pooled 1280-d head features."""
 
     dim = 1280
-    version = 2  # of the numerics (2: channels-last tensors); part of the cache namespace
+    version = 3  # of the numerics (2: channels-last tensors; 3: always EMBED_THREADS); part of the cache namespace
 
     def __init__(self, fit: str = "tall", batch_size: int = 8, device: str = "cpu"):
         if fit not in FITS:
@@ -169,7 +192,7 @@ class EfficientNetLite0Embedder:
         if not images:
             return _empty(self.dim)
         model, out = self._load(), []
-        with torch.inference_mode():
+        with torch.inference_mode(), fixed_threads():
             for chunk in _chunks(len(images), self.batch_size):
                 width, height = FITS[self.fit]
                 x = torch.zeros(self.batch_size, 3, height, width)  # [B, 3, H, W]
@@ -191,6 +214,7 @@ class HFImageEmbedder:
         if not Path(path).is_dir():
             raise DataError("image_embedder", f"expected a local model folder for 'hf:', got {path!r}")
         self.name, self.batch_size, self.device = f"hf:{Path(path).name}", batch_size, device
+        self.version = 2  # of the numerics (2: always EMBED_THREADS); part of the cache namespace
         self.processor = AutoImageProcessor.from_pretrained(path, local_files_only=True)
         self.model = AutoModel.from_pretrained(path, local_files_only=True).eval().to(device)
         self.dim = int(self._forward([Image.new("RGB", (64, 128), "white")]).shape[1])
@@ -198,7 +222,7 @@ class HFImageEmbedder:
     def _forward(self, images: Sequence[Image.Image]) -> np.ndarray:
         import torch
 
-        with torch.inference_mode():
+        with torch.inference_mode(), fixed_threads():
             inputs = self.processor(images=[im.convert("RGB") for im in images], return_tensors="pt")
             out = self.model(**{k: v.to(self.device) for k, v in inputs.items()})
             pooled = getattr(out, "pooler_output", None)
@@ -249,9 +273,10 @@ class MiniLMTextEmbedder:
 
     dim = 384
     name = "minilm"
+    version = 2  # of the numerics (2: one text per pass on EMBED_THREADS); part of the cache namespace
 
-    def __init__(self, batch_size: int = 32, device: str = "cpu"):
-        self.batch_size, self.device = batch_size, device
+    def __init__(self, device: str = "cpu"):
+        self.device = device
         self._model = None
 
     def _load(self):
@@ -263,25 +288,17 @@ class MiniLMTextEmbedder:
         return self._model
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """``[n, 384]``; micro-batches hold texts of one token length, so nothing is padded."""
+        """``[n, 384]``; each text in a pass of its own, so its vector does not depend on its neighbours
+        (a short sentence costs about as much alone as in a batch of its length on a CPU)."""
         if not texts:
             return _empty(self.dim)
         model = self._load()
-        lengths = [len(ids) for ids in model.tokenizer(list(texts), truncation=True,
-                                                        max_length=model.max_seq_length)["input_ids"]]
         out = np.zeros((len(texts), self.dim), dtype=np.float32)  # [n, 384]
-        by_length: dict[int, list[int]] = {}
-        for i, n in enumerate(lengths):
-            by_length.setdefault(n, []).append(i)
-        for n in sorted(by_length):
-            idx = by_length[n]
-            for chunk in _chunks(len(idx), self.batch_size):
-                rows = [idx[j] for j in chunk]
-                out[rows] = model.encode([texts[i] for i in rows], batch_size=len(rows),
-                                         normalize_embeddings=True, convert_to_numpy=True,
-                                         show_progress_bar=False)
+        with fixed_threads():
+            for i, text in enumerate(texts):
+                out[i] = model.encode([text], batch_size=1, normalize_embeddings=True, convert_to_numpy=True,
+                                      show_progress_bar=False)[0]
         return l2_normalize(out)
-
 
 
 # ----------------------------------------------------------------------------- factories
@@ -305,10 +322,10 @@ def make_image_embedder(name: str, batch_size: int = 8, device: str = "cpu") -> 
     raise DataError("image_embedder", f"unknown image embedder {name!r}; expected one of {IMAGE_EMBEDDERS}")
 
 
-def make_text_embedder(name: str, batch_size: int = 32, device: str = "cpu") -> TextEmbedder:
+def make_text_embedder(name: str, device: str = "cpu") -> TextEmbedder:
     """A text embedder by its name in ``params.yaml`` (see :data:`TEXT_EMBEDDERS`)."""
     if name == "minilm":
-        return MiniLMTextEmbedder(batch_size, device)
+        return MiniLMTextEmbedder(device)
     if name == "hashing":
         return HashingTextEmbedder()
     if m := re.fullmatch(r"hashing-(\d+)", name):

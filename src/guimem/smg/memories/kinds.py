@@ -45,13 +45,15 @@ class Memory(Protocol):
 
     name: str
     style: RenderStyle
+    image_embedder: ImageEmbedder  # embeds a query screen; :meth:`retrieve` also takes its vector
 
     def add(self, episodes: Sequence[Episode], subgoals: Sequence[Subgoal], store_root: str | Path) -> None:
         """Ingest past episodes (and their subgoals) whose screenshots live under ``store_root``."""
         ...
 
-    def retrieve(self, screenshot: Image.Image, goal: str, k: int | None = None) -> Retrieved:
-        """Items for the current screen and goal; ``k`` anchors (nodes or subgoals), default the memory's."""
+    def retrieve(self, screenshot: Image.Image | np.ndarray, goal: str, k: int | None = None) -> Retrieved:
+        """Items for the current screen (or its ``image_embedder`` vector) and goal; ``k`` anchors (nodes
+        or subgoals), default the memory's."""
         ...
 
     def render_text(self, retrieved: Retrieved) -> str:
