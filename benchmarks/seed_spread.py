@@ -9,7 +9,9 @@ with every output written under a temporary folder and only the seed changed:
   number from the actor on moves: its step accuracies, the closed loop, the probes and SwitchMem.
   This spread is the tolerance within which those results reproduce on other hardware (the README
   states it; ``make verify`` reads it). The seed also draws the closed loop's sample of tasks and
-  the routers' folds, so the spread holds those too. About 32 minutes per seed on a 2-core AMD EPYC.
+  the routers' folds, so the spread holds those too. About 32 minutes per seed on a 2-core AMD EPYC,
+  13 on a 2-core Intel Xeon. Five seeds by default: ``make verify`` reads each number against its
+  prediction interval from them (Student's t), and three seeds left those intervals very wide.
   Writes ``benchmarks/results/seed_spread.json``.
 - ``world``: the ``world``, ``segmentation``, ``graph_build`` and ``retrieval_eval`` stages with
   each master seed (``base.seed``): another phone (contents, layouts, themes, popups), other
@@ -23,7 +25,7 @@ interrupted run keeps what it measured. The seed the workspace ran with (``base.
 run again when ``dvc status`` finds those stages up to date: its numbers are the workspace's own
 ``metrics/``, which the same commands wrote (``--rerun`` runs it anyway). Run::
 
-    python benchmarks/seed_spread.py                  # training seeds 0 1 2
+    python benchmarks/seed_spread.py                  # training seeds 0 1 2 3 4
     python benchmarks/seed_spread.py world 0 1 2      # master seeds 0 1 2
 """
 
@@ -46,7 +48,7 @@ from guimem.pipeline.verify import machine
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).parent / "results"
-SEEDS = (0, 1, 2)
+SEEDS = (0, 1, 2, 3, 4)
 MODES: dict[str, dict[str, Any]] = {
     "training": {"stages": ("actor", "closed_loop", "layer_analysis", "probe_router", "oracle_headroom",
                             "routing_stats"),

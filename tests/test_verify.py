@@ -62,10 +62,21 @@ def test_a_run_equal_to_the_reference_or_within_the_spread_reproduces(tmp_path):
 
 
 def test_a_perturbed_metric_fails_and_is_named(tmp_path):
-    run = {"world": {"episodes": 400}, "actor": {"text_minus_image": 0.10, "acc_none": 0.60}}  # 3 sd = 0.024
+    run = {"world": {"episodes": 400}, "actor": {"text_minus_image": 0.10, "acc_none": 0.60}}  # interval ± 0.072
     rc, text = _verify(_repo(tmp_path, REFERENCE, run, SPREAD, FINDINGS))
     assert rc == 1
     assert "NOT REPRODUCED" in text and "actor.acc_none: outside" in text
+
+
+def test_the_interval_is_students_prediction_interval_for_all_numbers_at_once():
+    # two numbers at once with 95%: each at 97.5%; three seeds, sample sd 0.01: t(0.9875, 2) = 6.205
+    assert v.number_level(2) == pytest.approx(0.975)
+    spread = v.load_spread_entry("actor.acc_none", SPREAD["metrics"]["actor.acc_none"], Path("s.json"))
+    assert spread.half_width(0.975) == pytest.approx(6.2053 * 0.01 * (4 / 3) ** 0.5, rel=1e-4)
+    assert spread.contains(0.57, 0.975) and not spread.contains(0.58, 0.975)
+    more = v.Spread((0.50, 0.49, 0.51, 0.50, 0.50), 0.50, 0.0063)  # more seeds, a narrower interval
+    assert more.half_width(0.975) < spread.half_width(0.975) / 2
+    assert v.Spread((0.5,), 0.5, 0.0).half_width(0.975) == 0.0  # one seed: the number must be the same
 
 
 def test_a_number_without_a_spread_must_be_exact_and_a_missing_one_fails(tmp_path):
