@@ -144,7 +144,7 @@ selection = [ex for ex in examples if ex.episode_id in kept_out]
 examples = [ex for ex in examples if ex.episode_id not in kept_out]
 print(f"{len(examples)} training examples ({len(learn)} episodes), {len(selection)} validation examples "
       f"({len(validate)} episodes); kinds:", {k: sum(ex.memory_kind == k for ex in examples) for k in MEMORIES})
-demonstrated = [ex.target for ex in examples]  # one action per demonstrated step: the floor's majority (before DAgger adds its own)
+demonstrated = [ex.target for ex in examples]  # the floor's majority: the demonstrations' (DAgger adds its own)
 print("\nOne of them — goal:", examples[3].input.goal, "| demonstrated:", examples[3].target.describe())
 print(examples[3].input.memory_text)
 
@@ -227,9 +227,12 @@ bc_epochs = len(history.train_loss)
 # visits are loops it has fallen into (a round of 200 rollouts ended 81 on the step budget, 80% of
 # its states with another action type than the expert's, and it lowered validation accuracy so far
 # that it was undone); with the expert taking every other step, the states labelled are its
-# detours from near the expert's path, the ones it must learn to leave. A round is
-# kept only if it holds the validation accuracy: its best epoch there against the weights it
-# started from (so a round that makes the actor worse on the training variants is undone).
+# detours from near the expert's path, the ones it must learn to leave. A round is kept only if it
+# holds the validation accuracy: its best epoch there is undone when it is *significantly* worse
+# than the weights it started from — it breaks more validation steps than it fixes, at p < 0.05 in
+# the exact sign test on those steps (`guimem.actors.mini.train.round_holds`). Comparing the two
+# scores alone let one step of 352 decide, and which actor the later stages play then followed the
+# last bits of a machine's arithmetic.
 
 # %%
 def train_on(examples, r, actor):
@@ -243,9 +246,12 @@ actor, examples, dagger = run_dagger(actor, examples, train_on, learn, folds,
                                      seed, config.modality_weights, shape.max_history, beta=dagger_beta)
 for r, stats in enumerate(dagger):
     stats["kept_epoch"] = history.selected[r + 1] if history.selected else dagger_epochs  # 0: undone (see above)
+    stats["validation_test"] = history.round_tests[r] if history.round_tests else None  # fixed, broken, p
     print(f"round {r + 1}: the actor succeeded on {stats['success']} of {stats['episodes']} rollouts; {stats['kept']} "
           f"new examples ({stats['type_disagreement_rate']:.0%} of states: another action type than the expert's); "
-          + (f"kept its epoch {stats['kept_epoch']}" if stats["kept_epoch"] else "undone (validation did not hold)"))
+          + (f"kept its epoch {stats['kept_epoch']}" if stats["kept_epoch"] else "undone (validation did not hold)")
+          + (" | on validation it fixes {fixed} steps and breaks {broken} (sign test p = {p_value})".format(
+              **stats["validation_test"]) if stats["validation_test"] else ""))
 actor.save(Path(out_dir) / "model")
 
 # %%

@@ -233,8 +233,9 @@ print("\n" + in_short(table, ended, len(replays), memories, MEMORY_LABELS))
 # phone explains. Some do not: the expert's path on this phone is, move for move, its path on the
 # reference design (`guimem.phone.demonstrator.holds_everywhere`: no synonym, no glyph of the
 # phone's own design, no moved switch, no other route — in this world seed, whose shuffles can
-# move a control). Without memory an actor can complete those, and little else; so the share of
-# such tasks bounds what no memory can reach, and a memory's gain shows on the others.
+# move a control). Without memory an actor can complete those, and others only where it guesses the
+# phone's own word, glyph or place; so the share of such tasks tells how far no memory can get on
+# its knowledge of other phones, and a memory's gain shows on the others.
 
 # %%
 from guimem.eval.closed_loop import success_by_group
@@ -246,7 +247,7 @@ need = {(r.episode, r.seed): "holds_everywhere" if holds_everywhere(planner, (r.
         else "needs_experience" for r in replays}
 by_need = success_by_group(traces, need)
 share = sum(v == "holds_everywhere" for v in need.values()) / len(need)
-print(f"episodes whose expert path holds on every variant: {share:.0%} of {len(need)}")
+print(f"episodes (task x world seed) whose expert path holds on every variant: {share:.0%} of {len(need)}")
 for name in memories:
     print(f"{MEMORY_LABELS.get(name, name):>14}: " + ", ".join(
         f"{group} {c['successes']}/{c['episodes']} ({c['success_rate']:.1f}%)" for group, c in by_need[name].items()))

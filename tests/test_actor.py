@@ -53,7 +53,14 @@ from guimem.actors.mini.features import (
 from guimem.actors.mini.model import GuiActor, decision_facts
 from guimem.actors.mini.policy import MiniActor
 from guimem.actors.mini.tiny import TINY
-from guimem.actors.mini.train import TrainConfig, build_vocabulary, modality_batches, train_actor, type_class_weights
+from guimem.actors.mini.train import (
+    TrainConfig,
+    build_vocabulary,
+    modality_batches,
+    round_holds,
+    train_actor,
+    type_class_weights,
+)
 from guimem.core.data import ACTION_TYPES, Action, DataError, Episode, Observation, Step, UIElement
 from guimem.core.describe import swipe_direction
 from guimem.core.policy import MODALITIES, PolicyInput
@@ -470,6 +477,21 @@ def test_the_checkpoint_kept_is_the_best_on_validation_and_a_round_that_does_not
     assert hist.selected[-1] == 0
     for name, p in after.model.state_dict().items():
         torch.testing.assert_close(p, before[name], rtol=0, atol=0)
+
+
+def test_a_round_is_undone_only_when_it_is_significantly_worse_on_validation():
+    start = np.array([True] * 200 + [False] * 152)  # 352 validation steps, as the actor stage has
+    one_fewer = start.copy()
+    one_fewer[0] = False  # one step broken: the score is lower, and nothing says the round is worse
+    assert round_holds(start, one_fewer) == {"fixed": 0, "broken": 1, "p_value": 1.0, "holds": True}
+    mixed = start.copy()
+    mixed[:12], mixed[200:205] = False, True  # 12 broken, 5 fixed: p = 0.14
+    assert round_holds(start, mixed)["holds"]
+    worse = start.copy()
+    worse[:20] = False  # 20 broken, none fixed: p < 1e-5
+    test = round_holds(start, worse)
+    assert not test["holds"] and test["broken"] == 20 and test["p_value"] < 1e-5
+    assert round_holds(start, ~start | start)["holds"]  # better: kept whatever its p
 
 
 def test_validation_split_keeps_whole_tasks_out():

@@ -197,6 +197,16 @@ def test_minilm_text_embedder():
     np.testing.assert_array_equal(e.embed([texts[4]])[0], x[4])  # batch-independent
 
 
+def test_fixed_threads_restores_the_callers_count_also_after_an_error(two_threads):
+    from guimem.models.embedding.embedders import EMBED_THREADS, fixed_threads
+
+    with pytest.raises(RuntimeError, match="inside"):
+        with fixed_threads():
+            assert torch.get_num_threads() == EMBED_THREADS
+            raise RuntimeError("inside")
+    assert torch.get_num_threads() == 2
+
+
 @pytest.mark.slow
 def test_vectors_do_not_depend_on_neighbours_or_the_callers_threads(effnet, two_threads):
     # texts of one token length batched together moved in their last bits with their number, and

@@ -19,13 +19,15 @@ WIDTH = 120  # the terminal the README promises make verify fits
 
 def _spread(**metrics: list[float]) -> dict:
     import statistics
-    return {"seeds": [0, 1, 2], "metrics": {
-        name: {"per_seed": vals, "mean": statistics.fmean(vals), "std": statistics.pstdev(vals)}
+    n = len(next(iter(metrics.values())))
+    return {"seeds": list(range(n)), "metrics": {
+        name: {"per_seed": vals, "mean": round(statistics.fmean(vals), 4), "std": round(statistics.pstdev(vals), 4)}
         for name, vals in metrics.items()}}
 
 
 def _repo(tmp_path: Path, reference: dict, run: dict, spread: dict, findings: str) -> Path:
     """A repository with stages ``world`` and ``actor``: the reference, this run's metrics, a spread."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
     (tmp_path / "dvc.yaml").write_text("stages:\n  world:\n    cmd: x\n  actor:\n    cmd: y\n")
     for folder, headlines in (("reference/metrics", reference), ("metrics", run)):
         (tmp_path / folder).mkdir(parents=True)
@@ -37,7 +39,8 @@ def _repo(tmp_path: Path, reference: dict, run: dict, spread: dict, findings: st
 
 
 REFERENCE = {"world": {"episodes": 400}, "actor": {"text_minus_image": 0.10, "acc_none": 0.50}}
-SPREAD = _spread(**{"actor.text_minus_image": [0.10, 0.06, 0.14], "actor.acc_none": [0.50, 0.49, 0.51]})
+SPREAD = _spread(**{"actor.text_minus_image": [0.10, 0.06, 0.14, 0.08, 0.12],
+                    "actor.acc_none": [0.50, 0.49, 0.51, 0.50, 0.50]})
 FINDINGS = """findings:
   - id: text-wins
     claim: Text beats the image.
@@ -62,21 +65,54 @@ def test_a_run_equal_to_the_reference_or_within_the_spread_reproduces(tmp_path):
 
 
 def test_a_perturbed_metric_fails_and_is_named(tmp_path):
-    run = {"world": {"episodes": 400}, "actor": {"text_minus_image": 0.10, "acc_none": 0.60}}  # interval ± 0.072
+    run = {"world": {"episodes": 400}, "actor": {"text_minus_image": 0.10, "acc_none": 0.60}}  # far: 0.50 ± 0.054
     rc, text = _verify(_repo(tmp_path, REFERENCE, run, SPREAD, FINDINGS))
     assert rc == 1
-    assert "NOT REPRODUCED" in text and "actor.acc_none: outside" in text
+    assert "NOT REPRODUCED" in text and "actor.acc_none: far-outside" in text
 
 
-def test_the_interval_is_students_prediction_interval_for_all_numbers_at_once():
-    # two numbers at once with 95%: each at 97.5%; three seeds, sample sd 0.01: t(0.9875, 2) = 6.205
-    assert v.number_level(2) == pytest.approx(0.975)
-    spread = v.load_spread_entry("actor.acc_none", SPREAD["metrics"]["actor.acc_none"], Path("s.json"))
-    assert spread.half_width(0.975) == pytest.approx(6.2053 * 0.01 * (4 / 3) ** 0.5, rel=1e-4)
-    assert spread.contains(0.57, 0.975) and not spread.contains(0.58, 0.975)
-    more = v.Spread((0.50, 0.49, 0.51, 0.50, 0.50), 0.50, 0.0063)  # more seeds, a narrower interval
-    assert more.half_width(0.975) < spread.half_width(0.975) / 2
-    assert v.Spread((0.5,), 0.5, 0.0).half_width(0.975) == 0.0  # one seed: the number must be the same
+def test_the_interval_is_students_prediction_interval_of_one_more_draw():
+    spread = v.load_spread_entry("a.x", _spread(x=[0.50, 0.49, 0.51])["metrics"]["x"], Path("s.json"))
+    # three seeds, sample sd 0.01: t(0.995, 2) = 9.925, times sqrt(1 + 1/3)
+    assert spread.half_width(0.99) == pytest.approx(9.9248 * 0.01 * (4 / 3) ** 0.5, rel=1e-4)
+    assert spread.contains(0.61, 0.99) and not spread.contains(0.62, 0.99)
+    more = v.Spread((0.50, 0.49, 0.51, 0.50, 0.50))  # more seeds, a narrower interval
+    assert more.half_width(0.99) < spread.half_width(0.99) / 2
+    assert v.Spread((0.5,)).half_width(0.99) == 0.0  # one seed: the number must be the same
+
+
+def test_m_counts_distinct_random_numbers_and_sets_both_chance_rules():
+    spread = {"a.x": v.Spread((0.1, 0.2, 0.3)), "b.x": v.Spread((0.1, 0.2, 0.3)),  # one quantity, two stages
+              "a.steps": v.Spread((740.0, 740.0, 740.0)), "a.y": v.Spread((1.0, 2.0, 2.0))}
+    assert v.distinct_random(["a.x", "b.x", "a.steps", "a.y", "a.unknown"], spread) == 2
+    assert v.far_level(50) == pytest.approx(1 - 0.025 / 50)
+    # among 50 numbers at 1% each, P(more than 2 outside) = 1.4% <= 2.5% < P(more than 1) = 8.9%
+    assert v.outside_allowance(50) == 2 and v.outside_allowance(10) == 1 and v.outside_allowance(0) == 0
+
+
+def test_a_few_numbers_outside_pass_and_more_than_chance_allows_fail(tmp_path):
+    names = [f"n{i}" for i in range(10)]
+    seeds = [0.50, 0.49, 0.51, 0.50, 0.52]  # 99% interval ± 0.058, far (10 numbers) ± 0.071
+    reference = {"world": {"episodes": 400}, "actor": {n: 0.50 for n in names}}
+    spread = _spread(**{f"actor.{n}": [x + i * 1e-3 for x in seeds] for i, n in enumerate(names)})
+    findings = "findings:\n  - {id: f, claim: c, holds_when: [[world.episodes, '>', 0]]}\n"
+    one_out = {"world": {"episodes": 400}, "actor": {**reference["actor"], "n0": 0.57}}
+    rc, text = _verify(_repo(tmp_path / "one", reference, one_out, spread, findings))
+    assert rc == 0 and "1 outside" in text and "more than 1 of its 10 random numbers" in text, text
+    two_out = {"world": {"episodes": 400}, "actor": {**one_out["actor"], "n5": 0.435}}
+    rc, text = _verify(_repo(tmp_path / "two", reference, two_out, spread, findings))
+    assert rc == 1 and "2 numbers outside their 99% intervals, more than the 1 chance allows among 10: actor.n0, " \
+                       "actor.n5" in text, text
+
+
+def test_a_spread_whose_mean_or_std_is_not_its_seeds_is_refused(tmp_path):
+    entry = _spread(x=[0.50, 0.49, 0.51])["metrics"]["x"]
+    with pytest.raises(DataError) as err:
+        v.load_spread_entry("a.x", {**entry, "mean": 0.6}, tmp_path / "s.json")
+    assert err.value.field == "metrics.a.x.mean"
+    with pytest.raises(DataError) as err:
+        v.load_spread_entry("a.x", {**entry, "std": 0.0}, tmp_path / "s.json")
+    assert err.value.field == "metrics.a.x.std"
 
 
 def test_a_number_without_a_spread_must_be_exact_and_a_missing_one_fails(tmp_path):
@@ -89,7 +125,7 @@ def test_a_number_without_a_spread_must_be_exact_and_a_missing_one_fails(tmp_pat
 def test_a_finding_that_does_not_hold_fails_even_within_the_spread(tmp_path):
     run = {"world": {"episodes": 400}, "actor": {"text_minus_image": -0.01, "acc_none": 0.50}}
     spread = _spread(**{"actor.text_minus_image": [0.10, 0.02, 0.18], "actor.acc_none": [0.50, 0.49, 0.51]})
-    rc, text = _verify(_repo(tmp_path, REFERENCE, run, spread, FINDINGS))  # 0.10 ± 3 x 0.065: within
+    rc, text = _verify(_repo(tmp_path, REFERENCE, run, spread, FINDINGS))  # 0.10 ± 0.57 (99%): within
     assert rc == 1
     assert "finding text-wins: does not hold (actor.text_minus_image > 0.0)" in text
     assert "actor.text_minus_image: " not in text.split("NOT REPRODUCED")[1]  # the number itself is within

@@ -453,8 +453,9 @@ def add_units(graph: MemoryGraph, episodes: Sequence[Sequence[Subgoal]], image_e
     :func:`add_subgoals`). ``episodes`` holds each episode's units (empty: nothing to add);
     ``embed_intents`` maps the intents of each episode to be added to one ``[n_units, text_dim]``
     array per episode. How texts are batched is the caller's choice, since a batched encoder's last
-    bits can depend on the batch: :func:`add_subgoals` embeds them all in one call
-    (:func:`embed_in_one_batch`), a memory one episode at a time through its memo.
+    bits can depend on the batch (the built-in ones' do not: MiniLM embeds one text per pass):
+    :func:`add_subgoals` embeds them all in one call (:func:`embed_in_one_batch`), a memory one
+    episode at a time through its memo.
 
     Episodes the graph holds with the same content are skipped before anything is embedded. Every
     episode is checked before the first is ingested: a DataError leaves the graph as it was.

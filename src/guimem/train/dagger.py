@@ -8,7 +8,8 @@ state it visited, add those examples to the training set, and train on.
 
 :func:`dagger_examples` runs the rollouts in lock-step (per tick, one call embedding the new screens
 and one batched actor call), each on its task's own app variant and world seed, reading the memory
-it is given in the modality drawn for it, through the same :class:`~guimem.smg.reader.MemoryReader` as the closed loop; every
+it is given in the modality drawn for it, through the same :class:`~guimem.smg.reader.MemoryReader`
+as the closed loop; every
 visited state becomes an :class:`~guimem.train.examples.ActorExample` carrying *both* memory
 renderings (training redraws the modality every epoch) and the expert's action as its target.
 :func:`plan_rollouts` draws a round's rollouts, and :func:`run_dagger` alternates rounds of

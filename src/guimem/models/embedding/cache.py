@@ -211,9 +211,10 @@ class CachedImageEmbedder:
     Cache misses among image files are embedded in chunks of ``CHUNK`` files by ``executor``
     (:mod:`guimem.core.executor`): by default in this process, or with ``workers > 1`` by that many
     spawned processes (one torch thread each); a :class:`~guimem.core.executor.RayExecutor` sends
-    them to Ray actors, each loading the model once. A vector does not depend on the batch it was
-    computed in, so the result is bit-identical to embedding in this process with one torch thread
-    (on CPU workers; a GPU rounds differently).
+    them to Ray actors, each loading the model once. A vector depends neither on the batch it was
+    computed in nor on the threads of the process that computed it
+    (:data:`~guimem.models.embedding.embedders.EMBED_THREADS`), so the result is bit-identical to
+    embedding in this process (on CPU workers; a GPU rounds differently).
     """
 
     def __init__(self, inner: ImageEmbedder, cache: EmbeddingCache | None, workers: int = 1,

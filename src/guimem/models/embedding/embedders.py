@@ -92,7 +92,11 @@ EMBED_THREADS = 1
 
 @contextmanager
 def fixed_threads(n: int = EMBED_THREADS) -> Iterator[None]:
-    """Run the block on ``n`` torch CPU threads, then restore the caller's count."""
+    """Run the block on ``n`` torch CPU threads, then restore the caller's count (also on an error).
+
+    The count is the process's (``torch.set_num_threads``): torch running in another Python thread of
+    the process meanwhile would run on ``n`` too. Nothing here does — workers are processes, and a Ray
+    actor runs one call at a time."""
     import torch
 
     before = torch.get_num_threads()
