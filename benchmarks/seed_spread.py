@@ -26,6 +26,7 @@ run again when ``dvc status`` finds those stages up to date: its numbers are the
 ``metrics/``, which the same commands wrote (``--rerun`` runs it anyway). Run::
 
     python benchmarks/seed_spread.py                  # training seeds 0 1 2 3 4
+    python benchmarks/seed_spread.py --resume         # keep the seeds the file measured on this commit and machine
     python benchmarks/seed_spread.py world 0 1 2      # master seeds 0 1 2
 """
 
@@ -119,18 +120,33 @@ def workspace_current(stages: tuple[str, ...]) -> bool:
     return out.returncode == 0
 
 
+def measured(mode: str) -> tuple[dict[int, dict[str, Any]], dict[int, float], list[int]]:
+    """The seeds the result file already holds, when it was measured on this commit (a clean work
+    tree) and this machine: each seed's metrics, seconds, and the seeds taken from the workspace."""
+    path = MODES[mode]["out"]
+    if not path.exists() or git("status", "--porcelain", "--untracked-files=no", "src", "notebooks", "params.yaml"):
+        return {}, {}, []
+    old = read_json(path)
+    if old.get("commit") != git("rev-parse", "HEAD") or old.get("machine") != machine():
+        return {}, {}, []
+    runs = {s: {n: m["per_seed"][i] for n, m in old["metrics"].items()} for i, s in enumerate(old["seeds"])}
+    return runs, {int(s): t for s, t in old["seconds_per_seed"].items()}, list(old["from_workspace"])
+
+
 def main(argv: list[str]) -> None:
-    rerun = "--rerun" in argv
-    argv = [a for a in argv if a != "--rerun"]
+    rerun, resume = "--rerun" in argv, "--resume" in argv
+    argv = [a for a in argv if a not in ("--rerun", "--resume")]
     mode = argv.pop(0) if argv and argv[0] in MODES else "training"
     seeds = tuple(int(a) for a in argv) or SEEDS
     stages = MODES[mode]["stages"]
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
-    runs: dict[int, dict[str, Any]] = {}
-    seconds: dict[int, float] = {}
-    reused: list[int] = []
+    runs, seconds, reused = measured(mode) if resume else ({}, {}, [])
+    runs = {s: v for s, v in runs.items() if s in seeds}
     with tempfile.TemporaryDirectory(prefix="guimem-seeds-") as root:
         for seed in seeds:
+            if seed in runs:
+                print(f"== {mode} seed {seed}: measured on this commit and machine before (--resume)", flush=True)
+                continue
             if not rerun and seed == params["base"]["seed"] and workspace_current(stages):
                 print(f"== {mode} seed {seed}: the workspace's metrics/ (dvc status: up to date)", flush=True)
                 metrics, seconds[seed] = ROOT / "metrics", 0.0
@@ -145,6 +161,7 @@ def main(argv: list[str]) -> None:
                 metrics = tmp / "metrics"
             runs[seed] = {f"{s}.{k}": v for s in stages for k, v in read_json(metrics / f"{s}.json").items()}
             result = write_summary(mode, runs, seconds, reused)
+    result = write_summary(mode, runs, seconds, reused)
     for n, m in result["metrics"].items():
         print(f"{n:50s} {m['mean']:8.4f} ± {m['std']:.4f}  {m['per_seed']}")
 
