@@ -50,7 +50,8 @@ def test_prompt_shows_the_memory_as_chosen(tiny, modality):
     assert ("tap Settings, then Display" in text) == (modality in ("text", "both"))
     n_images = 2 if modality in ("image", "both") else 1
     assert text.count("<|image_pad|>") == len(images) == n_images
-    assert images[-1].size == (90, 160)  # the current screen comes last
+    assert images[0].size == (90, 160)  # the current screen comes first: it belongs to the shared prefix
+    assert "guimem: end of the shared prefix" not in text
     assert "Goal: open the settings" in text and '1. {"action": "tap", "point": [500, 250]}' in text
     assert text.startswith("<|im_start|>system\nYou operate an Android phone")
     assert text.endswith("<|im_start|>assistant\n")
@@ -120,6 +121,96 @@ def test_a_left_padded_batch_equals_single_runs(tiny):
     for a, b in zip(one, two):
         np.testing.assert_allclose(a.hidden_states, b.hidden_states, atol=1e-4)
         assert a.raw == b.raw
+
+
+# ----------------------------------------------------------------------------- one prefix, several memory suffixes
+@pytest.fixture(scope="module")
+def families(tiny, tmp_path_factory):
+    """The two families whose prefix sharing is checked: Qwen2-VL (M-RoPE positions, images as
+    variable grids of patches) and LLaVA (1-D positions, a CLIP tower on fixed-size crops)."""
+    llava = HFVLMActor(save_tiny_random_llava(str(tmp_path_factory.mktemp("llava"))), max_new_tokens=10,
+                       device="cpu", dtype=torch.float32)
+    return {"qwen2_vl": HFVLMActor.from_model(*tiny, max_new_tokens=10), "llava": llava}
+
+
+def _steps() -> list[PolicyInput]:
+    """Three steps of different lengths and screens (a batch pads their prefixes and suffixes apart)."""
+    colours = [(30, 120, 200), (200, 30, 30), (10, 10, 10)]
+    goals = ["open the settings", "mute the chat", "a much longer goal that pads the other prompts"]
+    history = [(), (Action("back"),), (Action("tap", point=(0.5, 0.25)), Action("type", text="hello"))]
+    return [PolicyInput(Image.new("RGB", (90, 160), c), (), g, h, memory_text=f"tap Settings, then item {i}",
+                        memory_image=Image.new("RGB", (60, 60 + 30 * i), (250, 250, i * 100)))
+            for i, (c, g, h) in enumerate(zip(colours, goals, history))]
+
+
+@pytest.mark.parametrize("modality", MODALITIES)
+def test_every_rendering_continues_the_same_prefix(tiny, modality):
+    actor = HFVLMActor.from_model(*tiny)
+    inp = _input(modality=modality, history=[Action("back")])
+    prefix, suffix, images, _ = actor.prompt_parts(inp)
+    assert prefix == actor.prompt_parts(_input(modality="none", history=[Action("back")]))[0]
+    assert prefix.endswith("Current screen:\n<|vision_start|><|image_pad|><|vision_end|>")
+    assert "Goal: open the settings" in prefix and "1. {\"action\": \"back\"}" in prefix
+    assert ("tap Settings, then Display" in suffix) == (modality in ("text", "both"))
+    assert suffix.count("<|image_pad|>") == len(images) - 1 == (modality in ("image", "both"))
+    assert suffix.endswith("What is the next action?<|im_end|>\n<|im_start|>assistant\n")
+
+
+@pytest.mark.parametrize("family", ["qwen2_vl", "llava"])
+@pytest.mark.parametrize("batch_size", [1, 3])
+def test_a_continued_prefix_answers_as_a_full_pass(families, family, batch_size):
+    """Greedy answers and the final prompt token's hidden states of every layer, with the prefix's KV
+    cache reused for all four renderings, equal a full pass on each whole prompt (one at a time)."""
+    actor = families[family]
+    actor.batch_size = batch_size
+    steps = _steps()
+    shared = actor.act_conditions(steps, MODALITIES, MODALITIES)
+    for modality in MODALITIES:
+        for step, got in zip(steps, shared[modality]):
+            full = actor.act([step.with_modality(modality)], output_hidden_states=True)[0]
+            assert got.raw == full.raw and got.info["prompt_tokens"] == full.info["prompt_tokens"]
+            np.testing.assert_allclose(got.hidden_states, full.hidden_states, atol=1e-5)
+    # the renderings reach the model: their states differ, so the equality above is not vacuous
+    assert not np.allclose(shared["text"][0].hidden_states[-1], shared["image"][0].hidden_states[-1], atol=1e-3)
+    actor.batch_size = 1
+
+
+def test_m_rope_positions_are_what_makes_a_continued_image_right(families, monkeypatch):
+    """With plain 1-D positions on the cache (what a text-only continuation would use), Qwen2-VL's
+    memory image lands elsewhere: the state moves away from the full pass. The check above can fail."""
+    import guimem.actors.hf.policy as policy
+
+    actor, step = families["qwen2_vl"], _steps()[0].with_modality("image")
+    full = actor.act([step], output_hidden_states=True)[0].hidden_states
+    right = actor.continue_prefix(actor.open_prefix([step]), [step], output_hidden_states=True)[0].hidden_states
+    np.testing.assert_allclose(right, full, atol=1e-5)
+
+    def plain(model, tokens, images):
+        return (tokens["attention_mask"].cumsum(-1) - 1).clamp(min=0)
+
+    monkeypatch.setattr(policy, "full_positions", plain)
+    wrong = actor.continue_prefix(actor.open_prefix([step]), [step], output_hidden_states=True)[0].hidden_states
+    assert np.abs(wrong - full).max() > 10 * 1e-5  # ten times the tolerance the equality is checked at
+
+
+def test_a_prefix_is_only_continued_by_its_own_steps(families):
+    actor = families["llava"]
+    steps = _steps()
+    shared = actor.open_prefix(steps[:2])
+    with pytest.raises(DataError, match="row 1 does not continue"):
+        actor.continue_prefix(shared, [steps[0], steps[2]])
+    with pytest.raises(DataError, match="2 inputs continue a prefix of 1"):
+        actor.continue_prefix(actor.open_prefix(steps[:1]), steps[:2])
+    first = actor.continue_prefix(shared, steps[:2])  # the failed call left the cache at the prefix
+    assert shared.cache.get_seq_length() == shared.length
+    assert [o.raw for o in first] == [o.raw for o in actor.act(steps[:2])]
+
+
+def test_a_template_that_drops_the_prefix_marker_is_refused(tiny):
+    from guimem.actors.hf.prompts import split_at_prefix_end
+
+    with pytest.raises(DataError, match="chat_template"):
+        split_at_prefix_end("<|im_start|>user\nno marker here")
 
 
 # ----------------------------------------------------------------------------- generation

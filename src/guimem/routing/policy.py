@@ -5,10 +5,19 @@ step, routes the retrieved experience to the text or the image prompt and runs o
     outputs = policy.act(inputs)                     # inputs carry the memory as text and as image
     outputs[0].info["modality"], outputs[0].info["route_score"]
 
-Per step: one memory-free forward pass (its hidden state at the final prompt token is the
-router's state), the actor's embedding of each candidate (no transformer block), the MLP, then the
-chosen prompt. An input that carries only one rendering is shown that one; one that carries none,
-no memory. In closed loop the reader renders both (``modality="both"``) and this policy chooses.
+Per step: the memory-free prompt's hidden state at its final token (the router's state), the
+actor's embedding of each candidate (no transformer block), the MLP, then the chosen prompt. An
+input that carries only one rendering is shown that one; one that carries none, no memory. In
+closed loop the reader renders both (``modality="both"``) and this policy chooses.
+
+How much of the memory-free pass is repeated depends on the actor:
+
+* a Hugging Face VLM (:meth:`~guimem.actors.hf.policy.HFVLMActor.open_prefix`) runs the shared
+  prefix (goal, actions so far, screenshot) once; the memory-free state costs only the question's
+  few tokens on its cache, and the chosen memory suffix runs on the same cache: a routed step costs
+  about one prompt;
+* the miniature actor reads each input once (``featurise``) and runs the memory-free prompt and the
+  chosen prompt in full: its memory comes before the screen's tokens, so nothing is shared.
 """
 
 from __future__ import annotations
@@ -30,9 +39,13 @@ class SwitchMemPolicy:
         self.tau = router.tau if tau is None else float(tau)
         self.batch_size = int(getattr(actor, "batch_size", 1))
         self.featurising = hasattr(actor, "featurise") and hasattr(actor, "act_features")
+        self.sharing = hasattr(actor, "open_prefix") and hasattr(actor, "continue_prefix")
 
-    def choose(self, inputs: Sequence[PolicyInput], feats: list | None = None) -> tuple[list[Modality], np.ndarray]:
-        """The modality each input is routed to and its score ``r = q_I - q_T`` (NaN where not routed)."""
+    def choose(self, inputs: Sequence[PolicyInput], feats: list | None = None,
+               shared: Any = None) -> tuple[list[Modality], np.ndarray]:
+        """The modality each input is routed to and its score ``r = q_I - q_T`` (NaN where not routed).
+        ``feats`` are a featurising actor's features of ``inputs``; ``shared`` a prefix-sharing actor's
+        open prefix of them (the memory-free state is then read on its cache)."""
         both = [i for i, x in enumerate(inputs) if shows(x, "both")]
         modalities: list[Modality] = ["text" if shows(x, "text") else "image" if shows(x, "image") else "none"
                                       for x in inputs]
@@ -44,7 +57,12 @@ class SwitchMemPolicy:
                 cand = {m: self.actor.memory_embeddings(sub, m) for m in ("text", "image")}
             else:
                 sub_inputs = [inputs[i] for i in both]
-                free = self.actor.act([x.with_modality("none") for x in sub_inputs], output_hidden_states=True)
+                if shared is not None:  # every row's memory-free state (the cache holds them all), the routed ones kept
+                    states = self.actor.continue_prefix(shared, [x.with_modality("none") for x in inputs],
+                                                        output_hidden_states=True, max_new_tokens=1)
+                    free = [states[i] for i in both]
+                else:
+                    free = self.actor.act([x.with_modality("none") for x in sub_inputs], output_hidden_states=True)
                 cand = {m: self.actor.memory_embeddings(sub_inputs, m) for m in ("text", "image")}
             state = np.stack([o.hidden_states[self.state_layer] for o in free])
             r = self.router.score(state, cand["text"], cand["image"])
@@ -59,11 +77,15 @@ class SwitchMemPolicy:
         for lo in range(0, len(inputs), self.batch_size):
             chunk = list(inputs[lo:lo + self.batch_size])
             feats = [self.actor.featurise(x) for x in chunk] if self.featurising else None
-            modalities, scores = self.choose(chunk, feats)
+            shared = self.actor.open_prefix(chunk) if self.sharing else None
+            modalities, scores = self.choose(chunk, feats, shared)
+            shown = [x.with_modality(m) for x, m in zip(chunk, modalities)]
             if feats is not None:
                 answers = self.actor.act_features(feats, modalities, output_hidden_states)
+            elif shared is not None:
+                answers = self.actor.continue_prefix(shared, shown, output_hidden_states)
             else:
-                answers = self.actor.act([x.with_modality(m) for x, m in zip(chunk, modalities)], output_hidden_states)
+                answers = self.actor.act(shown, output_hidden_states)
             outputs += [PolicyOutput(o.action, o.hidden_states, o.raw,
                                      {**o.info, "modality": m, "route_score": None if np.isnan(s) else float(s)})
                         for o, m, s in zip(answers, modalities, scores)]

@@ -309,14 +309,16 @@ def step_seed(seed: int, memory_kind: str, episode_id: str, step: int) -> int:
 
 
 def _policy_outputs(policy: Any, inputs: Sequence[PolicyInput], feats: list | None, modality: Modality,
-                    hidden: bool, n_samples: int, seeds: Sequence[int], temperature: float) -> list[PolicyOutput]:
-    """One batch of the policy's answers under ``modality``, with hidden states and samples as asked."""
+                    hidden: bool, n_samples: int, seeds: Sequence[int], temperature: float,
+                    greedy: list[PolicyOutput] | None = None) -> list[PolicyOutput]:
+    """One batch of the policy's answers under ``modality``, with hidden states and samples as asked
+    (``greedy``: the answers, already given by a prefix-sharing actor; only the samples are drawn)."""
     if feats is not None:
         gens = [torch.Generator().manual_seed(s) for s in seeds] if n_samples else None
         return policy.act_features(feats, [modality] * len(feats), hidden, n_samples=n_samples, generator=gens,
                                    temperature=temperature)
     shown = [x.with_modality(modality) for x in inputs]
-    outputs = policy.act(shown, output_hidden_states=hidden)
+    outputs = greedy if greedy is not None else policy.act(shown, output_hidden_states=hidden)
     if n_samples:
         drawn = policy.sample(shown, n_samples, seeds, temperature)
         outputs = [PolicyOutput(o.action, o.hidden_states, o.raw, {**o.info, "samples": d})
@@ -333,14 +335,17 @@ def collect_records(policy: Any, examples: Sequence[Any], rules: Mapping[str, Ma
     ``step`` and ``memory_kind``. ``rules`` names the step rules (``{"aitw": MatchConfig("aitw"),
     "learngui": ...}``); ``preference`` how many actions are drawn, at what temperature. A featurising
     policy (the miniature actor) reads each input once and is run
-    from its features; any other must offer ``act(..., output_hidden_states=True)``, ``sample`` (for
-    ``n_samples > 0``) and ``memory_embeddings``.
+    from its features; one that shares prompt prefixes (a Hugging Face VLM: ``act_conditions``) runs
+    each batch's prefixes once for the four conditions; any other must offer
+    ``act(..., output_hidden_states=True)``; all of them ``sample`` (for ``n_samples > 0``) and
+    ``memory_embeddings``.
     """
     n_samples, temperature = preference.n_samples, preference.temperature
     for ex in examples:
         if ex.input.memory_text is None or ex.input.memory_image is None:
             raise DataError("memory", f"step {ex.episode_id}/{ex.step} needs its memory as text and as image")
     featurising = hasattr(policy, "featurise") and hasattr(policy, "act_features")
+    sharing = not featurising and hasattr(policy, "act_conditions")
     inputs = [ex.input for ex in examples]
     targets = [ex.target for ex in examples]
     hits = {r: {c: np.zeros(len(examples), dtype=bool) for c in CONDITIONS} for r in rules}
@@ -351,11 +356,14 @@ def collect_records(policy: Any, examples: Sequence[Any], rules: Mapping[str, Ma
     for lo in range(0, len(examples), batch_size):
         chunk = list(range(lo, min(lo + batch_size, len(examples))))
         feats = [policy.featurise(inputs[i]) for i in chunk] if featurising else None
+        # a prefix-sharing actor answers the four conditions on one pass of the chunk's shared prefixes
+        greedy = (policy.act_conditions([inputs[i] for i in chunk], CONDITIONS, HIDDEN_CONDITIONS)
+                  if sharing else None)
         for c in CONDITIONS:
             n_s = n_samples if c in SAMPLED_CONDITIONS else 0
             seeds = [step_seed(seed, examples[i].memory_kind, examples[i].episode_id, examples[i].step) for i in chunk]
             outs = _policy_outputs(policy, [inputs[i] for i in chunk], feats, c, c in HIDDEN_CONDITIONS, n_s, seeds,
-                                   temperature)
+                                   temperature, None if greedy is None else greedy[c])
             for i, o in zip(chunk, outs):
                 for r, cfg in rules.items():
                     hits[r][c][i] = action_match(o.action, targets[i], inputs[i].elements, cfg)

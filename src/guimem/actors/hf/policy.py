@@ -5,8 +5,11 @@
 :class:`~guimem.core.policy.PolicyInput` it
 
 1. builds a chat with the model's chat template: a system turn describing the action space
-   and the answer format, and a user turn with the goal, the retrieved memory (as a text
-   block, as an image, or both), the earlier actions and the current screenshot;
+   and the answer format, and a user turn with the goal, the earlier actions, the current
+   screenshot, then the retrieved memory (as a text block, as an image, or both) and the
+   question. Everything before the memory is the step's shared prefix: :meth:`HFVLMActor.open_prefix`
+   runs it once and :meth:`HFVLMActor.continue_prefix` answers any rendering on its KV cache
+   (:mod:`guimem.actors.hf.prefix`), which is how SwitchMem routes a step at the cost of one prompt;
 2. optionally returns the hidden state of every layer at the *final prompt token* (the
    last token of the prompt, after the generation prompt, e.g. the newline after
    ``<|im_start|>assistant``), taken from the prefill pass of generation itself, so it costs
@@ -50,7 +53,8 @@ from guimem.actors.hf.parsing import (
     Frame,
     parse_answer,
 )
-from guimem.actors.hf.prompts import build_messages, system_prompt
+from guimem.actors.hf.prefix import PromptPart, SharedPrefix, concat_images, full_positions, left_padded
+from guimem.actors.hf.prompts import build_messages, split_at_prefix_end, system_prompt
 from guimem.core.data import DataError
 from guimem.core.io import read_json, safetensors_header
 from guimem.core.policy import PolicyInput, PolicyOutput
@@ -180,22 +184,47 @@ class HFVLMActor:
                 self._resized[key] = (float(width), float(height))
         return self._resized[key]
 
-    def prompt(self, inp: PolicyInput) -> tuple[str, list[Image.Image], Frame]:
-        """The chat-templated prompt text of one input, its images and its coordinate frame."""
+    def prompt_parts(self, inp: PolicyInput) -> tuple[str, str, list[Image.Image], Frame]:
+        """The chat-templated prompt of one input in its two parts (the shared prefix up to the
+        screenshot, the memory suffix after it), its images in order (the screenshot first) and its
+        coordinate frame."""
         frame = self.frame(inp.screenshot)
         messages, images = build_messages(inp, self.system, self.answer_format, frame,
-                                          show_frame=self.coords.startswith("absolute"))
+                                          show_frame=self.coords.startswith("absolute"), mark_prefix_end=True)
         template = self.processor.chat_template or self.processor.tokenizer.chat_template
         text = self.processor.apply_chat_template(messages, chat_template=template, tokenize=False,
                                                   add_generation_prompt=True)
-        return text, images, frame
+        prefix, suffix = split_at_prefix_end(text)
+        return prefix, suffix, images, frame
+
+    def prompt(self, inp: PolicyInput) -> tuple[str, list[Image.Image], Frame]:
+        """The chat-templated prompt text of one input (prefix and suffix), its images and its frame."""
+        prefix, suffix, images, frame = self.prompt_parts(inp)
+        return prefix + suffix, images, frame
+
+    def encode_parts(self, inp: PolicyInput) -> tuple[str, PromptPart, PromptPart, Frame]:
+        """One input's prefix text and its two parts encoded by the processor, each on its own (the
+        suffix without the tokenizer's special tokens: it continues the prefix), and its frame."""
+        prefix, suffix, images, frame = self.prompt_parts(inp)
+        head = self.processor(text=[prefix], images=images[:1], return_tensors="pt")
+        tail = self.processor(text=[suffix], images=images[1:] or None, add_special_tokens=False, return_tensors="pt")
+        return prefix, PromptPart.of(head), PromptPart.of(tail), frame
 
     def encode(self, inputs: Sequence[PolicyInput]) -> tuple[Any, list[Frame]]:
-        """Processor outputs of a batch (left-padded: the last column is every final prompt token)."""
-        texts, images, frames = zip(*(self.prompt(i) for i in inputs))
-        enc = self.processor(text=list(texts), images=list(images), padding=True, padding_side="left",
-                             return_tensors="pt")
-        return enc.to(self.device, dtype=self.model.dtype), list(frames)  # images cast to the model dtype
+        """The whole prompts of a batch (each its prefix's tokens then its suffix's), left-padded: the
+        last column is every final prompt token. Images are cast to the model's dtype."""
+        rows, frames = [], []
+        for inp in inputs:
+            _, head, tail, frame = self.encode_parts(inp)
+            rows.append(head.then(tail))
+            frames.append(frame)
+        enc = {**left_padded(rows, self.processor.tokenizer.pad_token_id), **concat_images(rows)}
+        return self._to_device(enc), frames
+
+    def _to_device(self, tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """On the model's device; floating tensors (pixels) in the model's dtype."""
+        return {k: v.to(self.device, dtype=self.model.dtype) if v.is_floating_point() else v.to(self.device)
+                for k, v in tensors.items()}
 
     # ------------------------------------------------------------------ acting
     def act(self, inputs: Sequence[PolicyInput], output_hidden_states: bool = False) -> list[PolicyOutput]:
@@ -217,16 +246,90 @@ class HFVLMActor:
     @torch.inference_mode()
     def _act_batch(self, inputs: Sequence[PolicyInput], output_hidden_states: bool) -> list[PolicyOutput]:
         enc, frames = self.encode(inputs)
-        prompt_len = enc["input_ids"].shape[1]
         gen = self.model.generate(**enc, generation_config=self._generation_config(output_hidden_states))
+        return self._outputs(gen, enc["input_ids"].shape[1], enc["attention_mask"], frames, output_hidden_states)
+
+    def _outputs(self, gen: Any, prompt_len: int, attention_mask: torch.Tensor, frames: Sequence[Frame],
+                 output_hidden_states: bool) -> list[PolicyOutput]:
+        """``generate``'s answers (the tokens after column ``prompt_len``) as PolicyOutputs, with the
+        hidden state of every layer at the final prompt token when asked."""
         answers = self.processor.tokenizer.batch_decode(gen.sequences[:, prompt_len:], skip_special_tokens=True)
         hidden = None
         if output_hidden_states:
-            # gen.hidden_states[0]: the prefill pass, a tuple of n_layers + 1 tensors [batch, prompt_len, d_model]
-            hidden = torch.stack(gen.hidden_states[0], dim=1)[:, :, -1].float().cpu().numpy()  # [batch, n_layers+1, d_model]
-        n_prompt = enc["attention_mask"].sum(dim=1).tolist()
+            # gen.hidden_states[0]: the prefill pass (of the uncached tokens), n_layers + 1 tensors [batch, tokens, d]
+            hidden = torch.stack(gen.hidden_states[0], dim=1)[:, :, -1].float().cpu().numpy()  # [batch, n_layers+1, d]
+        n_prompt = attention_mask.sum(dim=1).tolist()
         return [self.to_output(a, f, None if hidden is None else hidden[i], int(n))
                 for i, (a, f, n) in enumerate(zip(answers, frames, n_prompt))]
+
+    # ------------------------------------------------------------------ one prefix, several memory suffixes
+    @torch.inference_mode()
+    def open_prefix(self, inputs: Sequence[PolicyInput]) -> SharedPrefix:
+        """Run the shared prefixes of a batch once (system turn, goal, actions so far, screenshot) and
+        keep their KV cache, for :meth:`continue_prefix` to answer any rendering of the memory on.
+        The memory each input carries does not matter here."""
+        from transformers import DynamicCache
+
+        texts, parts = [], []
+        for inp in inputs:
+            prefix, head, _, _ = self.encode_parts(inp)
+            texts.append(prefix)
+            parts.append(head)
+        block = self._to_device(left_padded(parts, self.processor.tokenizer.pad_token_id))
+        images = self._to_device(concat_images(parts))
+        cache = DynamicCache(config=self.model.config)
+        self.model(**block, **images, position_ids=full_positions(self.model, block, images), cache=cache,
+                   use_cache=True, logits_to_keep=1)
+        return SharedPrefix(texts, parts, block, cache)
+
+    @torch.inference_mode()
+    def continue_prefix(self, shared: SharedPrefix, inputs: Sequence[PolicyInput], output_hidden_states: bool = False,
+                        max_new_tokens: int | None = None) -> list[PolicyOutput]:
+        """Answer ``inputs`` (row for row the inputs ``shared`` was opened on, each with the memory it
+        should be shown) by running only their memory suffixes on the prefix's cache, then decoding
+        greedily as :meth:`act` does; the cache is rewound to the prefix afterwards.
+
+        The answers and the final-token hidden states are those of a full pass on the whole prompts,
+        up to float rounding (``tests/test_hf_actor.py`` checks both for two families).
+        ``max_new_tokens=1`` reads the final-token state at the cost of one decoded token."""
+        if len(inputs) != len(shared):
+            raise DataError("inputs", f"{len(inputs)} inputs continue a prefix of {len(shared)} rows")
+        tails, frames = [], []
+        for row, inp in enumerate(inputs):
+            prefix, _, tail, frame = self.encode_parts(inp)
+            if prefix != shared.texts[row]:
+                raise DataError("inputs", f"row {row} does not continue the prefix it was opened on "
+                                "(another goal, history or screenshot)")
+            tails.append(tail)
+            frames.append(frame)
+        suffix = self._to_device(left_padded(tails, self.processor.tokenizer.pad_token_id))
+        tokens = {k: torch.cat([shared.block[k], suffix[k]], dim=1) for k in shared.block}
+        # every image of the whole prompts, row by row, for the positions; the suffixes' images encoded for generate
+        images = self._to_device(concat_images([part for pair in zip(shared.parts, tails) for part in pair]))
+        kwargs: dict[str, Any] = {"position_ids": full_positions(self.model, tokens, images)}
+        suffix_images = self._to_device(concat_images(tails))
+        if suffix_images:
+            kwargs["mm_encoder_outputs"] = {"image": self.model.get_image_features(**suffix_images, return_dict=True)}
+        config = self._generation_config(output_hidden_states)
+        if max_new_tokens is not None:
+            config.max_new_tokens = max_new_tokens
+        try:
+            gen = self.model.generate(**tokens, **kwargs, cache=shared.cache, generation_config=config)
+        finally:
+            shared.rewind()
+        return self._outputs(gen, tokens["input_ids"].shape[1], tokens["attention_mask"], frames, output_hidden_states)
+
+    def act_conditions(self, inputs: Sequence[PolicyInput], conditions: Sequence[str],
+                       hidden_conditions: Sequence[str] = ()) -> dict[str, list[PolicyOutput]]:
+        """Every input answered under each memory condition (none, text, image, both), one prefix pass
+        per batch of ``batch_size`` shared by all conditions; hidden states for ``hidden_conditions``."""
+        out: dict[str, list[PolicyOutput]] = {c: [] for c in conditions}
+        for start in range(0, len(inputs), self.batch_size):
+            chunk = inputs[start:start + self.batch_size]
+            shared = self.open_prefix(chunk)
+            for c in conditions:
+                out[c] += self.continue_prefix(shared, [x.with_modality(c) for x in chunk], c in hidden_conditions)
+        return out
 
     @torch.inference_mode()
     def sample(self, inputs: Sequence[PolicyInput], n_samples: int, seeds: Sequence[int],
