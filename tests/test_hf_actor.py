@@ -170,6 +170,9 @@ def test_a_continued_prefix_answers_as_a_full_pass(families, family, batch_size)
             full = actor.act([step.with_modality(modality)], output_hidden_states=True)[0]
             assert got.raw == full.raw and got.info["prompt_tokens"] == full.info["prompt_tokens"]
             np.testing.assert_allclose(got.hidden_states, full.hidden_states, atol=1e-5)
+    states = actor.continued_states(actor.open_prefix(steps), steps)  # the router's read: no decoding
+    for step, state in zip(steps, states):
+        np.testing.assert_allclose(state, actor.act([step], output_hidden_states=True)[0].hidden_states, atol=1e-5)
     # the renderings reach the model: their states differ, so the equality above is not vacuous
     assert not np.allclose(shared["text"][0].hidden_states[-1], shared["image"][0].hidden_states[-1], atol=1e-3)
     actor.batch_size = 1

@@ -39,7 +39,7 @@ class SwitchMemPolicy:
         self.tau = router.tau if tau is None else float(tau)
         self.batch_size = int(getattr(actor, "batch_size", 1))
         self.featurising = hasattr(actor, "featurise") and hasattr(actor, "act_features")
-        self.sharing = hasattr(actor, "open_prefix") and hasattr(actor, "continue_prefix")
+        self.sharing = all(hasattr(actor, m) for m in ("open_prefix", "continue_prefix", "continued_states"))
 
     def choose(self, inputs: Sequence[PolicyInput], feats: list | None = None,
                shared: Any = None) -> tuple[list[Modality], np.ndarray]:
@@ -54,17 +54,17 @@ class SwitchMemPolicy:
             if feats is not None:
                 sub = [feats[i] for i in both]
                 free = self.actor.act_features(sub, ["none"] * len(sub), output_hidden_states=True)
+                states = np.stack([o.hidden_states for o in free])
                 cand = {m: self.actor.memory_embeddings(sub, m) for m in ("text", "image")}
             else:
                 sub_inputs = [inputs[i] for i in both]
                 if shared is not None:  # every row's memory-free state (the cache holds them all), the routed ones kept
-                    states = self.actor.continue_prefix(shared, [x.with_modality("none") for x in inputs],
-                                                        output_hidden_states=True, max_new_tokens=1)
-                    free = [states[i] for i in both]
+                    states = self.actor.continued_states(shared, [x.with_modality("none") for x in inputs])[both]
                 else:
                     free = self.actor.act([x.with_modality("none") for x in sub_inputs], output_hidden_states=True)
+                    states = np.stack([o.hidden_states for o in free])
                 cand = {m: self.actor.memory_embeddings(sub_inputs, m) for m in ("text", "image")}
-            state = np.stack([o.hidden_states[self.state_layer] for o in free])
+            state = states[:, self.state_layer]
             r = self.router.score(state, cand["text"], cand["image"])
             for j, i in enumerate(both):
                 scores[i] = r[j]

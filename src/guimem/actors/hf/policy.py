@@ -202,20 +202,26 @@ class HFVLMActor:
         prefix, suffix, images, frame = self.prompt_parts(inp)
         return prefix + suffix, images, frame
 
-    def encode_parts(self, inp: PolicyInput) -> tuple[str, PromptPart, PromptPart, Frame]:
-        """One input's prefix text and its two parts encoded by the processor, each on its own (the
-        suffix without the tokenizer's special tokens: it continues the prefix), and its frame."""
+    def encode_prefix(self, inp: PolicyInput) -> tuple[str, PromptPart]:
+        """One input's shared prefix: its templated text and its encoding by the processor (with the
+        screenshot: the expensive part, done once per prefix)."""
+        prefix, _, images, _ = self.prompt_parts(inp)
+        return prefix, PromptPart.of(self.processor(text=[prefix], images=images[:1], return_tensors="pt"))
+
+    def encode_suffix(self, inp: PolicyInput) -> tuple[str, PromptPart, Frame]:
+        """One input's prefix text (not encoded), its memory suffix encoded on its own (without the
+        tokenizer's special tokens: it continues the prefix) and its frame."""
         prefix, suffix, images, frame = self.prompt_parts(inp)
-        head = self.processor(text=[prefix], images=images[:1], return_tensors="pt")
         tail = self.processor(text=[suffix], images=images[1:] or None, add_special_tokens=False, return_tensors="pt")
-        return prefix, PromptPart.of(head), PromptPart.of(tail), frame
+        return prefix, PromptPart.of(tail), frame
 
     def encode(self, inputs: Sequence[PolicyInput]) -> tuple[Any, list[Frame]]:
         """The whole prompts of a batch (each its prefix's tokens then its suffix's), left-padded: the
         last column is every final prompt token. Images are cast to the model's dtype."""
         rows, frames = [], []
         for inp in inputs:
-            _, head, tail, frame = self.encode_parts(inp)
+            _, head = self.encode_prefix(inp)
+            _, tail, frame = self.encode_suffix(inp)
             rows.append(head.then(tail))
             frames.append(frame)
         enc = {**left_padded(rows, self.processor.tokenizer.pad_token_id), **concat_images(rows)}
@@ -272,7 +278,7 @@ class HFVLMActor:
 
         texts, parts = [], []
         for inp in inputs:
-            prefix, head, _, _ = self.encode_parts(inp)
+            prefix, head = self.encode_prefix(inp)
             texts.append(prefix)
             parts.append(head)
         block = self._to_device(left_padded(parts, self.processor.tokenizer.pad_token_id))
@@ -291,25 +297,8 @@ class HFVLMActor:
 
         The answers and the final-token hidden states are those of a full pass on the whole prompts,
         up to float rounding (``tests/test_hf_actor.py`` checks both for two families).
-        ``max_new_tokens=1`` reads the final-token state at the cost of one decoded token."""
-        if len(inputs) != len(shared):
-            raise DataError("inputs", f"{len(inputs)} inputs continue a prefix of {len(shared)} rows")
-        tails, frames = [], []
-        for row, inp in enumerate(inputs):
-            prefix, _, tail, frame = self.encode_parts(inp)
-            if prefix != shared.texts[row]:
-                raise DataError("inputs", f"row {row} does not continue the prefix it was opened on "
-                                "(another goal, history or screenshot)")
-            tails.append(tail)
-            frames.append(frame)
-        suffix = self._to_device(left_padded(tails, self.processor.tokenizer.pad_token_id))
-        tokens = {k: torch.cat([shared.block[k], suffix[k]], dim=1) for k in shared.block}
-        # every image of the whole prompts, row by row, for the positions; the suffixes' images encoded for generate
-        images = self._to_device(concat_images([part for pair in zip(shared.parts, tails) for part in pair]))
-        kwargs: dict[str, Any] = {"position_ids": full_positions(self.model, tokens, images)}
-        suffix_images = self._to_device(concat_images(tails))
-        if suffix_images:
-            kwargs["mm_encoder_outputs"] = {"image": self.model.get_image_features(**suffix_images, return_dict=True)}
+        :meth:`continued_states` reads the final-token states alone, without decoding."""
+        tokens, kwargs, frames = self._continuation(shared, inputs)
         config = self._generation_config(output_hidden_states)
         if max_new_tokens is not None:
             config.max_new_tokens = max_new_tokens
@@ -318,6 +307,47 @@ class HFVLMActor:
         finally:
             shared.rewind()
         return self._outputs(gen, tokens["input_ids"].shape[1], tokens["attention_mask"], frames, output_hidden_states)
+
+    @torch.inference_mode()
+    def continued_states(self, shared: SharedPrefix, inputs: Sequence[PolicyInput]) -> np.ndarray:
+        """``[n, n_layers + 1, d_model]`` float32: the hidden state of every layer at the final prompt
+        token of each input's whole prompt, from one forward pass of the memory suffixes on the
+        prefix's cache (no decoding). The router's state, read from the memory-free suffix: the
+        question's few tokens."""
+        tokens, kwargs, _ = self._continuation(shared, inputs)
+        width = shared.length
+        try:
+            out = self.model(input_ids=tokens["input_ids"][:, width:], attention_mask=tokens["attention_mask"],
+                             **{k: v[:, width:] for k, v in tokens.items() if k not in ("input_ids", "attention_mask")},
+                             mm_encoder_outputs=kwargs.get("mm_encoder_outputs"),
+                             position_ids=kwargs["position_ids"][..., width:], cache=shared.cache, use_cache=True,
+                             output_hidden_states=True, logits_to_keep=1)
+        finally:
+            shared.rewind()
+        return torch.stack(out.hidden_states, dim=1)[:, :, -1].float().cpu().numpy()
+
+    def _continuation(self, shared: SharedPrefix, inputs: Sequence[PolicyInput]) -> tuple[dict, dict, list[Frame]]:
+        """The whole prompts' tokens (the prefix block, then the suffixes left-padded), what the model
+        needs beside them on the cache (position ids, the suffixes' encoded images) and the frames."""
+        if len(inputs) != len(shared):
+            raise DataError("inputs", f"{len(inputs)} inputs continue a prefix of {len(shared)} rows")
+        tails, frames = [], []
+        for row, inp in enumerate(inputs):
+            prefix, tail, frame = self.encode_suffix(inp)
+            if prefix != shared.texts[row]:
+                raise DataError("inputs", f"row {row} does not continue the prefix it was opened on "
+                                "(another goal, history or screenshot)")
+            tails.append(tail)
+            frames.append(frame)
+        suffix = self._to_device(left_padded(tails, self.processor.tokenizer.pad_token_id))
+        tokens = {k: torch.cat([shared.block[k], suffix[k]], dim=1) for k in shared.block}
+        # every image of the whole prompts, row by row, for the positions; the suffixes' images encoded for the model
+        images = self._to_device(concat_images([part for pair in zip(shared.parts, tails) for part in pair]))
+        kwargs: dict[str, Any] = {"position_ids": full_positions(self.model, tokens, images)}
+        suffix_images = self._to_device(concat_images(tails))
+        if suffix_images:
+            kwargs["mm_encoder_outputs"] = {"image": self.model.get_image_features(**suffix_images, return_dict=True)}
+        return tokens, kwargs, frames
 
     def act_conditions(self, inputs: Sequence[PolicyInput], conditions: Sequence[str],
                        hidden_conditions: Sequence[str] = ()) -> dict[str, list[PolicyOutput]]:
