@@ -52,10 +52,9 @@ from pathlib import Path
 
 import numpy as np
 import torch
-
+from bench_actor import MEMORY_TEXT, inputs
 from PIL import Image
 
-from bench_actor import MEMORY_TEXT, inputs
 from guimem.actors.hf.policy import HFVLMActor
 from guimem.actors.hf.tiny import tiny_random_qwen2_vl
 from guimem.actors.mini.config import ActorConfig
@@ -64,8 +63,8 @@ from guimem.actors.mini.model import GuiActor
 from guimem.actors.mini.policy import MiniActor
 from guimem.actors.mini.train import build_vocabulary
 from guimem.core.data import Action
-from guimem.core.policy import PolicyInput
 from guimem.core.io import write_json
+from guimem.core.policy import PolicyInput
 from guimem.routing.policy import SwitchMemPolicy
 from guimem.routing.router import RouterConfig, train_router
 from guimem.train.examples import ActorExample

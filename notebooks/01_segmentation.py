@@ -131,7 +131,8 @@ chosen = make_segmenter(segmenter, judge=judge_impl, llm=llm, llm_mode=llm_mode)
 subgoals = {split: segment_episodes(eps, chosen) for split, eps in episodes.items()}
 for split, sgs in subgoals.items():
     save_subgoals(Path(out_dir) / f"{split}.jsonl", sgs)
-    print(f"{split}: {len(sgs)} subgoals, {len(sgs) / len(episodes[split]):.2f} per episode")
+    print(f"{split}: {len(sgs)} subgoals" + (f", {len(sgs) / len(episodes[split]):.2f} per episode"
+                                             if episodes[split] else " (no episodes)"))
 
 # %%
 for sg in group_by_episode(subgoals["test"])[example.id]:

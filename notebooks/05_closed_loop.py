@@ -46,11 +46,10 @@ batch_size = 0  # episodes played in lock-step (0: all of a memory's at once; fe
 executor = {}  # where the episodes are played and the held-out steps scored (ExecutorSpec in guimem.core.executor: kind local or ray, address, workers, gpus_per_worker; a key left out: its default; traces and scores do not depend on it)
 action_score_modalities = ["none", "text", "image", "both"]  # memory conditions of the step-level action score
 action_score_memory = "smg"  # whose memory the step-level score shows
-world_dir = "data/world"  # episode stores from 00_world (test/ is replayed; memory/ holds the memories' screens)
+world_dir = "data/world"  # episode stores: 00_world's (test/ is replayed; memory/ holds the memories' screens) or 00_recorded's (data/recorded: scored step by step only, no environment to replay in)
 memories_dir = "data/graph_build"  # memories from 02_graph_build
 retrieval_dir = "data/retrieval_eval"  # per-step retrievals from 03_retrieval_eval (the step-level action score reuses them)
-actor = {}  # the frozen actor of 05-09 (ActorSpec in guimem.actors.loading: actor_model "mini" or a Hugging Face VLM id or folder, batch_size, torch_threads, coords, answer_format, max_new_tokens; a key left out: its default)
-actor_dir = "data/actor/model"  # the frozen miniature actor from 04_actor (used when actor.actor_model is "mini")
+actor = {}  # the frozen actor of 05-09 (ActorSpec in guimem.actors.loading: actor_model, a folder: the miniature's data/actor/model, the default, or a Hugging Face VLM checkpoint; batch_size, torch_threads, coords, answer_format, max_new_tokens; a key left out: its default)
 image_embedder = "efficientnet_lite0"  # must be the embedder the memories were built with
 text_embedder = "minilm"  # must be the intent embedder the memories were built with
 cache_dir = ".cache/guimem/embeddings"  # content-hash embedding cache (not tracked)
@@ -66,27 +65,28 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import torch
 
-from guimem.actors.loading import ActorSpec, describe_actor
+from guimem.actors.loading import ActorSpec, check_reads_recorded, describe_actor
 from guimem.core.executor import ExecutorSpec, make_executor
 from guimem.core.io import atomic_write_text
 from guimem.core.resume import ChunkCache
 from guimem.core.store import load_episodes
 from guimem.eval.closed_loop import (
+    NO_ENVIRONMENT,
     NO_MEMORY,
     paired_success,
     pick_tasks,
     replay_tasks,
-    replay_world_config,
+    replay_world,
     save_traces,
     stalled_share,
     success_table,
 )
 from guimem.eval.jobs import PlayEpisodes, condition_plays, play_all, score_steps
-from guimem.eval.tables import (PAPER_SR, comparison_lines, ended_counts, in_short, markdown_table, mean_steps,
-                                table_rows)
+from guimem.eval.tables import (PAPER_SR, action_score_results, closed_loop_results, comparison_lines,
+                                ended_counts, in_short, markdown_table, table_rows)
 from guimem.pipeline.paths import enter_repo_root
 from guimem.pipeline.report import report
-from guimem.viz.plotting import MEMORY_LABELS, figure_path, save_figure, table_figure
+from guimem.viz.plotting import MEMORY_LABELS, figure_path, notice_figure, save_figure, table_figure
 
 # %% [markdown]
 # ## The held-out tasks, the frozen actor and the memories
@@ -98,6 +98,11 @@ from guimem.viz.plotting import MEMORY_LABELS, figure_path, save_figure, table_f
 # stage's step budget. The memories were built in `02_graph_build` from the memory episodes
 # only; the actor has never seen a test episode or an evaluation variant.
 #
+# **Recorded runs** (`base.episodes: recorded`) come without an environment: nothing can replay
+# their tasks, so the closed loop is skipped (said below, and in the results), and only the
+# step-level score at the end runs, on the recorded test steps against the recorded actions. They
+# need a Hugging Face VLM: the miniature actor knows only the world's phones.
+#
 # **The step budget.** The demonstrations' lengths set it: the median held-out demonstration
 # takes 6 steps, 95% take at most 11, and no successful demonstration (training or test) is
 # longer than 15; only give-ups that wander run to the world's 30. A budget of 20 leaves room to
@@ -106,20 +111,28 @@ from guimem.viz.plotting import MEMORY_LABELS, figure_path, save_figure, table_f
 # %%
 enter_repo_root()
 torch.manual_seed(seed)
-actor_spec = ActorSpec(actor_dir=actor_dir, **actor)
+actor_spec = ActorSpec(**actor)
 torch.set_num_threads(actor_spec.torch_threads)
 test_root = Path(world_dir) / "test"
 all_test = load_episodes(test_root)
-test_episodes = pick_tasks(all_test, max_tasks, seed)
-replays = replay_tasks(test_episodes, n_seeds)
+world_config = replay_world(test_root, max_steps)  # None: recorded runs, with no environment to replay them in
+closed_loop = world_config is not None
+if not closed_loop:
+    check_reads_recorded(actor_spec, str(test_root))
 policy = actor_spec.load()  # loaded once in this process; worker processes load their own
-world_config = replay_world_config(test_root, max_steps)
-task = PlayEpisodes(actor_spec, world_config, memories_dir, tuple(m for m in memories if m != NO_MEMORY),
-                    str(Path(world_dir) / "memory"), image_embedder, text_embedder, cache_dir, k=k or None,
-                    history_len=history_len)
-print(f"{len(test_episodes)} of {len(all_test)} held-out tasks x {n_seeds} seeds = {len(replays)} episodes per memory, "
-      f"at most {max_steps} steps each")
-print("actor:", describe_actor(policy, actor_spec.actor_model), "| memories:", list(task.memories))
+print("actor:", describe_actor(policy, actor_spec.actor_model))
+
+# %%
+if closed_loop:
+    test_episodes = pick_tasks(all_test, max_tasks, seed)
+    replays = replay_tasks(test_episodes, n_seeds)
+    task = PlayEpisodes(actor_spec, world_config, memories_dir, tuple(m for m in memories if m != NO_MEMORY),
+                        str(Path(world_dir) / "memory"), image_embedder, text_embedder, cache_dir, k=k or None,
+                        history_len=history_len)
+    print(f"{len(test_episodes)} of {len(all_test)} held-out tasks x {n_seeds} seeds = {len(replays)} episodes per "
+          f"memory, at most {max_steps} steps each; memories: {list(task.memories)}")
+else:
+    print(f"{len(all_test)} recorded test episodes: {NO_ENVIRONMENT}")
 
 # %% [markdown]
 # ## Playing the tasks
@@ -142,31 +155,33 @@ print("actor:", describe_actor(policy, actor_spec.actor_model), "| memories:", l
 # call wherever it runs, so the traces are the same; only the work counts say what was shared.
 
 # %%
-plays = [p for name in memories
-         for p in condition_plays(name, None if name == NO_MEMORY else name, "none" if name == NO_MEMORY else modality,
-                                  replays, batch_size)]
 resumed = ChunkCache(chunks_dir) if chunks_dir else None
 run_on = make_executor(ExecutorSpec(**executor))
-traces, work = play_all(task, plays, run_on, resumed)
-if resumed is not None:
-    resumed.tell_hits(f"of {len(plays)} plays")  # on the terminal: the report does not depend on it
-for name in memories:
-    w = work[name]
-    print(f"{name}: {w.steps} steps, {w.actor_inputs} distinct actor inputs, {w.retrievals} retrievals, "
-          f"{w.renders} renderings, {w.embedded} screens embedded")
+if closed_loop:
+    plays = [p for name in memories
+             for p in condition_plays(name, None if name == NO_MEMORY else name,
+                                      "none" if name == NO_MEMORY else modality, replays, batch_size)]
+    traces, work = play_all(task, plays, run_on, resumed)
+    if resumed is not None:
+        resumed.tell_hits(f"of {len(plays)} plays")  # on the terminal: the report does not depend on it
+    for name in memories:
+        w = work[name]
+        print(f"{name}: {w.steps} steps, {w.actor_inputs} distinct actor inputs, {w.retrievals} retrievals, "
+              f"{w.renders} renderings, {w.embedded} screens embedded")
 
 # %% [markdown]
 # The traces are saved for SwitchMem's analyses; each memory's success rate is the share of its
 # episodes the world judged complete, per seed, then averaged over seeds:
 
 # %%
-save_traces(Path(out_dir) / "traces.jsonl", traces)
-table = success_table(traces)
-ended = ended_counts(traces, memories)
-for name in memories:
-    row = table[name]
-    print(f"{MEMORY_LABELS.get(name, name):>14}: SR {row['mean']:5.1f} ± {row['std']:4.1f}  per seed {row['per_seed']}"
-          f"  ended {ended[name]}")
+save_traces(Path(out_dir) / "traces.jsonl", traces if closed_loop else [])  # no traces: none played
+if closed_loop:
+    table = success_table(traces)
+    ended = ended_counts(traces, memories)
+    for name in memories:
+        row = table[name]
+        print(f"{MEMORY_LABELS.get(name, name):>14}: SR {row['mean']:5.1f} ± {row['std']:4.1f}  "
+              f"per seed {row['per_seed']}  ended {ended[name]}")
 
 # %% [markdown]
 # A difference of success rates is read pair by pair: every memory played the same tasks in the
@@ -175,10 +190,11 @@ for name in memories:
 # least this uneven if the memory made no difference.
 
 # %%
-paired = {n: paired_success(traces, n) for n in memories if n != NO_MEMORY and NO_MEMORY in memories}
-for name, c in paired.items():
-    print(f"{MEMORY_LABELS.get(name, name):>14} vs none: completes {c['fixed']} episodes none does not, "
-          f"fails {c['broken']} none completes, of {c['pairs']} (sign test p = {c['p_value']:.4f})")
+if closed_loop:
+    paired = {n: paired_success(traces, n) for n in memories if n != NO_MEMORY and NO_MEMORY in memories}
+    for name, c in paired.items():
+        print(f"{MEMORY_LABELS.get(name, name):>14} vs none: completes {c['fixed']} episodes none does not, "
+              f"fails {c['broken']} none completes, of {c['pairs']} (sign test p = {c['p_value']:.4f})")
 
 # %% [markdown]
 # ## The SMG table, beside the paper's
@@ -191,14 +207,18 @@ for name, c in paired.items():
 # per seed, one task is 100 / N points (about 2.1 at the default 48).
 
 # %%
-md = markdown_table(table, PAPER_SR, memories, MEMORY_LABELS, paired)
+if closed_loop:
+    md = markdown_table(table, PAPER_SR, memories, MEMORY_LABELS, paired)
+    fig = table_figure(*table_rows(table, PAPER_SR, memories, MEMORY_LABELS, paired),
+                       f"Closed-loop success on {len(test_episodes)} held-out tasks (memory as {modality})",
+                       note="vs none: +won / −lost, the episodes (task x world seed) only this memory completes / "
+                            "only no memory completes;\n(p) the exact sign test on them (McNemar's). Paper: the SMG "
+                            "paper's SR (Qwen3-VL-8B on SPA-Bench).")
+else:  # the table's files say why there is no table
+    md = f"No closed loop: {NO_ENVIRONMENT}.\n"
+    fig = notice_figure("Closed-loop success", f"No closed loop: {NO_ENVIRONMENT}.")
 atomic_write_text(Path(out_dir) / "smg_table.md", md)
 print(md)
-fig = table_figure(*table_rows(table, PAPER_SR, memories, MEMORY_LABELS, paired),
-                   f"Closed-loop success on {len(test_episodes)} held-out tasks (memory as {modality})",
-                   note="vs none: +won / −lost, the episodes (task x world seed) only this memory completes / only "
-                        "no memory completes;\n(p) the exact sign test on them (McNemar's). Paper: the SMG paper's "
-                        "SR (Qwen3-VL-8B on SPA-Bench).")
 save_figure(fig, figure_path(figures_dir, "closed_loop", "smg_table"))
 plt.close(fig)
 
@@ -220,11 +240,12 @@ plt.close(fig)
 # stalls: the same screen for five steps or more in a row.
 
 # %%
-print("\n".join(comparison_lines(table, memories, MEMORY_LABELS)))
-stalled = stalled_share(traces, min_steps=5)
-print("episodes stalled on one screen for >= 5 steps: "
-      + ", ".join(f"{MEMORY_LABELS.get(n, n)} {stalled[n]:.0%}" for n in memories))
-print("\n" + in_short(table, ended, len(replays), memories, MEMORY_LABELS))
+if closed_loop:
+    print("\n".join(comparison_lines(table, memories, MEMORY_LABELS)))
+    stalled = stalled_share(traces, min_steps=5)
+    print("episodes stalled on one screen for >= 5 steps: "
+          + ", ".join(f"{MEMORY_LABELS.get(n, n)} {stalled[n]:.0%}" for n in memories))
+    print("\n" + in_short(table, ended, len(replays), memories, MEMORY_LABELS))
 
 # %% [markdown]
 # ## Which tasks can be done without experience
@@ -238,19 +259,14 @@ print("\n" + in_short(table, ended, len(replays), memories, MEMORY_LABELS))
 # its knowledge of other phones, and a memory's gain shows on the others.
 
 # %%
-from guimem.eval.closed_loop import success_by_group
-from guimem.phone.demonstrator import holds_everywhere
-from guimem.phone.world import World
+from guimem.eval.closed_loop import success_by_need
 
-planner = World(world_config, render=False)
-need = {(r.episode, r.seed): "holds_everywhere" if holds_everywhere(planner, (r.task, r.variant), r.seed)
-        else "needs_experience" for r in replays}
-by_need = success_by_group(traces, need)
-share = sum(v == "holds_everywhere" for v in need.values()) / len(need)
-print(f"episodes (task x world seed) whose expert path holds on every variant: {share:.0%} of {len(need)}")
-for name in memories:
-    print(f"{MEMORY_LABELS.get(name, name):>14}: " + ", ".join(
-        f"{group} {c['successes']}/{c['episodes']} ({c['success_rate']:.1f}%)" for group, c in by_need[name].items()))
+if closed_loop:
+    share, by_need = success_by_need(traces, replays, world_config)
+    print(f"episodes (task x world seed) whose expert path holds on every variant: {share:.0%} of {len(replays)}")
+    for name in memories:
+        print(f"{MEMORY_LABELS.get(name, name):>14}: " + ", ".join(
+            f"{group} {c['successes']}/{c['episodes']} ({c['success_rate']:.1f}%)" for group, c in by_need[name].items()))
 
 # %% [markdown]
 # ## Step-level action score by memory modality
@@ -294,18 +310,13 @@ plt.close(fig)
 # seeds, how episodes ended, stalls and steps go to `results/closed_loop.json`.
 
 # %%
-results = {
-    "tasks": len(test_episodes), "seeds": n_seeds, "modality": modality, "episodes": len(traces),
-    "max_steps": max_steps, "ended": ended, "stalled_share": {n: round(stalled[n], 4) for n in memories},
-    "success_rate": {n: {"mean": round(table[n]["mean"], 4), "std": round(table[n]["std"], 4),
-                         "per_seed": [round(v, 4) for v in table[n]["per_seed"]]} for n in memories},
-    "mean_steps": {n: round(v, 4) for n, v in mean_steps(traces, memories).items()},
-    "action_score_aitw": {m: {"step_accuracy": round(s["step_accuracy"], 4),
-                              "type_accuracy": round(s["type_accuracy"], 4), "steps": s["n_steps"]}
-                          for m, s in scores.items()},
-    "paper_success_rate": PAPER_SR, "paired_vs_none": paired,
-    "holds_everywhere_share": round(share, 4), "success_by_need": by_need,
-}
-metrics = {"tasks": len(test_episodes)} | {f"success_rate_{n}": results["success_rate"][n]["mean"] for n in memories}
-metrics |= {f"action_score_{m}": results["action_score_aitw"][m]["step_accuracy"] for m in scores}
+results, metrics = action_score_results(scores)
+if closed_loop:
+    played, headline = closed_loop_results(
+        table, traces, memories, tasks=len(test_episodes), seeds=n_seeds, modality=modality, max_steps=max_steps,
+        ended=ended, stalled_share={n: round(stalled[n], 4) for n in memories}, paired_vs_none=paired,
+        holds_everywhere_share=round(share, 4), success_by_need=by_need)
+    results, metrics = results | played, headline | metrics
+else:
+    results["closed_loop"] = f"skipped: {NO_ENVIRONMENT}"
 report(results_path, results, metrics_path, metrics)

@@ -31,15 +31,20 @@
 # **Paper.** SwitchMem's layer analysis and Fig. 2 (there Qwen3.5-9B on AITW, LearnGUI and
 # MobileMiniWoB++; here the 6-layer miniature on held-out app variants). The same stage runs a
 # Hugging Face VLM (`guimem.actors.hf.policy.HFVLMActor`, hidden states in the same layout) with one
-# parameter: `dvc exp run -S closed_loop.actor.actor_model=<model id or folder>` (05–09 all play that actor).
+# parameter: `dvc exp run -S closed_loop.actor.actor_model=<checkpoint folder>` (05–09 all play that actor).
+#
+# **On recorded runs** (`base.episodes: recorded`, the paper's own setting: AITW, LearnGUI or your
+# agent's recordings imported by `00_recorded`) the held-out steps are the recorded test split's,
+# the gold is the recorded action (scored by both step rules), the memories are built from the
+# memory split, and the probe pool is the memory split reading memories rebuilt without its fold.
+# It needs a Hugging Face VLM as the actor: the miniature knows only the world's phones.
 
 # %% tags=["parameters"]
-world_dir = "data/world"  # episode stores from 00_world: test/ (held-out steps) and memory/ (the probe pool)
+world_dir = "data/world"  # episode stores (00_world's, or 00_recorded's data/recorded): test/ (held-out steps) and memory/ (the probe pool)
 subgoals_dir = "data/segmentation"  # subgoals of the memory episodes (memory.jsonl), to rebuild memories per fold
 memories_dir = "data/graph_build"  # the memories from 02_graph_build (their settings are copied per fold)
 retrieval_dir = "data/retrieval_eval"  # what each memory retrieved at every held-out step
 actor = {}  # the frozen actor 05_closed_loop plays (ActorSpec in guimem.actors.loading; the pipeline passes closed_loop.actor's fields)
-actor_dir = "data/actor/model"  # the frozen miniature actor from 04_actor (used when actor.actor_model is "mini")
 history_len = 4  # earlier actions of the episode the actor sees (the pipeline: actor.model.max_history)
 out_dir = "scratch/layer_analysis"  # step records go to <out_dir>/{held_out,pool} (the pipeline: data/layer_analysis)
 image_embedder = "efficientnet_lite0"  # must be the embedder the memories were built with
@@ -65,12 +70,13 @@ from pathlib import Path
 
 import torch
 
-from guimem.actors.loading import ActorSpec, describe_actor
+from guimem.actors.loading import ActorSpec, check_reads_recorded, describe_actor
 from guimem.core.data import group_by_episode
 from guimem.core.executor import ExecutorSpec, make_executor
 from guimem.core.resume import ChunkCache
 from guimem.core.store import load_episodes, load_subgoals
 from guimem.eval.action_match import MatchConfig
+from guimem.eval.closed_loop import replay_world
 from guimem.models.embedding import embed_screenshots
 from guimem.pipeline.paths import enter_repo_root
 from guimem.pipeline.report import report
@@ -89,12 +95,14 @@ from guimem.viz.plotting import MEMORY_LABELS, figure_path, save_figure, write_p
 
 # %%
 enter_repo_root()
-actor_spec, run_as = ActorSpec(actor_dir=actor_dir, **actor), ExecutorSpec(**executor)
+actor_spec, run_as = ActorSpec(**actor), ExecutorSpec(**executor)
 sampling, probe_config, curve_config = SampledPreference(**preference), ProbeConfig(**probe), CurveConfig(**curve)
 rule = sampling.rule
 torch.set_num_threads(actor_spec.torch_threads)
 test_root, memory_root = Path(world_dir) / "test", Path(world_dir) / "memory"
-test = load_episodes(test_root, verify_images=False)  # validated by 00_world
+test = load_episodes(test_root, verify_images=False)  # validated by 00_world or 00_recorded
+if replay_world(test_root) is None:  # recorded runs
+    check_reads_recorded(actor_spec, str(test_root))
 pool_episodes = load_episodes(memory_root, verify_images=False)
 pool_episodes = pool_episodes[:max_pool_episodes] if max_pool_episodes else pool_episodes
 subgoals = group_by_episode(s for s in load_subgoals(Path(subgoals_dir) / "memory.jsonl", store_root=memory_root))

@@ -14,7 +14,9 @@
 #    per world seed, and each condition paired with SwitchMem over task × seed.
 #
 # The no-memory and text runs are the ones `05_closed_loop` already played (its traces, checked to be
-# the same tasks and seeds); image, both and SwitchMem are played here.
+# the same tasks and seeds); image, both and SwitchMem are played here. On recorded runs
+# (`base.episodes: recorded`) there is no environment to play in: the offline table is computed on
+# the recorded test trajectories, and the closed loop is skipped, said so in the outputs.
 #
 # **Reads** `data/world/`, `data/graph_build/`, `data/actor/model/`, `data/closed_loop/traces.jsonl`,
 # `data/layer_analysis/held_out/` and `data/probe_router/`. **Writes** the SwitchMem traces (each step
@@ -31,10 +33,9 @@
 # none 58.70, text 53.26, image 57.61, both 60.87, SwitchMem 63.04).
 
 # %% tags=["parameters"]
-world_dir = "data/world"  # episode stores from 00_world (test/ is replayed)
+world_dir = "data/world"  # episode stores from 00_world (test/ is replayed) or 00_recorded (no closed loop)
 memories_dir = "data/graph_build"  # memories from 02_graph_build
 actor = {}  # the frozen actor, as 05_closed_loop's (ActorSpec in guimem.actors.loading; the pipeline passes closed_loop.actor's fields)
-actor_dir = "data/actor/model"  # the frozen miniature actor from 04_actor (used when actor.actor_model is "mini")
 closed_loop_dir = "data/closed_loop"  # 05_closed_loop's traces: its no-memory and text runs are reused
 records_dir = "data/layer_analysis"  # held-out step records from 06_layer_analysis
 routers_dir = "data/probe_router"  # routers from 07_probe_router
@@ -62,12 +63,12 @@ from pathlib import Path
 
 import torch
 
-from guimem.actors.loading import ActorSpec, describe_actor
+from guimem.actors.loading import ActorSpec, check_reads_recorded, describe_actor
 from guimem.core.executor import ExecutorSpec, make_executor
 from guimem.core.resume import ChunkCache
 from guimem.core.store import load_episodes
-from guimem.eval.closed_loop import (paired_success, pick_tasks, replay_tasks, replay_world_config, save_traces,
-                                     success_table)
+from guimem.eval.closed_loop import (NO_ENVIRONMENT, paired_success, pick_tasks, replay_tasks, replay_world,
+                                     save_traces, success_table)
 from guimem.eval.jobs import PlayEpisodes, condition_plays, play_all
 from guimem.pipeline.paths import enter_repo_root
 from guimem.pipeline.report import report
@@ -77,12 +78,12 @@ from guimem.routing.records import StepRecords
 from guimem.routing.route_scores import route_records, routing_statistics
 from guimem.routing.router import Router
 from guimem.routing.trajectories import condition_traces, reused_traces, routed_trajectories
-from guimem.viz.plotting import MEMORY_LABELS, figure_path, save_figure
+from guimem.viz.plotting import MEMORY_LABELS, figure_path, notice_figure, save_figure
 
 # %%
 enter_repo_root()
 torch.manual_seed(seed)
-actor_spec, run_as = ActorSpec(actor_dir=actor_dir, **actor), ExecutorSpec(**executor)
+actor_spec, run_as = ActorSpec(**actor), ExecutorSpec(**executor)
 torch.set_num_threads(actor_spec.torch_threads)
 routers = {kind: Router.load(Path(routers_dir) / kind) for kind in sorted({memory, *offline_memories})}
 
@@ -112,68 +113,86 @@ for kind in offline_memories:
 
 # %%
 test_root = Path(world_dir) / "test"
-tasks = pick_tasks(load_episodes(test_root, verify_images=False), max_tasks, seed)
-replays = replay_tasks(tasks, n_seeds)
-world_config = replay_world_config(test_root, max_steps)
-in_process = run_as.kind == "local" and run_as.workers == 1  # else only the workers load the actor (a GPU each)
-model = actor_spec.actor_model
-print("actor:", describe_actor(actor_spec.load(), model) if in_process else f"{model} (loaded by each worker)")
+world_config = replay_world(test_root, max_steps)  # None: recorded runs, with no environment to play them in
+closed_loop = world_config is not None
+if closed_loop:
+    tasks = pick_tasks(load_episodes(test_root, verify_images=False), max_tasks, seed)
+    replays = replay_tasks(tasks, n_seeds)
+    in_process = run_as.kind == "local" and run_as.workers == 1  # else only the workers load the actor (a GPU each)
+    model = actor_spec.actor_model
+    print("actor:", describe_actor(actor_spec.load(), model) if in_process else f"{model} (loaded by each worker)")
+else:
+    check_reads_recorded(actor_spec, str(test_root))
+    print(NO_ENVIRONMENT)
 
 # %%
-task = PlayEpisodes(actor_spec, world_config, memories_dir, (memory,), str(Path(world_dir) / "memory"), image_embedder,
-                    text_embedder, cache_dir, SwitchMemRouting(routers_dir), k=k or None, history_len=history_len)
-reused = reused_traces(Path(closed_loop_dir) / "traces.jsonl", memory, replays)  # none and text: 05's plays
-plays = [p for name, modality, routed in (("image", "image", False), ("both", "both", False),
-                                          ("switchmem", "both", True))
-         for p in condition_plays(name, memory, modality, replays, batch_size, routed)]
-resumed = ChunkCache(chunks_dir) if chunks_dir else None
-traces_played, _ = play_all(task, plays, make_executor(run_as), resumed)
-if resumed is not None:
-    resumed.tell_hits(f"of {len(plays)} plays")  # on the terminal: the report does not depend on it
+if closed_loop:
+    task = PlayEpisodes(actor_spec, world_config, memories_dir, (memory,), str(Path(world_dir) / "memory"),
+                        image_embedder, text_embedder, cache_dir, SwitchMemRouting(routers_dir), k=k or None,
+                        history_len=history_len)
+    reused = reused_traces(Path(closed_loop_dir) / "traces.jsonl", memory, replays)  # none and text: 05's plays
+    plays = [p for name, modality, routed in (("image", "image", False), ("both", "both", False),
+                                              ("switchmem", "both", True))
+             for p in condition_plays(name, memory, modality, replays, batch_size, routed)]
+    resumed = ChunkCache(chunks_dir) if chunks_dir else None
+    traces_played, _ = play_all(task, plays, make_executor(run_as), resumed)
+    if resumed is not None:
+        resumed.tell_hits(f"of {len(plays)} plays")  # on the terminal: the report does not depend on it
 
 # %%
-played = {name: [t for t in traces_played if t.memory == name] for name in ("image", "both", "switchmem")}
-save_traces(Path(out_dir) / "traces.jsonl", played["switchmem"])
-traces = condition_traces(reused, played)  # named by condition
 conditions = ["none", "text", "image", "both", "switchmem"]
-table = success_table(traces)
-paired = {c: paired_success(traces, "switchmem", c) for c in conditions if c != "switchmem"}
-for c in conditions:
-    print(f"{c:>9}: SR {table[c]['mean']:5.1f} ± {table[c]['std']:4.1f}  per seed {table[c]['per_seed']}")
-for c, p in paired.items():
-    print(f"SwitchMem vs {c}: completes {p['fixed']} episodes it does not, fails {p['broken']} it completes "
-          f"(p = {p['p_value']:.4f})")
+if closed_loop:
+    played = {name: [t for t in traces_played if t.memory == name] for name in ("image", "both", "switchmem")}
+    traces = condition_traces(reused, played)  # named by condition
+    table = success_table(traces)
+    paired = {c: paired_success(traces, "switchmem", c) for c in conditions if c != "switchmem"}
+    for c in conditions:
+        print(f"{c:>9}: SR {table[c]['mean']:5.1f} ± {table[c]['std']:4.1f}  per seed {table[c]['per_seed']}")
+    for c, p in paired.items():
+        print(f"SwitchMem vs {c}: completes {p['fixed']} episodes it does not, fails {p['broken']} it completes "
+              f"(p = {p['p_value']:.4f})")
+save_traces(Path(out_dir) / "traces.jsonl", played["switchmem"] if closed_loop else [])  # none played: no traces
 
 # %% [markdown]
 # ## Routing behaviour in closed loop (paper Table 2)
 
 # %%
 online = routing_statistics([[s.shown == "image" for s in t.steps if s.shown in ("text", "image")]
-                             for t in played["switchmem"]])
+                             for t in played["switchmem"]]) if closed_loop else None
 cells = lambda v: [f"{v['dual_modality_pct']:.1f}", f"{v['image_steps_pct']:.1f}",
                    f"{v['switches_per_trajectory']:.2f}", f"{v['mean_run_length']:.2f}"]
 rows = [[f"{MEMORY_LABELS[kind]}, demonstrations (offline)", *cells(v)] for kind, v in offline.items()]
-rows.append([f"{MEMORY_LABELS[memory]}, closed loop", *cells(online)])
+if closed_loop:
+    rows.append([f"{MEMORY_LABELS[memory]}, closed loop", *cells(online)])
 rows += [["paper: AITW", "83.8", "36.5", "1.72", "2.42"], ["paper: LearnGUI", "90.8", "81.3", "1.79", "4.95"],
          ["paper: MobileMiniWoB++", "57.8", "76.3", "1.56", "4.50"]]
 columns = ["trajectories", "dual-modality %", "image-routed steps %", "switches / traj.", "mean run length"]
 fig = labelled_table_figure(columns, rows, "SwitchMem's routing along trajectories")
 save_figure(fig, figure_path(figures_dir, "routing_stats", "table"))
-fig2 = closed_loop_figure(table, conditions, f"Closed loop, {len(tasks)} held-out tasks x {n_seeds} world seeds, "
-                                            f"{MEMORY_LABELS[memory]} memory")
+if closed_loop:
+    fig2 = closed_loop_figure(table, conditions, f"Closed loop, {len(tasks)} held-out tasks x {n_seeds} world seeds, "
+                                                f"{MEMORY_LABELS[memory]} memory")
+else:  # the figure's file says why there is none
+    fig2 = notice_figure("SwitchMem in closed loop", f"No closed loop: {NO_ENVIRONMENT}.")
 save_figure(fig2, figure_path(figures_dir, "routing_stats", "closed_loop"))
-print("closed loop:", online)
+print("closed loop:", online if closed_loop else f"skipped: {NO_ENVIRONMENT}")
 
 # %%
-report(results_path, {
-    "offline": offline, "closed_loop_routing": online, "memory": memory, "tasks": len(tasks), "seeds": n_seeds,
-    "success_rate": {c: {"mean": round(table[c]["mean"], 4), "std": round(table[c]["std"], 4),
-                         "per_seed": [round(v, 4) for v in table[c]["per_seed"]]} for c in conditions},
-    "switchmem_paired_vs": paired, "tau": routers[memory].tau}, metrics_path, {
-    **{f"success_rate_{c}": round(table[c]["mean"], 4) for c in conditions},
-    "closed_loop_image_steps_pct": round(online["image_steps_pct"], 4),
-    "closed_loop_dual_modality_pct": round(online["dual_modality_pct"], 4),
+results = {"offline": offline, "memory": memory, "tau": routers[memory].tau}
+metrics = {
     "offline_image_steps_pct": round(offline[memory]["image_steps_pct"], 4) if memory in offline else None,
     "offline_switches_per_trajectory": round(offline[memory]["switches_per_trajectory"], 4) if memory in offline else None,
-    "switchmem_vs_text_p": paired["text"]["p_value"],
-})
+}
+if closed_loop:
+    results |= {
+        "closed_loop_routing": online, "tasks": len(tasks), "seeds": n_seeds,
+        "success_rate": {c: {"mean": round(table[c]["mean"], 4), "std": round(table[c]["std"], 4),
+                             "per_seed": [round(v, 4) for v in table[c]["per_seed"]]} for c in conditions},
+        "switchmem_paired_vs": paired}
+    metrics = {**{f"success_rate_{c}": round(table[c]["mean"], 4) for c in conditions},
+               "closed_loop_image_steps_pct": round(online["image_steps_pct"], 4),
+               "closed_loop_dual_modality_pct": round(online["dual_modality_pct"], 4),
+               **metrics, "switchmem_vs_text_p": paired["text"]["p_value"]}
+else:
+    results["closed_loop"] = f"skipped: {NO_ENVIRONMENT}"
+report(results_path, results, metrics_path, metrics)

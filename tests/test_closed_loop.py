@@ -375,6 +375,27 @@ def test_load_actor_reads_a_hugging_face_folder_from_disk_only(tmp_path):
         load_actor(str(tmp_path / "no-such-model"), tmp_path)
 
 
+def test_the_actor_is_named_by_its_folder(tmp_path):
+    """A folder holding a saved miniature names the miniature (as "mini" with actor_dir does), the
+    default names the actor stage's folder before it exists, any other folder a Hugging Face VLM."""
+    import os
+
+    from actor_fixtures import tiny_actor
+    from guimem.actors.hf.tiny import save_tiny_random_llava
+    from guimem.actors.loading import MINI_ACTOR, ActorSpec, load_actor
+    from guimem.actors.mini.policy import MiniActor
+
+    folder = tmp_path / "model"
+    tiny_actor().save(folder)
+    by_folder = ActorSpec(str(folder))
+    assert by_folder == ActorSpec(MINI_ACTOR, str(folder)) and by_folder.miniature
+    assert isinstance(load_actor(str(folder), ""), MiniActor)
+    default = ActorSpec()
+    assert default.miniature and default.actor_dir == os.path.abspath("data/actor/model")
+    vlm = save_tiny_random_llava(str(tmp_path / "vlm"))
+    assert not ActorSpec(vlm).miniature and ActorSpec(vlm).actor_model == vlm
+
+
 def test_paired_success_counts_discordant_episodes_and_tests_them():
     from guimem.eval.closed_loop import Trace, paired_success
 

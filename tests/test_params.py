@@ -215,6 +215,27 @@ def test_a_bad_value_is_named_where_it_was_set(tmp_path):
     assert err.value.message.endswith("(passed to run_notebook)")
 
 
+@pytest.mark.parametrize("stem, section", [("05_closed_loop", "closed_loop"), ("06_layer_analysis", "layer_analysis"),
+                                           ("09_routing_stats", "routing_stats")])
+def test_recorded_episodes_refuse_the_miniature_actor_before_anything_runs(stem, section, tmp_path):
+    """The miniature knows only the world's phones: on recorded steps (base.episodes: recorded) 05, 06
+    and 09 refuse it, naming the field, and accept a Hugging Face checkpoint folder."""
+    from actor_fixtures import tiny_actor
+    from guimem.actors.hf.tiny import save_tiny_random_llava
+
+    path = edited_params(tmp_path, "base", "episodes", "recorded")
+    notebook = REPO / "notebooks" / f"{stem}.py"
+    tiny_actor().save(tmp_path / "miniature")
+    for miniature in ("data/actor/model", str(tmp_path / "miniature")):  # the actor stage's folder, or any saved one
+        with pytest.raises(DataError) as err:
+            check_parameters(notebook, *read_parameters([f"{path}:{section}"], [("actor.actor_model", miniature)]))
+        assert err.value.field == "actor.actor_model" and "cannot read recorded steps" in err.value.message
+    vlm = save_tiny_random_llava(str(tmp_path / "vlm"))
+    check_parameters(notebook, *read_parameters([f"{path}:{section}"], [("actor.actor_model", vlm)]))
+    world = edited_params(tmp_path, "base", "episodes", "world")
+    check_parameters(notebook, *read_parameters([f"{world}:{section}"], [("actor.actor_model", "data/actor/model")]))
+
+
 def test_a_typo_is_named_with_the_closest_parameter(tmp_path):
     path = edited_params(tmp_path, "world", "n_perturbd", "10")
     with pytest.raises(DataError) as err:

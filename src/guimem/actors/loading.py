@@ -1,4 +1,10 @@
-"""Choosing the frozen actor by name: the miniature actor, or any Hugging Face VLM on disk."""
+"""Choosing the frozen actor by name: the miniature actor, or any Hugging Face VLM on disk.
+
+The pipeline names the actor by its folder (``closed_loop.actor.actor_model``): the actor stage's
+``data/actor/model`` (a saved miniature, known by the kind its save stamped on the folder) or a
+Hugging Face checkpoint folder; DVC then tracks whichever it is. ``"mini"`` with ``actor_dir``
+names the miniature too (the notebooks' default when opened by hand).
+"""
 
 from __future__ import annotations
 
@@ -9,13 +15,22 @@ import torch
 
 from guimem.actors.hf.parsing import DEFAULT_ANSWER_FORMAT, DEFAULT_COORDS, DEFAULT_MAX_NEW_TOKENS
 from guimem.actors.hf.policy import HFVLMActor
-from guimem.actors.mini.policy import MiniActor
+from guimem.actors.mini.policy import ACTOR_KIND, MiniActor
 from guimem.core.data import DataError
+from guimem.core.io import folder_kind
 from guimem.core.policy import Policy
 from guimem.core.resume import tree_digest
 
 MINI_ACTOR = "mini"
-"""``actor_model`` value naming the miniature actor trained by the ``actor`` stage."""
+"""``actor_model`` value naming the miniature actor in ``actor_dir`` (a spelling for code and tests)."""
+MINIATURE_FOLDER = "data/actor/model"
+"""Where the ``actor`` stage saves the miniature: the default actor, named by its folder even before
+it exists (its load then says the folder is missing)."""
+
+
+def is_miniature(folder: str | os.PathLike) -> bool:
+    """Whether ``folder`` holds a miniature actor saved by :meth:`MiniActor.save` (its folder's kind)."""
+    return os.path.isdir(folder) and folder_kind(folder) == ACTOR_KIND
 DEFAULT_BATCH_SIZE = 64  # actor inputs per forward pass (fixed in a run: batch composition moves float noise)
 
 
@@ -24,7 +39,8 @@ def load_actor(actor_model: str, actor_dir: str | os.PathLike, batch_size: int =
                max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS, device: str | None = None) -> Policy:
     """The frozen actor a closed-loop run plays with, chosen by ``actor_model`` (a params.yaml value).
 
-    ``"mini"``: the miniature actor saved by the ``actor`` stage in ``actor_dir``. Anything else is
+    ``"mini"``: the miniature actor saved by the ``actor`` stage in ``actor_dir``; a folder holding a
+    saved miniature: that one. Anything else is
     a Hugging Face vision-language model id or local folder, loaded by
     :class:`guimem.actors.hf.policy.HFVLMActor` from disk only (it must already be
     there), answering in ``answer_format`` with coordinates in the ``coords`` convention, on
@@ -32,8 +48,8 @@ def load_actor(actor_model: str, actor_dir: str | os.PathLike, batch_size: int =
     """
     if not isinstance(actor_model, str) or not actor_model.strip():
         raise DataError("actor_model", f"expected {MINI_ACTOR!r} or a Hugging Face model id / folder, got {actor_model!r}")
-    if actor_model == MINI_ACTOR:
-        return MiniActor.load(actor_dir, batch_size=batch_size)
+    if actor_model == MINI_ACTOR or is_miniature(actor_model):
+        return MiniActor.load(actor_dir if actor_model == MINI_ACTOR else actor_model, batch_size=batch_size)
     return HFVLMActor(actor_model, coords=coords, answer_format=answer_format, max_new_tokens=max_new_tokens,
                       batch_size=batch_size, device=device)
 
@@ -49,7 +65,7 @@ class ActorSpec:
     process would: a worker that cannot (no GPU visible) fails instead of running elsewhere.
     """
 
-    actor_model: str = MINI_ACTOR  # "mini", else a Hugging Face VLM id or local folder (read from disk only)
+    actor_model: str = MINIATURE_FOLDER  # a folder (a saved miniature or a Hugging Face checkpoint), a cached hub id, or "mini"
     actor_dir: str = ""  # the miniature actor's folder (actor_model "mini")
     batch_size: int = DEFAULT_BATCH_SIZE  # inputs per forward pass
     coords: str = DEFAULT_COORDS  # a Hugging Face actor's coordinate convention (actors.hf.parsing.COORD_CONVENTIONS)
@@ -62,6 +78,9 @@ class ActorSpec:
         if not isinstance(self.actor_model, str) or not self.actor_model.strip():
             raise DataError("actor_model", f"expected {MINI_ACTOR!r} or a Hugging Face model id / folder, "
                                            f"got {self.actor_model!r:.60}")
+        if is_miniature(self.actor_model) or os.path.normpath(self.actor_model) == MINIATURE_FOLDER:  # by its folder
+            object.__setattr__(self, "actor_dir", self.actor_model)
+            object.__setattr__(self, "actor_model", MINI_ACTOR)
         if self.actor_model == MINI_ACTOR:
             if not self.actor_dir:
                 raise DataError("actor_dir", "the miniature actor needs the folder the actor stage saved it in")
@@ -72,6 +91,11 @@ class ActorSpec:
             object.__setattr__(self, "actor_model", os.path.abspath(self.actor_model))
         if not self.device:
             object.__setattr__(self, "device", "cuda" if torch.cuda.is_available() else "cpu")
+
+    @property
+    def miniature(self) -> bool:
+        """Whether this is the miniature actor (it trains on the world's phones only)."""
+        return self.actor_model == MINI_ACTOR
 
     def files(self) -> str | None:
         """The folder the actor's files are in: the miniature's, a local Hugging Face folder, or the
@@ -111,6 +135,15 @@ class ActorSpec:
 
 
 _LOADED: dict[ActorSpec, tuple[str | None, Policy]] = {}  # this process's loaded actors, with their files' digest
+
+
+def check_reads_recorded(spec: ActorSpec, source: str) -> None:
+    """Recorded steps (``source``: their store) need a Hugging Face VLM: the miniature actor is
+    trained on the world's phones, their screens and UI trees, and knows nothing else (a DataError
+    naming ``actor_model``)."""
+    if spec.miniature:
+        raise DataError("actor_model", "the miniature actor is trained on the world's phones and cannot read "
+                                       "recorded steps: name a Hugging Face VLM checkpoint folder", source)
 
 
 def describe_actor(actor: Policy, actor_model: str) -> str:

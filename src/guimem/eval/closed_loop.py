@@ -28,7 +28,9 @@ from guimem.core.progress import progress_bar
 from guimem.core.store import read_manifest
 from guimem.eval.action_match import paired_counts
 from guimem.phone.config import WorldConfig
+from guimem.phone.demonstrator import holds_everywhere
 from guimem.phone.tasks import task_from_dict
+from guimem.phone.world import World
 from guimem.smg.memories import Memory
 from guimem.smg.reader import MemoryReader, QueryVectors
 
@@ -266,6 +268,21 @@ def replay_world_config(store_root: str | os.PathLike, max_steps: int | None = N
     return dataclasses.replace(config, max_steps=max_steps) if max_steps is not None else config
 
 
+NO_ENVIRONMENT = ("these are recorded runs, not the world's: there is no environment (phone, emulator) to replay "
+                  "their tasks in, so the closed loop is skipped")
+"""What a closed-loop stage says when its episodes are recorded runs."""
+
+
+def replay_world(store_root: str | os.PathLike, max_steps: int | None = None) -> WorldConfig | None:
+    """:func:`replay_world_config`, or None for a store of recorded runs (an import: its manifest
+    records where it came from, ``meta.recorded``, and no world): its tasks have no environment to be
+    replayed in. A store that is neither is refused as :func:`replay_world_config` refuses it."""
+    meta = read_manifest(store_root).get("meta") or {}
+    if "world" not in meta and isinstance(meta.get("recorded"), Mapping):
+        return None
+    return replay_world_config(store_root, max_steps)
+
+
 def success_table(traces: Iterable[Trace]) -> dict[str, dict[str, Any]]:
     """Per memory: success rate (%) per run (seed index), its mean and sample standard deviation over runs."""
     by: dict[str, dict[int, list[bool]]] = {}
@@ -278,6 +295,20 @@ def success_table(traces: Iterable[Trace]) -> dict[str, dict[str, Any]]:
                        "std": float(np.std(rates, ddof=1)) if len(rates) > 1 else 0.0,
                        "episodes": sum(len(v) for v in seeds.values())}
     return table
+
+
+def success_by_need(traces: Iterable[Trace], replays: Sequence[Any], world: WorldConfig
+                    ) -> tuple[float, dict[str, dict[str, Any]]]:
+    """Which replayed episodes need experience of this phone, and each memory's success on each kind:
+    an episode (task x world seed) whose expert path holds on every variant
+    (:func:`guimem.phone.demonstrator.holds_everywhere`) is ``holds_everywhere``, the others
+    ``needs_experience``. Returns the first kind's share of the episodes and
+    :func:`success_by_group` by kind."""
+    planner = World(world, render=False)
+    need = {(r.episode, r.seed): "holds_everywhere" if holds_everywhere(planner, (r.task, r.variant), r.seed)
+            else "needs_experience" for r in replays}
+    share = sum(v == "holds_everywhere" for v in need.values()) / len(need)
+    return share, success_by_group(traces, need)
 
 
 def success_by_group(traces: Iterable[Trace], group_of: Mapping[tuple[str, int], str]) -> dict[str, dict[str, Any]]:

@@ -96,3 +96,28 @@ def in_short(table: Mapping[str, Mapping[str, Any]], ended: Mapping[str, Mapping
     return (f"In short: {lead}; the paper's best is Subgoal-Graph ({paper['smg'] - paper['none']:+.2f} points "
             "over no memory). The actor ended its episodes itself (done or impossible) in "
             + ", ".join(f"{labels.get(n, n)} {self_ended[n]:.0f}%" for n in memories) + f" of them; {reading}.")
+
+
+def action_score_results(scores: Mapping[str, Mapping[str, Any]]) -> tuple[dict[str, Any], dict[str, float]]:
+    """05's step-level action score as its results (``action_score_aitw``: step and type accuracy
+    and steps per memory modality) and its headline metrics (``action_score_<modality>``)."""
+    results = {"action_score_aitw": {m: {"step_accuracy": round(s["step_accuracy"], 4),
+                                         "type_accuracy": round(s["type_accuracy"], 4), "steps": s["n_steps"]}
+                                     for m, s in scores.items()}}
+    return results, {f"action_score_{m}": results["action_score_aitw"][m]["step_accuracy"] for m in scores}
+
+
+def closed_loop_results(table: Mapping[str, Mapping[str, Any]], traces: Sequence[Trace], memories: Sequence[str],
+                        **counts: Any) -> tuple[dict[str, Any], dict[str, float]]:
+    """05's closed loop as results and headline metrics: each memory's success rate (mean, spread
+    and per seed), its mean steps, and ``counts`` as they are (tasks, seeds, modality, max_steps,
+    ended, stalled_share, paired_vs_none, holds_everywhere_share, success_by_need); the metrics are
+    the tasks and each memory's mean success rate."""
+    results = {
+        **counts, "episodes": len(traces), "paper_success_rate": PAPER_SR,
+        "success_rate": {n: {"mean": round(table[n]["mean"], 4), "std": round(table[n]["std"], 4),
+                             "per_seed": [round(v, 4) for v in table[n]["per_seed"]]} for n in memories},
+        "mean_steps": {n: round(v, 4) for n, v in mean_steps(traces, memories).items()},
+    }
+    return results, {"tasks": counts["tasks"]} | {f"success_rate_{n}": results["success_rate"][n]["mean"]
+                                                  for n in memories}

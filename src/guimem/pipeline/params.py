@@ -45,6 +45,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import importlib
+import os
 import re
 import reprlib
 from collections.abc import Callable, Mapping
@@ -53,7 +54,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from guimem.actors.hf.parsing import ANSWER_FORMATS, COORD_CONVENTIONS
-from guimem.actors.loading import MINI_ACTOR, ActorSpec
+from guimem.actors.loading import MINI_ACTOR, MINIATURE_FOLDER, ActorSpec, is_miniature
 from guimem.core.data import DataError
 from guimem.core.executor import EXECUTORS, ExecutorSpec
 from guimem.core.io import check_number
@@ -422,9 +423,13 @@ PROBE = Group(ProbeConfig, {"pca_dim": POSITIVE, "c": INVERSE_STRENGTH})  # 06's
 
 
 def check_actor(p: Params) -> None:
-    """05, 06 and 09: the ``actor`` group and ``actor_dir`` make an ActorSpec."""
-    p.build({f: f"actor.{f}" for f in ACTOR.fields} | {"actor_dir": "actor_dir"}, ActorSpec,
-            actor_dir=p["actor_dir"], **p["actor"])
+    """05, 06 and 09: the ``actor`` group makes an ActorSpec; recorded episodes need a Hugging Face
+    VLM (the miniature knows only the world's phones)."""
+    p.build({f: f"actor.{f}" for f in ACTOR.fields}, ActorSpec, **p["actor"])
+    if p.upstream("base", "episodes", Text()) == "recorded" and mini_actor(p):
+        raise p.error("actor.actor_model", "the miniature actor is trained on the world's phones and cannot read "
+                                           "recorded steps (base.episodes: recorded): name a Hugging Face VLM "
+                                           "checkpoint folder")
 
 
 def check_executor(p: Params) -> None:
@@ -451,16 +456,25 @@ def check_folds_within(p: Params, name: str, episodes: int | None, what: str) ->
         raise p.error(name, f"must be at most the {episodes} {what} it splits by episode, got {p[name]}")
 
 
+def names_miniature(actor_model: Any) -> bool:
+    """Whether an ``actor_model`` value names the miniature: ``"mini"``, the actor stage's folder, or
+    any folder holding a saved miniature."""
+    if not isinstance(actor_model, str):
+        return False
+    return (actor_model == MINI_ACTOR or os.path.normpath(actor_model) == MINIATURE_FOLDER
+            or is_miniature(actor_model))
+
+
 def mini_actor(p: Params) -> bool:
     """Whether the actor 05-09 run is the actor stage's miniature (so its size is actor's): the stage's
     own ``actor`` group says, else 05's in the params file (a group without ``actor_model``: the default)."""
     if "actor" in p.values:
-        return p["actor"].get("actor_model", ActorSpec.actor_model) == MINI_ACTOR
+        return names_miniature(p["actor"].get("actor_model", ActorSpec.actor_model))
     closed_loop = p.document.get("closed_loop")
     actor = closed_loop.get("actor") if isinstance(closed_loop, Mapping) else None
     if not isinstance(actor, Mapping):
         return False  # no params file, or one without 05's actor: unknown
-    return actor.get("actor_model", ActorSpec.actor_model) == MINI_ACTOR
+    return names_miniature(actor.get("actor_model", ActorSpec.actor_model))
 
 
 def check_probe_dim(p: Params) -> None:

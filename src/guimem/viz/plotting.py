@@ -153,4 +153,17 @@ def table_figure(columns: Sequence[str], rows: Sequence[Sequence[str]], title: s
     return fig
 
 
+def notice_figure(title: str, text: str) -> Figure:
+    """A figure that says, in words, why a stage drew nothing here (e.g. a closed loop with no
+    environment): the stage's figure file exists, and whoever opens it reads the reason."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7.0, 1.6))
+    ax.axis("off")
+    ax.set_title(title)
+    ax.text(0.5, 0.5, text, transform=ax.transAxes, fontsize=10, ha="center", va="center", wrap=True,
+            color="#333333")
+    return fig
+
+
 use_style()

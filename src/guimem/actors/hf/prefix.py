@@ -31,8 +31,9 @@ No attention code is written here: every pass is the model's own ``forward`` or 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import torch
 
@@ -49,7 +50,7 @@ class PromptPart:
     images: dict[str, torch.Tensor]  # the image-side outputs, empty for a part without images
 
     @classmethod
-    def of(cls, encoding: Any) -> "PromptPart":
+    def of(cls, encoding: Any) -> PromptPart:
         """Split a processor's output (``BatchFeature`` or dict) into token and image tensors."""
         items = dict(encoding.items())
         return cls({k: v for k, v in items.items() if k in TOKEN_KEYS},
@@ -59,7 +60,7 @@ class PromptPart:
     def length(self) -> int:
         return int(self.tokens["input_ids"].shape[1])
 
-    def then(self, suffix: "PromptPart") -> "PromptPart":
+    def then(self, suffix: PromptPart) -> PromptPart:
         """This part followed by ``suffix``: the whole prompt of one input."""
         return PromptPart({k: torch.cat([v, suffix.tokens[k]], dim=1) for k, v in self.tokens.items()},
                           concat_images([self, suffix]))

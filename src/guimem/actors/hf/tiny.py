@@ -19,8 +19,18 @@ TINY_CHAT_TEMPLATE = (  # Qwen-style: <|im_start|>role\n...<|im_end|>, images as
 )
 
 
-def byte_tokenizer(chat_template: str = TINY_CHAT_TEMPLATE) -> Any:
-    """A byte-level BPE tokenizer without merges (one token per byte) with Qwen's special tokens."""
+ANSWER_TOKENS = tuple(  # taps on a 5 x 5 grid: every point of the screen within the AITW rule's 14% of one
+    [f'{{"action": "tap", "point": [{x}, {y}]}}' for y in (100, 300, 500, 700, 900) for x in (100, 300, 500, 700, 900)]
+    + ['{"action": "swipe", "point": [500, 750], "end": [500, 250]}', '{"action": "type", "text": "meeting"}',
+       '{"action": "back"}', '{"action": "home"}', '{"action": "enter"}', '{"action": "done"}',
+       '{"action": "impossible"}'])
+"""Whole JSON actions (the ``json`` answer format, ``relative_1000`` coordinates) that
+:func:`save_tiny_random_llava` can add to its vocabulary as single tokens."""
+
+
+def byte_tokenizer(chat_template: str = TINY_CHAT_TEMPLATE, words: tuple[str, ...] = ()) -> Any:
+    """A byte-level BPE tokenizer without merges (one token per byte) with Qwen's special tokens, and
+    ``words`` as ordinary added tokens (decoded as themselves)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
@@ -29,8 +39,11 @@ def byte_tokenizer(chat_template: str = TINY_CHAT_TEMPLATE) -> Any:
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
     tokenizer.decoder = decoders.ByteLevel()
     tokenizer.add_special_tokens(list(_TINY_SPECIAL_TOKENS))
-    return PreTrainedTokenizerFast(tokenizer_object=tokenizer, eos_token="<|im_end|>", pad_token="<|endoftext|>",
+    fast = PreTrainedTokenizerFast(tokenizer_object=tokenizer, eos_token="<|im_end|>", pad_token="<|endoftext|>",
                                    chat_template=chat_template)
+    if words:
+        fast.add_tokens(list(words))
+    return fast
 
 
 def tiny_random_qwen2_vl(n_layers: int = 2, d_model: int = 32, seed: int = 0,
@@ -72,14 +85,27 @@ def tiny_random_qwen2_vl(n_layers: int = 2, d_model: int = 32, seed: int = 0,
     return AutoModelForImageTextToText.from_config(config).eval(), processor
 
 
-def save_tiny_random_llava(folder: str, n_layers: int = 3, d_model: int = 32, seed: int = 0) -> str:
+def save_tiny_random_llava(folder: str, n_layers: int = 3, d_model: int = 32, seed: int = 0,
+                           answer_scale: float = 0.0, init_std: float = 0.0) -> str:
     """Write a randomly initialised LLaVA (a one-block CLIP tower, a Llama text model of ``n_layers``
     layers of width ``d_model``) and its processor to ``folder``, as a downloaded checkpoint would be
-    laid out: what ``actor_model: <folder>`` loads in a smoke run of the pipeline. Returns ``folder``."""
+    laid out: what ``actor_model: <folder>`` loads in a smoke run of the pipeline. Returns ``folder``.
+
+    With ``answer_scale > 0`` the vocabulary also holds :data:`ANSWER_TOKENS` (32 whole
+    actions, one token each) and their rows of the output layer are random directions that many times
+    as long as the others' on average: the
+    random model then mostly answers, greedy or sampled, with an action that parses, which action
+    depending on the prompt. A smoke run then exercises what follows a parsed answer (matching,
+    preferences that are not all tied, a probe and routers) instead of unparseable bytes only.
+
+    With ``init_std > 0`` the text model's weight matrices are drawn with that standard deviation
+    instead of ``transformers``' 0.02, at which a model this small barely reads its prompt (its sampled
+    answers under the text and the image rendering of a memory are nearly all the same); at 0.2 about
+    a third of them differ."""
     from transformers import AutoModelForImageTextToText, LlavaConfig, LlavaProcessor
     from transformers.models.clip.image_processing_pil_clip import CLIPImageProcessorPil
 
-    tokenizer = byte_tokenizer()
+    tokenizer = byte_tokenizer(words=ANSWER_TOKENS if answer_scale > 0 else ())
     tokenizer.add_special_tokens({"additional_special_tokens": ["<image>"]})
     template = TINY_CHAT_TEMPLATE.replace("<|vision_start|><|image_pad|><|vision_end|>", "<image>")
     processor = LlavaProcessor(image_processor=CLIPImageProcessorPil(size={"shortest_edge": 28},
@@ -95,6 +121,18 @@ def save_tiny_random_llava(folder: str, n_layers: int = 3, d_model: int = 32, se
                          pad_token_id=tokenizer.pad_token_id),
         image_token_id=tokenizer.convert_tokens_to_ids("<image>"), vision_feature_select_strategy="default")
     torch.manual_seed(seed)
-    AutoModelForImageTextToText.from_config(config).save_pretrained(folder)
+    model = AutoModelForImageTextToText.from_config(config)
+    if init_std > 0:
+        with torch.no_grad():
+            for weight in model.model.language_model.parameters():
+                if weight.dim() == 2:
+                    weight.normal_(0.0, init_std)
+    if answer_scale > 0:  # the answers' rows: random directions of one length, answer_scale x the others' mean
+        with torch.no_grad():
+            rows = model.lm_head.weight
+            ids = tokenizer.convert_tokens_to_ids(list(ANSWER_TOKENS))
+            length = answer_scale * rows.norm(dim=1).mean()
+            rows[ids] = rows[ids] / rows[ids].norm(dim=1, keepdim=True) * length
+    model.save_pretrained(folder)
     processor.save_pretrained(folder)
     return folder

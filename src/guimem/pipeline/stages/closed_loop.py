@@ -31,6 +31,6 @@ STAGE = Stage("05_closed_loop", "closed_loop", {
     "max_steps": POSITIVE, "batch_size": COUNT, "executor": EXECUTOR_GROUP, "chunks_dir": OPTIONAL_PATH,
     "action_score_modalities": Items(Text(MODALITIES), nonempty=True, unique=True),
     "action_score_memory": Text(MEMORIES), "world_dir": PATH, "memories_dir": PATH, "retrieval_dir": PATH,
-    "actor": ACTOR, "actor_dir": PATH, "image_embedder": IMAGE_EMBEDDER, "text_embedder": TEXT_EMBEDDER,
+    "actor": ACTOR, "image_embedder": IMAGE_EMBEDDER, "text_embedder": TEXT_EMBEDDER,
     "cache_dir": PATH, "out_dir": PATH, "figures_dir": PATH, "metrics_path": PATH, "results_path": PATH,
 }, (check_actor, check_executor), reporting=("executor",))

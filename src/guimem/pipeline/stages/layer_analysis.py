@@ -49,7 +49,7 @@ def _pool_folds(p: Params) -> None:
 
 STAGE = Stage("06_layer_analysis", "layer_analysis", {
     "world_dir": PATH, "subgoals_dir": PATH, "memories_dir": PATH, "retrieval_dir": PATH, "actor": ACTOR,
-    "actor_dir": PATH, "history_len": COUNT, "out_dir": PATH, "image_embedder": IMAGE_EMBEDDER,
+    "history_len": COUNT, "out_dir": PATH, "image_embedder": IMAGE_EMBEDDER,
     "text_embedder": TEXT_EMBEDDER, "seed": SEED, "memories": Items(Text(MEMORIES), nonempty=True, unique=True),
     "k_folds": FOLDS, "preference": PREFERENCE, "probe": PROBE, "curve": CURVE, "max_pool_episodes": COUNT,
     "max_eval_steps": COUNT, "executor": EXECUTOR_GROUP, "chunks_dir": OPTIONAL_PATH, "cache_dir": PATH,

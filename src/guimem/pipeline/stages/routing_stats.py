@@ -44,7 +44,7 @@ def _reused_traces(p: Params) -> None:
 
 
 STAGE = Stage("09_routing_stats", "routing_stats", {
-    "world_dir": PATH, "memories_dir": PATH, "actor": ACTOR, "actor_dir": PATH, "closed_loop_dir": PATH,
+    "world_dir": PATH, "memories_dir": PATH, "actor": ACTOR, "closed_loop_dir": PATH,
     "records_dir": PATH, "routers_dir": PATH, "out_dir": PATH, "memory": Text(MEMORIES),
     "offline_memories": Items(Text(MEMORIES), nonempty=True, unique=True), "seed": SEED, "n_seeds": POSITIVE,
     "max_tasks": COUNT, "max_steps": POSITIVE, "history_len": COUNT, "k": COUNT, "batch_size": COUNT,
