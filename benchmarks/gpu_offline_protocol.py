@@ -32,12 +32,26 @@ import argparse
 import json
 import os
 import platform
-import sys
+import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 import torch
+from bench_actor import MEMORY_TEXT
+
+from guimem.actors.hf.policy import HFVLMActor
+from guimem.actors.hf.tiny import tiny_random_qwen2_vl
+from guimem.core.policy import PolicyInput
+from guimem.core.store import load_screenshot
+from guimem.eval.action_match import MatchConfig
+from guimem.real.importers import IMPORTERS
+from guimem.routing.policy import SwitchMemPolicy
+from guimem.routing.probe import CurveConfig, ProbeConfig, layer_curve
+from guimem.routing.records import SampledPreference, collect_records
+from guimem.routing.route_scores import route_records, table_one
+from guimem.routing.router import RouterConfig, calibrate_tau, train_router
+from guimem.train.examples import ActorExample
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "benchmarks" / "results" / "gpu_offline_protocol.json"
@@ -51,14 +65,6 @@ LAYERS, WIDTH = 8, 256  # the tiny VLM's depth and width
 
 def steps(n: int, store: Path) -> list:
     """``n`` recorded-size steps with their recorded actions as targets (the sample imported to ``store``)."""
-    from guimem.core.policy import PolicyInput
-    from guimem.core.store import load_screenshot
-    from guimem.real.importers import IMPORTERS
-    from guimem.train.examples import ActorExample
-
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    from bench_actor import MEMORY_TEXT
-
     importer, _ = IMPORTERS["agent_run"]
     episodes = importer(SAMPLE, store, ocr=False)
     recorded = [(e, j) for e in episodes for j in range(len(e.steps))]
@@ -91,37 +97,34 @@ def main(cpu: bool = False) -> dict | None:
     if not cpu and not torch.cuda.is_available():
         print("gpu_offline_protocol: no CUDA device here: skipping (nothing written)")
         return None
-    import tempfile
+    with tempfile.TemporaryDirectory(prefix="gpu_protocol_") as scratch:
+        return protocol(cpu, Path(scratch) / "store")
 
-    from guimem.actors.hf.policy import HFVLMActor
-    from guimem.actors.hf.tiny import tiny_random_qwen2_vl
-    from guimem.eval.action_match import MatchConfig
-    from guimem.routing.policy import SwitchMemPolicy
-    from guimem.routing.probe import CurveConfig, ProbeConfig, layer_curve
-    from guimem.routing.records import SampledPreference, collect_records
-    from guimem.routing.route_scores import route_records, table_one
-    from guimem.routing.router import RouterConfig, calibrate_tau, train_router
 
+def protocol(cpu: bool, store: Path) -> dict:
+    """The protocol's phases on the CPU or the GPU, the sample imported to ``store``."""
     device = "cpu" if cpu else "cuda"
     dtype = torch.float32 if cpu else torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
     model, processor = tiny_random_qwen2_vl(n_layers=LAYERS, d_model=WIDTH, max_image_tokens=1024)
     actor = HFVLMActor.from_model(model.to(device, dtype=dtype), processor, max_new_tokens=MAX_NEW_TOKENS,
                                   batch_size=BATCH)
-    store = Path(tempfile.mkdtemp(prefix="gpu_protocol_")) / "store"
     examples, build_s = timed(lambda: steps(8 if cpu else N_STEPS, store))
     size = examples[0].input.screenshot.size
     rules = {"aitw": MatchConfig("aitw"), "learngui": MatchConfig("learngui", screen_size_px=size)}
     times = {"build_steps": build_s}
     records, times["records"] = timed(lambda: collect_records(actor, examples, rules, SampledPreference(N_SAMPLES),
                                                               seed=0, batch_size=BATCH, progress=False))
-    rng = np.random.default_rng(0)
-    labels = records.preference("aitw")
-    labels = labels > 0 if len(set(labels > 0)) == 2 else rng.random(len(records)) < 0.5  # random answers may all tie
-    folds = min(3, len(set(records.episodes)))  # by episode
-    curve, times["probe"] = timed(lambda: layer_curve(records.shift(), labels, records.episodes,
+    # the probe learns on the non-tied steps; a random model's may be too few, and then (a timing only)
+    # every step with a random label
+    preference = records.preference("aitw")
+    fitted = records.non_tied("aitw") if min((preference > 0).sum(), (preference < 0).sum()) >= 2 else records
+    labels = (fitted.preference("aitw") > 0 if fitted is not records
+              else np.random.default_rng(0).random(len(records)) < 0.5)
+    folds = min(3, len(set(fitted.episodes)))  # by episode
+    curve, times["probe"] = timed(lambda: layer_curve(fitted.shift(), labels, fitted.episodes,
                                                       ProbeConfig(pca_dim=4), CurveConfig(folds, 50)))
-    router, times["router"] = timed(lambda: train_router(records.hidden["none"][:, -1], records.candidates["text"],
-                                                         records.candidates["image"], np.where(labels, 1.0, -1.0),
+    router, times["router"] = timed(lambda: train_router(fitted.hidden["none"][:, -1], fitted.candidates["text"],
+                                                         fitted.candidates["image"], np.where(labels, 1.0, -1.0),
                                                          RouterConfig()))
     scores, _ = route_records(router, records)
     router.tau = calibrate_tau(scores, 0.5)
@@ -142,6 +145,7 @@ def main(cpu: bool = False) -> dict | None:
         "seconds": {k: round(v, 3) for k, v in times.items()},
         "routed_over_fixed": times["routed_steps"] / times["fixed_text_steps"],
         "table_one": table, "probe_auc_last_layer": curve[-1].get("auc"),
+        "probe_steps": "non-tied" if fitted is not records else "every step, random labels (too few non-tied)",
     }
     print(json.dumps(result["seconds"]), f"routed / fixed {result['routed_over_fixed']:.2f}")
     if not cpu:
