@@ -71,7 +71,7 @@ def steps(n: int, store: Path) -> list:
     memory_text = (MEMORY_TEXT * 3).encode()[:300].decode()
     out = []
     for i in range(n):
-        episode, j = recorded[i % len(recorded)]
+        episode, j = recorded[(3 * i) % len(recorded)]  # every third step: a few steps span every run
         step = episode.steps[j]
         screen = load_screenshot(store, step.screenshot).convert("RGB")
         earlier, k = recorded[(i + 7) % len(recorded)]

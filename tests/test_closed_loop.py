@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 
 import pytest
@@ -378,8 +379,6 @@ def test_load_actor_reads_a_hugging_face_folder_from_disk_only(tmp_path):
 def test_the_actor_is_named_by_its_folder(tmp_path):
     """A folder holding a saved miniature names the miniature (as "mini" with actor_dir does), the
     default names the actor stage's folder before it exists, any other folder a Hugging Face VLM."""
-    import os
-
     from actor_fixtures import tiny_actor
     from guimem.actors.hf.tiny import save_tiny_random_llava
     from guimem.actors.loading import MINI_ACTOR, ActorSpec, load_actor

@@ -15,9 +15,10 @@ import pytest
 import torch
 from PIL import Image
 
+import guimem.actors.hf.policy as hf_policy
 from guimem.actors.hf.parsing import FALLBACK_ACTION, parse_answer
 from guimem.actors.hf.policy import HFVLMActor
-from guimem.actors.hf.prompts import system_prompt
+from guimem.actors.hf.prompts import split_at_prefix_end, system_prompt
 from guimem.actors.hf.tiny import save_tiny_random_llava, tiny_random_qwen2_vl
 from guimem.core.data import Action, DataError
 from guimem.core.policy import MODALITIES, PolicyInput
@@ -161,7 +162,7 @@ def test_every_rendering_continues_the_same_prefix(tiny, modality):
 def test_a_continued_prefix_answers_as_a_full_pass(families, family, batch_size):
     """Greedy answers and the final prompt token's hidden states of every layer, with the prefix's KV
     cache reused for all four renderings, equal a full pass on each whole prompt (one at a time)."""
-    actor = families[family]
+    actor = copy.copy(families[family])  # the same model, another batch size
     actor.batch_size = batch_size
     steps = _steps()
     shared = actor.act_conditions(steps, MODALITIES, MODALITIES)
@@ -175,14 +176,26 @@ def test_a_continued_prefix_answers_as_a_full_pass(families, family, batch_size)
         np.testing.assert_allclose(state, actor.act([step], output_hidden_states=True)[0].hidden_states, atol=1e-5)
     # the renderings reach the model: their states differ, so the equality above is not vacuous
     assert not np.allclose(shared["text"][0].hidden_states[-1], shared["image"][0].hidden_states[-1], atol=1e-3)
-    actor.batch_size = 1
+
+
+@pytest.mark.parametrize("family", ["qwen2_vl", "llava"])
+def test_the_split_prompt_is_tokenized_as_the_whole_one(families, family):
+    """A prompt's prefix and suffix, each encoded on its own and joined, are the tokens the processor
+    gives the whole prompt: sharing the prefix changes nothing the model reads."""
+    actor = families[family]
+    assert actor.shares_prefix
+    for modality in MODALITIES:
+        step = _steps()[2].with_modality(modality)
+        prompt, images, _ = actor.prompt(step)
+        whole = actor.processor(text=[prompt], images=images, return_tensors="pt")
+        split, _ = actor.encode([step])
+        assert split["input_ids"].tolist() == whole["input_ids"].tolist()
+        torch.testing.assert_close(split["pixel_values"], whole["pixel_values"])
 
 
 def test_m_rope_positions_are_what_makes_a_continued_image_right(families, monkeypatch):
     """With plain 1-D positions on the cache (what a text-only continuation would use), Qwen2-VL's
     memory image lands elsewhere: the state moves away from the full pass. The check above can fail."""
-    import guimem.actors.hf.policy as policy
-
     actor, step = families["qwen2_vl"], _steps()[0].with_modality("image")
     full = actor.act([step], output_hidden_states=True)[0].hidden_states
     right = actor.continue_prefix(actor.open_prefix([step]), [step], output_hidden_states=True)[0].hidden_states
@@ -191,7 +204,7 @@ def test_m_rope_positions_are_what_makes_a_continued_image_right(families, monke
     def plain(model, tokens, images):
         return (tokens["attention_mask"].cumsum(-1) - 1).clamp(min=0)
 
-    monkeypatch.setattr(policy, "full_positions", plain)
+    monkeypatch.setattr(hf_policy, "full_positions", plain)
     wrong = actor.continue_prefix(actor.open_prefix([step]), [step], output_hidden_states=True)[0].hidden_states
     assert np.abs(wrong - full).max() > 10 * 1e-5  # ten times the tolerance the equality is checked at
 
@@ -202,16 +215,65 @@ def test_a_prefix_is_only_continued_by_its_own_steps(families):
     shared = actor.open_prefix(steps[:2])
     with pytest.raises(DataError, match="row 1 does not continue"):
         actor.continue_prefix(shared, [steps[0], steps[2]])
+    other_screen = PolicyInput(Image.new("RGB", (90, 160), (0, 255, 0)), (), steps[1].goal, steps[1].history,
+                               steps[1].memory_text, steps[1].memory_image)  # the same text, another screenshot
+    with pytest.raises(DataError, match="row 1 does not continue"):
+        actor.continue_prefix(shared, [steps[0], other_screen])
     with pytest.raises(DataError, match="2 inputs continue a prefix of 1"):
         actor.continue_prefix(actor.open_prefix(steps[:1]), steps[:2])
-    first = actor.continue_prefix(shared, steps[:2])  # the failed call left the cache at the prefix
-    assert shared.cache.get_seq_length() == shared.length
-    assert [o.raw for o in first] == [o.raw for o in actor.act(steps[:2])]
 
 
-def test_a_template_that_drops_the_prefix_marker_is_refused(tiny):
-    from guimem.actors.hf.prompts import split_at_prefix_end
+def test_a_continuation_that_fails_midway_leaves_the_prefix_whole(families, monkeypatch):
+    """A pass that grew some layers of the cache and then failed (out of memory, say) is rewound layer
+    by layer: the next continuation answers as a full pass."""
+    actor = families["qwen2_vl"]
+    step = _steps()[1].with_modality("text")
+    shared = actor.open_prefix([step])
+    real = actor.model.generate
 
+    def fails_after_growing(**kwargs):
+        cache = kwargs["cache"]
+        for i, layer in enumerate(cache.layers[:1]):  # the first layer grows by three tokens, the others not
+            keys = torch.cat([layer.keys, layer.keys[..., -3:, :]], dim=-2)
+            cache.update(keys[..., -3:, :], keys[..., -3:, :], i)
+        raise torch.cuda.OutOfMemoryError("out of memory")
+
+    monkeypatch.setattr(actor.model, "generate", fails_after_growing)
+    with pytest.raises(torch.cuda.OutOfMemoryError):
+        actor.continue_prefix(shared, [step])
+    assert [layer.get_seq_length() for layer in shared.cache.layers] == [shared.length] * len(shared.cache.layers)
+    monkeypatch.setattr(actor.model, "generate", real)
+    again = actor.continue_prefix(shared, [step], output_hidden_states=True)[0]
+    np.testing.assert_allclose(again.hidden_states, actor.act([step], output_hidden_states=True)[0].hidden_states,
+                               atol=1e-5)
+
+
+def test_a_template_that_puts_every_image_first_is_answered_whole(families):
+    """LLaVA-1.5's template renders every image before the text: no prefix holds the screenshot alone,
+    so the actor shares none and answers each rendering as a whole prompt (the processor's own)."""
+    base = families["llava"]
+    processor = copy.copy(base.processor)
+    processor.chat_template = (
+        "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{% if m['content'] is string %}{{ m['content'] }}"
+        "{% else %}{% for c in m['content'] %}{% if c['type'] == 'image' %}<image>\n{% endif %}{% endfor %}"
+        "{% for c in m['content'] %}{% if c['type'] == 'text' %}{{ c['text'] }}{% endif %}{% endfor %}{% endif %}"
+        "<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+    actor = HFVLMActor.from_model(base.model, processor, max_new_tokens=6)
+    assert not actor.shares_prefix
+    step = _steps()[0].with_modality("both")
+    prompt, images, _ = actor.prompt(step)
+    assert prompt.count("<image>") == 2 and prompt.index("<image>") < prompt.index("Goal:")
+    whole = processor(text=[prompt], images=images, return_tensors="pt")
+    assert actor.encode([step])[0]["input_ids"].tolist() == whole["input_ids"].tolist()
+    assert isinstance(actor.act([step])[0].action, Action)
+    with pytest.raises(DataError, match="chat_template"):
+        actor.open_prefix([step])
+    from guimem.routing.policy import SwitchMemPolicy
+
+    assert not SwitchMemPolicy(actor, None, tau=0.0).sharing
+
+
+def test_a_template_that_drops_the_prefix_marker_is_refused():
     with pytest.raises(DataError, match="chat_template"):
         split_at_prefix_end("<|im_start|>user\nno marker here")
 

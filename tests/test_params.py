@@ -236,6 +236,17 @@ def test_recorded_episodes_refuse_the_miniature_actor_before_anything_runs(stem,
     check_parameters(notebook, *read_parameters([f"{world}:{section}"], [("actor.actor_model", "data/actor/model")]))
 
 
+def test_the_miniature_is_not_trained_against_recorded_memories(tmp_path):
+    """04 reads the memories and retrievals 02 and 03 built; on recorded runs they are not the world's,
+    and it says so before it trains (a recorded run names 05-09 as targets, with a VLM folder)."""
+    path = edited_params(tmp_path, "base", "episodes", "recorded")
+    with pytest.raises(DataError) as err:
+        check_parameters(REPO / "notebooks" / "04_actor.py", *read_parameters([f"{path}:actor"], []))
+    assert err.value.field == "memories_dir" and "base.episodes: recorded" in err.value.message
+    world = edited_params(tmp_path, "base", "episodes", "world")
+    check_parameters(REPO / "notebooks" / "04_actor.py", *read_parameters([f"{world}:actor"], []))
+
+
 def test_a_typo_is_named_with_the_closest_parameter(tmp_path):
     path = edited_params(tmp_path, "world", "n_perturbd", "10")
     with pytest.raises(DataError) as err:

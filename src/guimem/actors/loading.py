@@ -2,8 +2,9 @@
 
 The pipeline names the actor by its folder (``closed_loop.actor.actor_model``): the actor stage's
 ``data/actor/model`` (a saved miniature, known by the kind its save stamped on the folder) or a
-Hugging Face checkpoint folder; DVC then tracks whichever it is. ``"mini"`` with ``actor_dir``
-names the miniature too (the notebooks' default when opened by hand).
+Hugging Face checkpoint folder; DVC then tracks whichever it is, so the pipeline needs a folder.
+``"mini"`` with ``actor_dir`` names the miniature too (a spelling for code and tests), and outside
+the pipeline a hub id already in the local cache names a Hugging Face VLM.
 """
 
 from __future__ import annotations

@@ -12,8 +12,9 @@ closed loop the reader renders both (``modality="both"``) and this policy choose
 
 How much of the memory-free pass is repeated depends on the actor:
 
-* a Hugging Face VLM (:meth:`~guimem.actors.hf.policy.HFVLMActor.open_prefix`) runs the shared
-  prefix (goal, actions so far, screenshot) once; the memory-free state costs only the question's
+* a Hugging Face VLM whose chat template allows it (:attr:`~guimem.actors.hf.policy.HFVLMActor.shares_prefix`;
+  :meth:`~guimem.actors.hf.policy.HFVLMActor.open_prefix`) runs the shared prefix (goal, actions so
+  far, screenshot) once; the memory-free state costs only the question's
   few tokens on its cache, and the chosen memory suffix runs on the same cache: a routed step costs
   about one prompt;
 * the miniature actor reads each input once (``featurise``) and runs the memory-free prompt and the
@@ -39,7 +40,7 @@ class SwitchMemPolicy:
         self.tau = router.tau if tau is None else float(tau)
         self.batch_size = int(getattr(actor, "batch_size", 1))
         self.featurising = hasattr(actor, "featurise") and hasattr(actor, "act_features")
-        self.sharing = all(hasattr(actor, m) for m in ("open_prefix", "continue_prefix", "continued_states"))
+        self.sharing = bool(getattr(actor, "shares_prefix", False))  # a Hugging Face VLM whose template allows it
 
     def choose(self, inputs: Sequence[PolicyInput], feats: list | None = None,
                shared: Any = None) -> tuple[list[Modality], np.ndarray]:

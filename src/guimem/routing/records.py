@@ -345,7 +345,7 @@ def collect_records(policy: Any, examples: Sequence[Any], rules: Mapping[str, Ma
         if ex.input.memory_text is None or ex.input.memory_image is None:
             raise DataError("memory", f"step {ex.episode_id}/{ex.step} needs its memory as text and as image")
     featurising = hasattr(policy, "featurise") and hasattr(policy, "act_features")
-    sharing = not featurising and hasattr(policy, "act_conditions")
+    sharing = not featurising and bool(getattr(policy, "shares_prefix", False))
     inputs = [ex.input for ex in examples]
     targets = [ex.target for ex in examples]
     hits = {r: {c: np.zeros(len(examples), dtype=bool) for c in CONDITIONS} for r in rules}

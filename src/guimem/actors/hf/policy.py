@@ -53,9 +53,16 @@ from guimem.actors.hf.parsing import (
     Frame,
     parse_answer,
 )
-from guimem.actors.hf.prefix import PromptPart, SharedPrefix, concat_images, full_positions, left_padded
+from guimem.actors.hf.prefix import (
+    PromptPart,
+    SharedPrefix,
+    concat_images,
+    full_positions,
+    left_padded,
+    screen_digest,
+)
 from guimem.actors.hf.prompts import build_messages, split_at_prefix_end, system_prompt
-from guimem.core.data import DataError
+from guimem.core.data import Action, DataError
 from guimem.core.io import read_json, safetensors_header
 from guimem.core.policy import PolicyInput, PolicyOutput
 
@@ -141,6 +148,25 @@ class HFVLMActor:
         if tokenizer.pad_token_id is None:  # batched generation needs a pad token
             tokenizer.pad_token = tokenizer.eos_token
         self._resized: dict[tuple[int, int], Frame] = {}  # original (W, H) -> processor-resized (W, H)
+        self.shares_prefix = self._can_share_prefix()
+
+    def _can_share_prefix(self) -> bool:
+        """Whether every rendering's prompt continues one shared prefix, token for token: the chat
+        template renders the screenshot's image, and no image of the memory, before the memory, and
+        the tokenizer cuts the prompt where the memory starts (checked once, on a probe prompt).
+        LLaVA-1.5's template, which renders every image first, does not; nor would a tokenizer that
+        adds a word-start marker to the memory's first token when it is encoded on its own."""
+        token = getattr(self.processor, "image_token", None)
+        if not isinstance(token, str) or not token:
+            return False
+        probe = PolicyInput(Image.new("RGB", (56, 56)), (), "open the settings", (Action("back"),),
+                            "tap Settings, then Display", Image.new("RGB", (56, 56)))
+        prefix, suffix, _, _ = self.prompt_parts(probe)
+        if prefix.count(token) != 1 or suffix.count(token) != 1:
+            return False
+        tokenizer = self.processor.tokenizer
+        joined = tokenizer(prefix)["input_ids"] + tokenizer(suffix, add_special_tokens=False)["input_ids"]
+        return joined == tokenizer(prefix + suffix)["input_ids"]
 
     # ------------------------------------------------------------------ shape of the model
     @property
@@ -216,8 +242,15 @@ class HFVLMActor:
         return prefix, PromptPart.of(tail), frame
 
     def encode(self, inputs: Sequence[PolicyInput]) -> tuple[Any, list[Frame]]:
-        """The whole prompts of a batch (each its prefix's tokens then its suffix's), left-padded: the
-        last column is every final prompt token. Images are cast to the model's dtype."""
+        """The whole prompts of a batch (each its prefix's tokens then its suffix's, the tokens the
+        processor gives the whole prompt), left-padded: the last column is every final prompt token.
+        Images are cast to the model's dtype. Without :attr:`shares_prefix` the processor encodes each
+        whole prompt at once."""
+        if not self.shares_prefix:
+            texts, images, frames = zip(*(self.prompt(i) for i in inputs))
+            enc = self.processor(text=list(texts), images=list(images), padding=True, padding_side="left",
+                                 return_tensors="pt")
+            return self._to_device(dict(enc.items())), list(frames)
         rows, frames = [], []
         for inp in inputs:
             _, head = self.encode_prefix(inp)
@@ -276,6 +309,7 @@ class HFVLMActor:
         The memory each input carries does not matter here."""
         from transformers import DynamicCache
 
+        self._require_sharing()
         texts, parts = [], []
         for inp in inputs:
             prefix, head = self.encode_prefix(inp)
@@ -286,7 +320,13 @@ class HFVLMActor:
         cache = DynamicCache(config=self.model.config)
         self.model(**block, **images, position_ids=full_positions(self.model, block, images), cache=cache,
                    use_cache=True, logits_to_keep=1)
-        return SharedPrefix(texts, parts, block, cache)
+        return SharedPrefix(texts, [screen_digest(inp.screenshot) for inp in inputs], parts, block, cache)
+
+    def _require_sharing(self) -> None:
+        if not self.shares_prefix:
+            raise DataError("chat_template", f"{self.name}: its chat template or tokenizer does not let every "
+                                             "rendering continue one prefix (see shares_prefix); act() answers "
+                                             "whole prompts")
 
     @torch.inference_mode()
     def continue_prefix(self, shared: SharedPrefix, inputs: Sequence[PolicyInput], output_hidden_states: bool = False,
@@ -334,7 +374,7 @@ class HFVLMActor:
         tails, frames = [], []
         for row, inp in enumerate(inputs):
             prefix, tail, frame = self.encode_suffix(inp)
-            if prefix != shared.texts[row]:
+            if prefix != shared.texts[row] or screen_digest(inp.screenshot) != shared.screens[row]:
                 raise DataError("inputs", f"row {row} does not continue the prefix it was opened on "
                                 "(another goal, history or screenshot)")
             tails.append(tail)
@@ -352,7 +392,10 @@ class HFVLMActor:
     def act_conditions(self, inputs: Sequence[PolicyInput], conditions: Sequence[str],
                        hidden_conditions: Sequence[str] = ()) -> dict[str, list[PolicyOutput]]:
         """Every input answered under each memory condition (none, text, image, both), one prefix pass
-        per batch of ``batch_size`` shared by all conditions; hidden states for ``hidden_conditions``."""
+        per batch of ``batch_size`` shared by all conditions; hidden states for ``hidden_conditions``.
+        Without :attr:`shares_prefix`, each condition's whole prompts."""
+        if not self.shares_prefix:
+            return {c: self.act([x.with_modality(c) for x in inputs], c in hidden_conditions) for c in conditions}
         out: dict[str, list[PolicyOutput]] = {c: [] for c in conditions}
         for start in range(0, len(inputs), self.batch_size):
             chunk = inputs[start:start + self.batch_size]

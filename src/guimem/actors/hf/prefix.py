@@ -11,8 +11,8 @@ read the same tokens.
 A batch of prefixes is run once (:class:`SharedPrefix`: left-padded, so that every row's prefix
 ends in the last column); a batch of suffixes then continues it. A suffix block is left-padded on
 its own, so a shorter suffix leaves a gap of padding between its row's prefix and itself: the
-attention mask has holes there, which ``transformers`` handles for any family (the mask is read
-per key, and the position ids skip masked tokens).
+attention mask has holes there, which ``transformers`` handles (the mask is read per key, and the
+position ids skip masked tokens; checked for Qwen2-VL and LLaVA in ``tests/test_hf_actor.py``).
 
 Three things the continued pass must get right, each with ``transformers``' own machinery:
 
@@ -24,7 +24,10 @@ Three things the continued pass must get right, each with ``transformers``' own 
   ``mm_encoder_outputs``, the pre-encoded features ``generate`` places at the placeholders of the
   uncached tokens (raw ``pixel_values`` would be matched against every placeholder of the prompt);
 * **the cache**, a ``transformers`` :class:`~transformers.DynamicCache` that each continuation
-  grows and :meth:`SharedPrefix.rewind` crops back to the prefix.
+  grows and :meth:`SharedPrefix.rewind` crops back to the prefix, layer by layer.
+
+A prefix is continued only by its own steps: the same templated text and the same screenshot
+(:func:`screen_digest`), checked row by row.
 
 No attention code is written here: every pass is the model's own ``forward`` or ``generate``.
 """
@@ -32,10 +35,12 @@ No attention code is written here: every pass is the model's own ``forward`` or 
 from __future__ import annotations
 
 from collections.abc import Sequence
+import hashlib
 from dataclasses import dataclass
 from typing import Any
 
 import torch
+from PIL import Image
 
 TOKEN_KEYS = ("input_ids", "attention_mask", "mm_token_type_ids", "token_type_ids")
 """Processor outputs laid along the tokens (``[batch, length]``); every other output describes the
@@ -93,15 +98,24 @@ def full_positions(model: Any, tokens: dict[str, torch.Tensor], images: dict[str
     return model._prepare_position_ids_for_generation(tokens["input_ids"], kwargs)
 
 
+def screen_digest(image: Image.Image) -> str:
+    """A digest of a screenshot's pixels (mode, size and bytes): which screen a prefix was opened on."""
+    digest = hashlib.blake2b(f"{image.mode}:{image.width}x{image.height}:".encode(), digest_size=16)
+    digest.update(image.tobytes())
+    return digest.hexdigest()
+
+
 @dataclass
 class SharedPrefix:
     """A batch of prefixes run once: their encodings and the KV cache that holds them.
 
-    ``texts`` are the prefixes' templated texts (a continuation is checked against them), ``parts``
-    their encodings, ``block`` the left-padded token block the cache was filled from and ``cache``
-    the ``transformers`` cache, exactly ``length`` tokens long between continuations."""
+    ``texts`` are the prefixes' templated texts and ``screens`` their screenshots' digests (a
+    continuation is checked against both), ``parts`` their encodings, ``block`` the left-padded
+    token block the cache was filled from and ``cache`` the ``transformers`` cache, exactly
+    ``length`` tokens long between continuations."""
 
     texts: list[str]
+    screens: list[str]
     parts: list[PromptPart]
     block: dict[str, torch.Tensor]
     cache: Any
@@ -114,7 +128,9 @@ class SharedPrefix:
         return len(self.parts)
 
     def rewind(self) -> None:
-        """Crop the cache back to the prefix (a continuation grew it)."""
-        extra = self.cache.get_seq_length() - self.length
-        if extra > 0:
-            self.cache.crop(-extra)
+        """Crop the cache back to the prefix, layer by layer: a continuation grew every layer, one that
+        failed midway (out of memory, say) only the layers it reached."""
+        for layer in self.cache.layers:
+            extra = layer.get_seq_length() - self.length
+            if extra > 0:
+                layer.crop(-extra)

@@ -19,7 +19,7 @@ TINY_CHAT_TEMPLATE = (  # Qwen-style: <|im_start|>role\n...<|im_end|>, images as
 )
 
 
-ANSWER_TOKENS = tuple(  # taps on a 5 x 5 grid: every point of the screen within the AITW rule's 14% of one
+ANSWER_TOKENS = tuple(  # taps on a 5 x 5 grid: nearly every point of the screen within the AITW rule's 14% of one
     [f'{{"action": "tap", "point": [{x}, {y}]}}' for y in (100, 300, 500, 700, 900) for x in (100, 300, 500, 700, 900)]
     + ['{"action": "swipe", "point": [500, 750], "end": [500, 250]}', '{"action": "type", "text": "meeting"}',
        '{"action": "back"}', '{"action": "home"}', '{"action": "enter"}', '{"action": "done"}',

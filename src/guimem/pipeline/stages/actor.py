@@ -28,6 +28,7 @@ from guimem.pipeline.params import (
     Number,
     Params,
     Stage,
+    Text,
     check_folds,
     check_folds_within,
     episodes,
@@ -51,7 +52,12 @@ TRAIN = Group(TrainConfig, {
 
 
 def _actor(p: Params) -> None:
-    """The folds, TrainConfig and ActorConfig, built as the notebook builds them."""
+    """The world's episodes, the folds, TrainConfig and ActorConfig, built as the notebook builds them."""
+    if p.upstream("base", "episodes", Text()) == "recorded":
+        raise p.error("memories_dir", "the memories and retrievals are of recorded runs (base.episodes: recorded), "
+                                      "and the miniature trains on the world's: name a Hugging Face VLM checkpoint "
+                                      "folder as closed_loop.actor.actor_model and run the stages after "
+                                      "retrieval_eval as targets (README: SwitchMem on recorded steps)")
     check_folds(p)
     config = p.build({k: f"training.{k}" for k in TRAIN.fields}, TrainConfig, **p["training"], model=p["model"])
     p.build({k: f"model.{k}" for k in MODEL.fields}, ActorConfig.check, ActorConfig(**config.model))
