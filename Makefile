@@ -55,7 +55,7 @@ export TRANSFORMERS_OFFLINE := 1
 # compiled torch and transformers again, about 13 s of CPU each. Empty means unset to Python.
 export PYTHONDONTWRITEBYTECODE :=
 
-.PHONY: help setup repro test test-fast lab bench plots metrics baseline compare restore verify reference lock
+.PHONY: help setup repro test test-fast lab bench bench-gpu plots metrics baseline compare restore verify reference lock
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/'
@@ -149,6 +149,9 @@ bench: setup  ## run every benchmarks/*.py; each writes its results to a file
 	@scripts="$(wildcard benchmarks/*.py)"; \
 	if [ -z "$$scripts" ]; then echo "no benchmarks/*.py yet"; fi; \
 	for f in $$scripts; do echo "== $$f"; python "$$f"; done
+
+bench-gpu: setup  ## on a machine with a CUDA GPU: SwitchMem's offline protocol on a tiny random VLM in bf16, timed (without CUDA it says it skips)
+	python benchmarks/gpu_offline_protocol.py
 
 # DVC's default page loads Vega from a CDN, so its data-backed plots are blank offline; this page
 # inlines Vega, Vega-Lite and Vega-Embed from the installed vl-convert-python (not committed: ~0.9 MB),

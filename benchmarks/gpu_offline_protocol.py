@@ -20,7 +20,8 @@ tokens each), each with a memory block of about 300 tokens and an earlier screen
 image; the targets are the recorded actions. A random model answers at random: the numbers say how
 long the protocol takes and that it runs end to end, nothing about SwitchMem's accuracy.
 
-Run (from the repository root, after ``make setup``): ``.venv/bin/python benchmarks/gpu_offline_protocol.py``.
+Run: ``make bench-gpu`` (set-up, then this script), or after ``make setup``
+``.venv/bin/python benchmarks/gpu_offline_protocol.py``.
 Writes ``benchmarks/results/gpu_offline_protocol.json``. Without a CUDA device it says so and exits
 0 without writing anything: nothing else in the project depends on it. ``--cpu`` runs the same
 protocol on the CPU in float32 on 8 steps and writes nothing (a check of the script itself).
