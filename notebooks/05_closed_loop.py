@@ -15,8 +15,9 @@
 # none / text / image / both. Step accuracy isolates "does memory change the next action";
 # closed-loop success adds compounding errors, recoveries and popups.
 #
-# **Reads** `data/world/test/`, `data/graph_build/` (memories), `data/actor/model/`,
-# `data/retrieval_eval/<memory>/steps.jsonl` (the memory retrieved at every held-out step).
+# **Reads** `data/world/test/` (`data/recorded/test/` with `base.episodes: recorded`),
+# `data/graph_build/` (memories), the actor's folder (`data/actor/model/`, or a Hugging Face
+# checkpoint's), `data/retrieval_eval/<memory>/steps.jsonl` (the memory retrieved at every held-out step).
 # **Writes** `data/closed_loop/traces.jsonl` (every episode: actions, retrieved memory ids,
 # outcome — SwitchMem's analyses replay these), `data/closed_loop/smg_table.md`,
 # `figures/closed_loop_smg_table.png`, `figures/closed_loop_action_scores.png`, its headline

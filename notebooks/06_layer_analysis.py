@@ -17,8 +17,9 @@
 # internal state carries which one it will act better with. This stage measures both, before
 # `07_probe_router` builds the router on them.
 #
-# **Reads** `data/world/{test,memory}/`, `data/segmentation/memory.jsonl`, `data/graph_build/`,
-# `data/retrieval_eval/` and the actor `data/actor/model/`. **Writes** the step records (the
+# **Reads** `data/world/{test,memory}/` (`data/recorded/...` with `base.episodes: recorded`),
+# `data/segmentation/memory.jsonl`, `data/graph_build/`, `data/retrieval_eval/` and the actor's
+# folder (`data/actor/model/`, or a Hugging Face checkpoint's). **Writes** the step records (the
 # on-disk format of `guimem.routing.records`: `hidden_<condition>.npy` `[steps, layers + 1, d]`,
 # `candidate_<modality>.npy`, `steps.jsonl`, `manifest.json`) to `data/layer_analysis/{held_out,pool}/`,
 # its headline numbers to `metrics/layer_analysis.json`, every table behind them to

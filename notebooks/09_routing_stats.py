@@ -18,7 +18,8 @@
 # (`base.episodes: recorded`) there is no environment to play in: the offline table is computed on
 # the recorded test trajectories, and the closed loop is skipped, said so in the outputs.
 #
-# **Reads** `data/world/`, `data/graph_build/`, `data/actor/model/`, `data/closed_loop/traces.jsonl`,
+# **Reads** `data/world/` (`data/recorded/` with `base.episodes: recorded`), `data/graph_build/`, the
+# actor's folder (`data/actor/model/`, or a Hugging Face checkpoint's), `data/closed_loop/traces.jsonl`,
 # `data/layer_analysis/held_out/` and `data/probe_router/`. **Writes** the SwitchMem traces (each step
 # with the modality it was shown) to `data/routing_stats/traces.jsonl`, headline numbers to
 # `metrics/routing_stats.json`, every table to `results/routing_stats.json`, and
@@ -141,8 +142,10 @@ if closed_loop:
 
 # %%
 conditions = ["none", "text", "image", "both", "switchmem"]
+played = ({name: [t for t in traces_played if t.memory == name] for name in ("image", "both", "switchmem")}
+          if closed_loop else {"switchmem": []})  # none played on recorded runs: no traces
+save_traces(Path(out_dir) / "traces.jsonl", played["switchmem"])
 if closed_loop:
-    played = {name: [t for t in traces_played if t.memory == name] for name in ("image", "both", "switchmem")}
     traces = condition_traces(reused, played)  # named by condition
     table = success_table(traces)
     paired = {c: paired_success(traces, "switchmem", c) for c in conditions if c != "switchmem"}
@@ -151,7 +154,6 @@ if closed_loop:
     for c, p in paired.items():
         print(f"SwitchMem vs {c}: completes {p['fixed']} episodes it does not, fails {p['broken']} it completes "
               f"(p = {p['p_value']:.4f})")
-save_traces(Path(out_dir) / "traces.jsonl", played["switchmem"] if closed_loop else [])  # none played: no traces
 
 # %% [markdown]
 # ## Routing behaviour in closed loop (paper Table 2)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shlex
 import shutil
 from pathlib import Path
@@ -111,13 +112,26 @@ def _stages() -> dict[str, dict]:
     return yaml.safe_load((NOTEBOOKS.parent / "dvc.yaml").read_text(encoding="utf-8"))["stages"]
 
 
+def _filled(path: str) -> str:
+    """A dvc.yaml path with its ``${section.key}`` filled in from params.yaml, as DVC fills it."""
+    params = yaml.safe_load((NOTEBOOKS.parent / "params.yaml").read_text(encoding="utf-8"))
+
+    def value(match: re.Match) -> str:
+        found = params
+        for part in match[1].split("."):
+            found = found[part]
+        return str(found)
+
+    return re.sub(r"\$\{([\w.]+)\}", value, path)
+
+
 def read_downstream(stage: str) -> list[str]:
     """The paths under ``stage``'s outputs that a later stage of dvc.yaml depends on."""
     stages = _stages()
     outs = [o if isinstance(o, str) else next(iter(o)) for o in stages[stage]["outs"]]
     names = list(stages)
     later = names[names.index(stage) + 1:]
-    deps = {d for s in later for d in stages[s].get("deps", [])}
+    deps = {_filled(d) for s in later for d in stages[s].get("deps", [])}
     return sorted(d for d in deps if any(d == o or d.startswith(o.rstrip("/") + "/") for o in outs))
 
 
