@@ -59,7 +59,7 @@ from guimem.actors.hf.prefix import (
     concat_images,
     full_positions,
     left_padded,
-    screen_digest,
+    same_screen,
 )
 from guimem.actors.hf.prompts import build_messages, split_at_prefix_end, system_prompt
 from guimem.core.data import Action, DataError
@@ -320,7 +320,7 @@ class HFVLMActor:
         cache = DynamicCache(config=self.model.config)
         self.model(**block, **images, position_ids=full_positions(self.model, block, images), cache=cache,
                    use_cache=True, logits_to_keep=1)
-        return SharedPrefix(texts, [screen_digest(inp.screenshot) for inp in inputs], parts, block, cache)
+        return SharedPrefix(texts, [inp.screenshot for inp in inputs], parts, block, cache)
 
     def _require_sharing(self) -> None:
         if not self.shares_prefix:
@@ -374,15 +374,15 @@ class HFVLMActor:
         tails, frames = [], []
         for row, inp in enumerate(inputs):
             prefix, tail, frame = self.encode_suffix(inp)
-            if prefix != shared.texts[row] or screen_digest(inp.screenshot) != shared.screens[row]:
+            if prefix != shared.texts[row] or not same_screen(inp.screenshot, shared.screens[row]):
                 raise DataError("inputs", f"row {row} does not continue the prefix it was opened on "
                                 "(another goal, history or screenshot)")
             tails.append(tail)
             frames.append(frame)
         suffix = self._to_device(left_padded(tails, self.processor.tokenizer.pad_token_id))
         tokens = {k: torch.cat([shared.block[k], suffix[k]], dim=1) for k in shared.block}
-        # every image of the whole prompts, row by row, for the positions; the suffixes' images encoded for the model
-        images = self._to_device(concat_images([part for pair in zip(shared.parts, tails) for part in pair]))
+        # every image's layout in the whole prompts, row by row, for the positions; the suffixes' images encoded
+        images = self._to_device(concat_images([part for pair in zip(shared.parts, tails) for part in pair], False))
         kwargs: dict[str, Any] = {"position_ids": full_positions(self.model, tokens, images)}
         suffix_images = self._to_device(concat_images(tails))
         if suffix_images:

@@ -27,7 +27,7 @@ Three things the continued pass must get right, each with ``transformers``' own 
   grows and :meth:`SharedPrefix.rewind` crops back to the prefix, layer by layer.
 
 A prefix is continued only by its own steps: the same templated text and the same screenshot
-(:func:`screen_digest`), checked row by row.
+(:func:`same_screen`), checked row by row.
 
 No attention code is written here: every pass is the model's own ``forward`` or ``generate``.
 """
@@ -35,7 +35,6 @@ No attention code is written here: every pass is the model's own ``forward`` or 
 from __future__ import annotations
 
 from collections.abc import Sequence
-import hashlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,10 +70,11 @@ class PromptPart:
                           concat_images([self, suffix]))
 
 
-def concat_images(parts: Sequence[PromptPart]) -> dict[str, torch.Tensor]:
+def concat_images(parts: Sequence[PromptPart], pixels: bool = True) -> dict[str, torch.Tensor]:
     """The parts' image tensors in order (the order their placeholders appear in a batch: row by row,
-    left to right), each key concatenated along dim 0."""
-    keys = [k for k in dict.fromkeys(k for p in parts for k in p.images)]
+    left to right), each key concatenated along dim 0; without ``pixels``, only what describes the
+    images' layout (``image_grid_thw``, ...: what position ids need, not the pixels' megabytes)."""
+    keys = [k for k in dict.fromkeys(k for p in parts for k in p.images) if pixels or k != "pixel_values"]
     return {k: torch.cat([p.images[k] for p in parts if k in p.images], dim=0) for k in keys}
 
 
@@ -98,24 +98,23 @@ def full_positions(model: Any, tokens: dict[str, torch.Tensor], images: dict[str
     return model._prepare_position_ids_for_generation(tokens["input_ids"], kwargs)
 
 
-def screen_digest(image: Image.Image) -> str:
-    """A digest of a screenshot's pixels (mode, size and bytes): which screen a prefix was opened on."""
-    digest = hashlib.blake2b(f"{image.mode}:{image.width}x{image.height}:".encode(), digest_size=16)
-    digest.update(image.tobytes())
-    return digest.hexdigest()
+def same_screen(a: Image.Image, b: Image.Image) -> bool:
+    """Whether two screenshots are the same pixels: the same object (a step's renderings share theirs:
+    no cost), else the same mode, size and bytes."""
+    return a is b or (a.mode == b.mode and a.size == b.size and a.tobytes() == b.tobytes())
 
 
 @dataclass
 class SharedPrefix:
     """A batch of prefixes run once: their encodings and the KV cache that holds them.
 
-    ``texts`` are the prefixes' templated texts and ``screens`` their screenshots' digests (a
-    continuation is checked against both), ``parts`` their encodings, ``block`` the left-padded
-    token block the cache was filled from and ``cache`` the ``transformers`` cache, exactly
-    ``length`` tokens long between continuations."""
+    ``texts`` are the prefixes' templated texts and ``screens`` their screenshots (a continuation is
+    checked against both), ``parts`` their encodings, ``block`` the left-padded token block the cache
+    was filled from and ``cache`` the ``transformers`` cache, exactly ``length`` tokens long between
+    continuations."""
 
     texts: list[str]
-    screens: list[str]
+    screens: list[Image.Image]
     parts: list[PromptPart]
     block: dict[str, torch.Tensor]
     cache: Any
