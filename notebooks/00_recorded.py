@@ -14,8 +14,9 @@
 # place of the world's, unchanged: `dvc exp run -S base.episodes=recorded -S graph_build.pca_dim=0
 # retrieval_eval` runs `00_recorded` → `01_segmentation` → `02_graph_build` → `03_retrieval_eval` on
 # the recordings (a 64-dimensional screen projection needs at least 64 memory screens).
-# The stages after them need the world itself (the miniature actor is trained on it and plays
-# it), so they stay on the default.
+# The miniature actor is trained on the world and plays it, so `04_actor` refuses them; the
+# SwitchMem stages (`05`–`09`) read them with a Hugging Face VLM as the actor, the closed loop
+# skipped (README: SwitchMem on recorded steps).
 #
 # **Reads** the recordings at `source` (format `source_format`; screen types at `labels`,
 # subgoals at `subgoal_labels`). **Writes** the import (`data/recorded/imported/`) and the three

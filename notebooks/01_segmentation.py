@@ -146,16 +146,21 @@ for sg in group_by_episode(subgoals["test"])[example.id]:
 # exactly the right step. *Intent agreement* is the cosine (MiniLM) between the predicted and
 # the true intent of every step, averaged over steps. Two references frame the numbers: the
 # ground truth against itself (1.0 by construction) and a boundary before *every* step
-# (recall 1, low precision).
+# (recall 1, low precision). The truth is every step's subgoal: the world knows it for each
+# episode; recorded runs have it where they were cut by hand (`recorded.subgoal_labels`), and only
+# those are scored (Android in the Wild, say, has none: then nothing is).
 
 # %%
-truth = {split: {e.id: GroundTruthSegmenter().spans(e) for e in eps} for split, eps in episodes.items()}
+labelled = {split: [e for e in eps if all(s.subgoal is not None for s in e.steps)] for split, eps in episodes.items()}
+truth = {split: {e.id: GroundTruthSegmenter().spans(e) for e in eps} for split, eps in labelled.items()}
+print({split: f"{len(labelled[split])} of {len(eps)} episodes labelled" for split, eps in episodes.items()})
 texts = cached_text_embedder(text_embedder, embed_cache_dir)
 scores = {split: {
-    segmenter: score_segmentation(group_by_episode(subgoals[split]), truth[split], texts, boundary_tolerance),
-    "every_step": score_segmentation({e.id: every_step_spans(e) for e in episodes[split]}, truth[split],
-                                         tolerance=boundary_tolerance),
-} for split in episodes}
+    segmenter: score_segmentation({i: sgs for i, sgs in group_by_episode(subgoals[split]).items() if i in truth[split]},
+                                  truth[split], texts, boundary_tolerance),
+    "every_step": score_segmentation({e.id: every_step_spans(e) for e in labelled[split]}, truth[split],
+                                     tolerance=boundary_tolerance),
+} if truth[split] else None for split in episodes}  # None: no labelled episode to score
 print(json.dumps(scores, indent=1))
 
 # %% [markdown]
@@ -171,7 +176,7 @@ print(json.dumps(scores, indent=1))
 # `benchmarks/bench_segmentation.py` (timings would make this notebook's outputs differ run to run).
 
 # %%
-sample = sample_evenly(episodes["test"], llm_sample)
+sample = sample_evenly(labelled["test"], llm_sample)  # scored against the truth
 llm_scores, llm_counts, llm_spans = {}, LLMStats().summary(), {}
 if sample:
     llm_seg = LLMSegmenter(llm, judge_impl, mode=llm_mode, tokens_per_line=llm_tokens_per_line)
@@ -190,7 +195,7 @@ if sample:
     print(json.dumps({"counts": llm_counts, "scores": llm_scores}, indent=1))
 
 # %%
-shown = {"truth": truth["test"][example.id], "rule": rule_spans(example)}
+shown = {**({"truth": truth["test"][example.id]} if example.id in truth["test"] else {}), "rule": rule_spans(example)}
 if sample:
     example = sample[0]
     shown = {"truth": truth["test"][example.id], "rule": rule_spans(example), "SmolLM2": llm_spans[example.id]}
@@ -236,11 +241,11 @@ results = {
 }
 
 # %%
-test_scores, test_judge = scores["test"][segmenter], judge_scores["test"]
+test_scores, test_judge = (scores["test"] or {}).get(segmenter, {}), judge_scores["test"]
 metrics = {
     "test_subgoals": len(subgoals["test"]),
-    "boundary_f1": test_scores["f1"],
-    "every_step_boundary_f1": scores["test"]["every_step"]["f1"],
+    "boundary_f1": test_scores.get("f1"),
+    "every_step_boundary_f1": (scores["test"] or {}).get("every_step", {}).get("f1"),
     "intent_agreement": test_scores.get("intent_agreement"),
     "judge_accuracy": round(test_judge.accuracy, 4),
     "judge_coverage": round(test_judge.coverage, 4),

@@ -6,7 +6,7 @@ step, routes the retrieved experience to the text or the image prompt and runs o
     outputs[0].info["modality"], outputs[0].info["route_score"]
 
 Per step: the memory-free prompt's hidden state at its final token (the router's state), the
-actor's embedding of each candidate (no transformer block), the MLP, then the chosen prompt. An
+actor's embedding of each candidate (no decoder layer), the MLP, then the chosen prompt. An
 input that carries only one rendering is shown that one; one that carries none, no memory. In
 closed loop the reader renders both (``modality="both"``) and this policy chooses.
 

@@ -17,8 +17,8 @@ position ids skip masked tokens; checked for Qwen2-VL and LLaVA in ``tests/test_
 Three things the continued pass must get right, each with ``transformers``' own machinery:
 
 * **position ids** of the whole prompt as a full pass computes them, from the model's
-  ``_prepare_position_ids_for_generation`` (1-D positions for LLaVA-style models, M-RoPE's
-  temporal, height and width rows for the Qwen-VL family), of which ``generate`` reads the
+  ``_prepare_position_ids_for_generation`` (1-D positions for LLaVA-style models; for the Qwen-VL
+  family a text row and M-RoPE's temporal, height and width rows), of which ``generate`` reads the
   suffix's columns;
 * **the suffix's images**, encoded by the model's vision tower and handed over as
   ``mm_encoder_outputs``, the pre-encoded features ``generate`` places at the placeholders of the
