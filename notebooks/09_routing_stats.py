@@ -171,6 +171,11 @@ rows += [["paper: AITW", "83.8", "36.5", "1.72", "2.42"], ["paper: LearnGUI", "9
 columns = ["trajectories", "dual-modality %", "image-routed steps %", "switches / traj.", "mean run length"]
 fig = labelled_table_figure(columns, rows, "SwitchMem's routing along trajectories")
 save_figure(fig, figure_path(figures_dir, "routing_stats", "table"))
+
+# %% [markdown]
+# SwitchMem against the fixed renderings in closed loop, per world seed:
+
+# %%
 if closed_loop:
     fig2 = closed_loop_figure(table, conditions, f"Closed loop, {len(tasks)} held-out tasks x {n_seeds} world seeds, "
                                                 f"{MEMORY_LABELS[memory]} memory")
