@@ -2,6 +2,7 @@
 
 import dataclasses
 import json
+import math
 
 import pytest
 from PIL import Image
@@ -74,6 +75,18 @@ def test_shown_items_from_another_phone_are_counted(setup):
     results = evaluate_memory(flat, on_phone_0, vectors, elsewhere)
     assert [r.other_phone_shown for r in results] == [len(r.shown) for r in results] and results[0].shown
     assert summarize(results)["other_phone_share_shown"] == 1.0
+
+
+def test_steps_without_a_true_type_give_no_hit_rate(setup):
+    """Recorded runs without subgoal labels: nothing to score a hit against, so the rates are NaN
+    (null in the reports), not 0; what does not need the truth is still measured."""
+    root, eps, subs, img, txt, queries, vectors = setup
+    train = {e.id: e for e in eps}
+    smg = build_memory("smg", eps, subs, root, img, txt, tau=0.99, theta=0.9, style=RenderStyle(max_items=1))
+    unlabelled = [dataclasses.replace(q, true_type=None) for q in queries]
+    s = summarize(evaluate_memory(smg, unlabelled, vectors, train, ks=(1, 2)))
+    assert math.isnan(s["hit@1"]) and math.isnan(s["hit@2"]) and math.isnan(s["hit@shown"])
+    assert s["items_retrieved"] == 1.0 and s["steps"] == len(queries)
 
 
 def test_written_results_are_complete_and_deduplicated(setup, tmp_path):

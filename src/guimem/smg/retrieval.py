@@ -24,6 +24,7 @@ memory, and :func:`saved_renderings` hands them back as the actor is shown them.
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 import time
 from dataclasses import dataclass
@@ -140,15 +141,16 @@ def summarize(results: Sequence[StepResult], latency: bool = False) -> dict[str,
     """Means over steps: hit@k, hit@shown, failure share, the share of shown items from another phone
     than the step's (0 where memory is the step's own phone's experience), items, tokens; with
     ``latency``, the median retrieval time in ms (left out by default: it varies between runs,
-    metrics must not)."""
+    metrics must not). The hit rates are over the steps with a true subgoal type, NaN where none
+    has one (recorded runs without subgoal labels: nothing to score against)."""
     labelled = [r for r in results if r.query.true_type is not None]
-    n = max(1, len(labelled))
+    n = len(labelled)
     ks = sorted(results[0].hits) if results else []
     shown = [len(r.shown) for r in results]
     ms = np.array([r.seconds * 1000 for r in results]) if results else np.zeros(1)
-    summary = {f"hit@{k}": sum(r.hits[k] for r in labelled) / n for k in ks}
+    summary = {f"hit@{k}": sum(r.hits[k] for r in labelled) / n if n else math.nan for k in ks}
     summary.update({
-        "hit@shown": sum(r.hit_shown for r in labelled) / n,
+        "hit@shown": sum(r.hit_shown for r in labelled) / n if n else math.nan,
         "failure_share_shown": sum(r.failures_shown for r in results) / max(1, sum(shown)),
         "other_phone_share_shown": sum(r.other_phone_shown for r in results) / max(1, sum(shown)),
         "items_retrieved": float(np.mean([len(r.retrieved.items) for r in results])) if results else 0.0,
