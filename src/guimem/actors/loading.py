@@ -32,6 +32,13 @@ it exists (its load then says the folder is missing)."""
 def is_miniature(folder: str | os.PathLike) -> bool:
     """Whether ``folder`` holds a miniature actor saved by :meth:`MiniActor.save` (its folder's kind)."""
     return os.path.isdir(folder) and folder_kind(folder) == ACTOR_KIND
+
+
+def names_miniature_folder(actor_model: object) -> bool:
+    """Whether an ``actor_model`` value names the miniature by its folder: the actor stage's (even
+    before it exists) or any folder holding a saved miniature."""
+    return isinstance(actor_model, str) and (os.path.normpath(actor_model) == MINIATURE_FOLDER
+                                             or is_miniature(actor_model))
 DEFAULT_BATCH_SIZE = 64  # actor inputs per forward pass (fixed in a run: batch composition moves float noise)
 
 
@@ -79,7 +86,7 @@ class ActorSpec:
         if not isinstance(self.actor_model, str) or not self.actor_model.strip():
             raise DataError("actor_model", f"expected {MINI_ACTOR!r} or a Hugging Face model id / folder, "
                                            f"got {self.actor_model!r:.60}")
-        if is_miniature(self.actor_model) or os.path.normpath(self.actor_model) == MINIATURE_FOLDER:  # by its folder
+        if names_miniature_folder(self.actor_model):
             object.__setattr__(self, "actor_dir", self.actor_model)
             object.__setattr__(self, "actor_model", MINI_ACTOR)
         if self.actor_model == MINI_ACTOR:

@@ -45,7 +45,6 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import importlib
-import os
 import re
 import reprlib
 from collections.abc import Callable, Mapping
@@ -54,7 +53,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from guimem.actors.hf.parsing import ANSWER_FORMATS, COORD_CONVENTIONS
-from guimem.actors.loading import MINI_ACTOR, MINIATURE_FOLDER, ActorSpec, is_miniature
+from guimem.actors.loading import MINI_ACTOR, ActorSpec, names_miniature_folder
 from guimem.core.data import DataError
 from guimem.core.executor import EXECUTORS, ExecutorSpec
 from guimem.core.io import check_number
@@ -459,10 +458,7 @@ def check_folds_within(p: Params, name: str, episodes: int | None, what: str) ->
 def names_miniature(actor_model: Any) -> bool:
     """Whether an ``actor_model`` value names the miniature: ``"mini"``, the actor stage's folder, or
     any folder holding a saved miniature."""
-    if not isinstance(actor_model, str):
-        return False
-    return (actor_model == MINI_ACTOR or os.path.normpath(actor_model) == MINIATURE_FOLDER
-            or is_miniature(actor_model))
+    return actor_model == MINI_ACTOR or names_miniature_folder(actor_model)
 
 
 def mini_actor(p: Params) -> bool:

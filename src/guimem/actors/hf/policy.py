@@ -232,14 +232,20 @@ class HFVLMActor:
         """One input's shared prefix: its templated text and its encoding by the processor (with the
         screenshot: the expensive part, done once per prefix)."""
         prefix, _, images, _ = self.prompt_parts(inp)
-        return prefix, PromptPart.of(self.processor(text=[prefix], images=images[:1], return_tensors="pt"))
+        return prefix, self._head(prefix, images)
 
     def encode_suffix(self, inp: PolicyInput) -> tuple[str, PromptPart, Frame]:
         """One input's prefix text (not encoded), its memory suffix encoded on its own (without the
         tokenizer's special tokens: it continues the prefix) and its frame."""
         prefix, suffix, images, frame = self.prompt_parts(inp)
-        tail = self.processor(text=[suffix], images=images[1:] or None, add_special_tokens=False, return_tensors="pt")
-        return prefix, PromptPart.of(tail), frame
+        return prefix, self._tail(suffix, images), frame
+
+    def _head(self, prefix: str, images: list[Image.Image]) -> PromptPart:
+        return PromptPart.of(self.processor(text=[prefix], images=images[:1], return_tensors="pt"))
+
+    def _tail(self, suffix: str, images: list[Image.Image]) -> PromptPart:
+        return PromptPart.of(self.processor(text=[suffix], images=images[1:] or None, add_special_tokens=False,
+                                            return_tensors="pt"))
 
     def encode(self, inputs: Sequence[PolicyInput]) -> tuple[Any, list[Frame]]:
         """The whole prompts of a batch (each its prefix's tokens then its suffix's, the tokens the
@@ -253,9 +259,8 @@ class HFVLMActor:
             return self._to_device(dict(enc.items())), list(frames)
         rows, frames = [], []
         for inp in inputs:
-            _, head = self.encode_prefix(inp)
-            _, tail, frame = self.encode_suffix(inp)
-            rows.append(head.then(tail))
+            prefix, suffix, images, frame = self.prompt_parts(inp)  # templated once, encoded in its two parts
+            rows.append(self._head(prefix, images).then(self._tail(suffix, images)))
             frames.append(frame)
         enc = {**left_padded(rows, self.processor.tokenizer.pad_token_id), **concat_images(rows)}
         return self._to_device(enc), frames
