@@ -83,7 +83,7 @@ def test_failed_file_write_keeps_the_old_file_and_no_temp(tmp_path, monkeypatch)
     path = tmp_path / "f.txt"
     atomic_write_text(path, "old")
     _replace_failing_from(monkeypatch, 1)
-    with pytest.raises(OSError, match="simulated crash"):
+    with pytest.raises(DataError, match="could not be saved: simulated crash"):
         atomic_write_text(path, "new")
     assert path.read_text() == "old" and os.listdir(tmp_path) == ["f.txt"]
 
@@ -219,7 +219,7 @@ def test_crash_between_the_renames_leaves_the_backup_readable(tmp_path, monkeypa
     """The old store is moved aside, then the machine dies: readers find the backup, the next save heals."""
     target = atomic_write_dir(tmp_path / "store", _writer("v1"), KIND)
     calls = _replace_failing_from(monkeypatch, 2)
-    with pytest.raises(OSError, match="simulated crash"):
+    with pytest.raises(DataError, match="could not be saved: simulated crash"):
         atomic_write_dir(target, _writer("v2"), KIND)
     assert calls[:2] == [("store", ".store.old"), (calls[1][0], "store")] and calls[1][0].startswith(".store.tmp-")
     assert not target.exists()
@@ -242,7 +242,7 @@ def test_failed_second_rename_restores_the_old_store(tmp_path, monkeypatch):
         real(src, dst)
 
     monkeypatch.setattr(os, "replace", replace)
-    with pytest.raises(OSError, match="simulated failure"):
+    with pytest.raises(DataError, match="could not be saved: simulated failure"):
         atomic_write_dir(target, _writer("v2"), KIND)
     assert (target / "a.txt").read_text() == "v1" and os.listdir(tmp_path) == ["store"]
 

@@ -30,6 +30,7 @@ import io
 import os
 import re
 import struct
+import zlib
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -43,7 +44,9 @@ from guimem.core.io import (
     json_text,
     read_json,
     read_jsonl,
+    read_whole,
     readable_dir,
+    saving,
     write_jsonl,
 )
 
@@ -90,12 +93,55 @@ def _check_pixels(width: int, height: int) -> None:
         raise DataError("", f"has {width}x{height} pixels, over the cap of {MAX_PIXELS:,}")
 
 
+_PNG_CHANNELS = {0: 1, 2: 3, 3: 1, 4: 2, 6: 4}  # colour type -> samples per pixel
+_ADAM7 = ((0, 0, 8, 8), (4, 0, 8, 8), (0, 4, 4, 8), (2, 0, 4, 4), (0, 2, 2, 4), (1, 0, 2, 2), (0, 1, 1, 2))
+"""Adam7's passes: (first column, first row, column step, row step)."""
+
+
+def _png_data_size(width: int, height: int, depth: int, colour: int, interlaced: bool) -> int:
+    """The bytes a PNG's image data inflates to: each row of each pass, its filter byte included."""
+    bits = depth * _PNG_CHANNELS.get(colour, 4)
+    passes = _ADAM7 if interlaced else ((0, 0, 1, 1),)
+    size = 0
+    for x0, y0, dx, dy in passes:
+        w, h = max(0, (width - x0 + dx - 1) // dx), max(0, (height - y0 + dy - 1) // dy)
+        if w and h:
+            size += h * (1 + (w * bits + 7) // 8)
+    return size
+
+
+def _check_png_data(data: bytes) -> None:
+    """Refuse (field '') a PNG whose image data inflates to fewer bytes than its header's size needs:
+    a decoder fills the missing rows with black and says nothing. Inflating stops one byte past the
+    size needed, so a decompression bomb costs no more than a good image."""
+    width, height = struct.unpack(">II", data[16:24])
+    depth, colour, interlaced = data[24], data[25], data[28] == 1
+    need, got, pos = _png_data_size(width, height, depth, colour, interlaced), 0, 8
+    inflate = zlib.decompressobj()
+    while pos + 8 <= len(data) and got <= need:
+        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        if kind == b"IDAT":
+            try:
+                got += len(inflate.decompress(data[pos + 8:pos + 8 + length], need + 1 - got))
+            except zlib.error as err:
+                raise DataError("", f"does not decode: its image data is corrupt ({err})") from None
+        elif kind == b"IEND":
+            break
+        pos += 12 + length
+    if got < need:
+        raise DataError("", f"does not decode: its image data ends early ({got:,} of {need:,} bytes: "
+                            f"{height - (got * height) // max(need, 1)} of {height} rows missing)")
+
+
 def _decoded(data: bytes, formats: Sequence[str] = ("PNG",)) -> Image.Image:
     """The RGB image in ``data``; refused (field '') if over :data:`MAX_PIXELS` (checked on the header,
-    before decoding) or if it does not decode as one of ``formats``."""
+    before decoding), if it does not decode as one of ``formats``, or if a PNG's image data ends
+    before its last row."""
     try:
         with Image.open(io.BytesIO(data), formats=formats) as im:
             _check_pixels(*im.size)
+            if im.format == "PNG" and _png_size(data) is not None and len(data) >= 29:
+                _check_png_data(data)
             return im.convert("RGB")
     except DataError:
         raise
@@ -262,6 +308,11 @@ def add_episodes(episodes: Sequence[Episode], images: Mapping[str, bytes | Image
     the same id with another app, goal, outcome, provenance, actions or screens' elements (the
     final one's included) is a DataError, and nothing is written. Returns the episodes of
     the store after the add, as stored."""
+    with saving(Path(root).parent):  # no other save of the store between this read and the write
+        return _add_episodes(episodes, images, Path(root))
+
+
+def _add_episodes(episodes: Sequence[Episode], images: Mapping[str, bytes | Image.Image], root: Path) -> list[Episode]:
     folder = readable_dir(root, "episode store")  # or the backup a crashed save left
     old = load_episodes(folder)  # fully verified: a save rehashes, so it must never launder a swapped screen
     meta = read_manifest(folder).get("meta", {})
@@ -333,7 +384,10 @@ def _relocate(ep: Episode, images: Mapping[str, bytes | Image.Image], stored: di
 # ----------------------------------------------------------------------------- reading
 def read_manifest(root: str | os.PathLike) -> dict[str, Any]:
     """The validated manifest of the store at ``root`` (or of the backup a crashed save left)."""
-    root = readable_dir(root, "episode store")
+    return read_whole(root, _read_manifest, "episode store")
+
+
+def _read_manifest(root: Path) -> dict[str, Any]:
     path = _checked_file(root, root / "manifest.json")
     m = read_json(path)
     if not isinstance(m, dict):
@@ -361,9 +415,15 @@ def load_episodes(root: str | os.PathLike, verify_images: bool = True) -> list[E
     with the store, a file that links outside the store, or a screenshot that is missing or not
     a store path; with ``verify_images`` (the full mode), also on screenshot bytes that do not
     match their content hash, exceed :data:`MAX_PIXELS` or do not decode.
+
+    The store is read as one version while another process may be saving it
+    (:func:`guimem.core.io.read_whole`).
     """
-    root = readable_dir(root, "episode store")
-    manifest = read_manifest(root)
+    return read_whole(root, lambda folder: _load_episodes(folder, verify_images), "episode store")
+
+
+def _load_episodes(root: Path, verify_images: bool) -> list[Episode]:
+    manifest = _read_manifest(root)
     mpath = str(root / "manifest.json")
     folder = root / "episodes"
     if not folder.is_dir():
@@ -403,10 +463,15 @@ def _observations(ep: Episode) -> list[tuple[str, Observation]]:
 def load_screenshot(root: str | os.PathLike, rel_path: str) -> Image.Image:
     """The screenshot at ``rel_path`` (a store path ``screens/<sha16>.png``) of the store ``root``, as
     an RGB image; its bytes are checked against their hash and its pixel count before decoding."""
-    root = readable_dir(root, "episode store")
+    def read(folder: Path) -> bytes:
+        try:
+            data = _read_bytes(_screen_file(folder, rel_path))
+            _check_content(rel_path, data, decode=False)
+            return data
+        except DataError as err:
+            raise err.at(str(folder), "screenshot") from None
+    data = read_whole(root, read, "episode store")
     try:
-        data = _read_bytes(_screen_file(root, rel_path))
-        _check_content(rel_path, data, decode=False)
         return _decoded(data)
     except DataError as err:
         raise err.at(str(root), "screenshot") from None

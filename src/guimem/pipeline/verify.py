@@ -35,8 +35,9 @@ failure is named. Run::
     python -m guimem.pipeline.verify             # or: make verify
     python -m guimem.pipeline.verify reference   # or: make reference (maintainers, after dvc repro)
 
-Nothing read here can run code: the findings are YAML data (``yaml.safe_load``), each condition
-a comparison of a headline metric with a number or another metric.
+Nothing read here can run code: the findings are YAML data (ruamel.yaml's safe loader, which
+also refuses a key given twice), each condition a comparison of a headline metric with a number
+or another metric.
 """
 
 from __future__ import annotations
@@ -55,7 +56,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-import yaml
+from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError as RuamelYAMLError
 from scipy.stats import binom
 from scipy.stats import t as student_t
 
@@ -217,10 +219,10 @@ def spread_seeds(path: Path) -> list[int]:
 def load_findings(path: Path) -> list[Finding]:
     """The findings of ``path``: a YAML list under ``findings``, each with an ``id``, the ``claim`` as the
     README states it, and ``holds_when``: a list of ``[metric, op, number or metric]`` (op: > >= < <=)."""
-    try:
-        data = yaml.safe_load(read_text(path))
-    except yaml.YAMLError as e:
-        raise DataError("", f"not valid YAML: {e}", str(path)) from None
+    try:  # ruamel.yaml, as DVC reads YAML: plain data only, and a key given twice is refused
+        data = YAML(typ="safe", pure=True).load(read_text(path))
+    except RuamelYAMLError as e:
+        raise DataError("", f"not valid YAML: {str(e)[:400]}", str(path)) from None
     items = data.get("findings") if isinstance(data, dict) else None
     if not isinstance(items, list):
         raise DataError("findings", "expected a list of findings", str(path))

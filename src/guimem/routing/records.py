@@ -49,7 +49,7 @@ from guimem.core.io import (
     read_json,
     read_jsonl,
     read_npy,
-    readable_dir,
+    read_whole,
     write_json,
     write_jsonl,
 )
@@ -193,47 +193,48 @@ class StepRecords:
         """Read a folder written by :meth:`save`; every manifest value and row field of its type and
         range (rules and candidates distinct names, hits true or false, sampled shares in [0, 1]),
         every array's dtype and shape checked against the manifest; else a :class:`DataError`."""
-        folder = readable_dir(Path(path), "step records folder")
-        where = str(folder / "manifest.json")
-        manifest = read_json(file_inside(folder, "manifest.json", "file", where))
-        if not isinstance(manifest, dict):
-            raise DataError("manifest", f"expected an object, got {type(manifest).__name__}", where)
-        fmt = manifest.get("format")
-        if type(fmt) is not int or fmt != RECORDS_FORMAT:  # true and 1.0 equal 1 but are no format
-            raise DataError("format", f"expected step records format {RECORDS_FORMAT}, got {fmt!r:.40}", where)
-        for key in ("n_steps", "n_layers", "d_model", "rules"):
-            if key not in manifest:
-                raise DataError(key, "missing", where)
-        n = int(check_number(manifest["n_steps"], "n_steps", 0, None, integer=True, path=where))
-        layers = int(check_number(manifest["n_layers"], "n_layers", 0, None, integer=True, path=where))
-        d = int(check_number(manifest["d_model"], "d_model", 1, None, integer=True, path=where))
-        rules = _names(manifest["rules"], "rules", None, where)
-        candidates = _names(manifest.get("candidates", []), "candidates", CANDIDATES, where)
-        for key, lo, integer in (("n_samples", 0, True), ("seed", None, True), ("temperature", 0, False)):
-            if key in manifest:
-                check_number(manifest[key], key, lo, None, integer=integer, path=where)
-        if "temperature" in manifest and not manifest["temperature"] > 0:
-            raise DataError("temperature", f"must be > 0, got {manifest['temperature']!r}", where)
-        rows = []
-        steps = str(folder / "steps.jsonl")
-        for line, row in read_jsonl(file_inside(folder, "steps.jsonl", "file", steps)):
-            rows.append(_row(row, rules, f"{steps}, line {line}"))
-        if len(rows) != n:
-            raise DataError("n_steps", f"the manifest says {n}, steps.jsonl holds {len(rows)}", str(folder))
-        hits = {rule: {c: np.array([r["hits"][rule][c] for r in rows], dtype=bool) for c in CONDITIONS}
-                for rule in rules}
-        sampled = {rule: {c: np.array([r["sampled"][rule][c] for r in rows], dtype=np.float64)
-                          for c in SAMPLED_CONDITIONS} for rule in rules}
-        for r in rows:
-            del r["hits"], r["sampled"]
-        hidden = {c: read_npy(file_inside(folder, f"hidden_{c}.npy", f"hidden_{c}", str(folder / f"hidden_{c}.npy")), f"hidden_{c}", np.float32,
-                              (n, layers + 1, d)) for c in HIDDEN_CONDITIONS}
-        cands = {c: read_npy(file_inside(folder, f"candidate_{c}.npy", f"candidate_{c}", str(folder / f"candidate_{c}.npy")),
-                             f"candidate_{c}",
-                             np.float32, (n, d)) for c in candidates}
-        meta = {k: v for k, v in manifest.items() if k not in ("format", "n_steps", "n_layers", "d_model", "rules",
-                                                               "conditions", "hidden_conditions", "candidates")}
-        return cls(rows, hits, sampled, hidden, cands, meta)
+        def read(folder: Path) -> "StepRecords":
+            where = str(folder / "manifest.json")
+            manifest = read_json(file_inside(folder, "manifest.json", "file", where))
+            if not isinstance(manifest, dict):
+                raise DataError("manifest", f"expected an object, got {type(manifest).__name__}", where)
+            fmt = manifest.get("format")
+            if type(fmt) is not int or fmt != RECORDS_FORMAT:  # true and 1.0 equal 1 but are no format
+                raise DataError("format", f"expected step records format {RECORDS_FORMAT}, got {fmt!r:.40}", where)
+            for key in ("n_steps", "n_layers", "d_model", "rules"):
+                if key not in manifest:
+                    raise DataError(key, "missing", where)
+            n = int(check_number(manifest["n_steps"], "n_steps", 0, None, integer=True, path=where))
+            layers = int(check_number(manifest["n_layers"], "n_layers", 0, None, integer=True, path=where))
+            d = int(check_number(manifest["d_model"], "d_model", 1, None, integer=True, path=where))
+            rules = _names(manifest["rules"], "rules", None, where)
+            candidates = _names(manifest.get("candidates", []), "candidates", CANDIDATES, where)
+            for key, lo, integer in (("n_samples", 0, True), ("seed", None, True), ("temperature", 0, False)):
+                if key in manifest:
+                    check_number(manifest[key], key, lo, None, integer=integer, path=where)
+            if "temperature" in manifest and not manifest["temperature"] > 0:
+                raise DataError("temperature", f"must be > 0, got {manifest['temperature']!r}", where)
+            rows = []
+            steps = str(folder / "steps.jsonl")
+            for line, row in read_jsonl(file_inside(folder, "steps.jsonl", "file", steps)):
+                rows.append(_row(row, rules, f"{steps}, line {line}"))
+            if len(rows) != n:
+                raise DataError("n_steps", f"the manifest says {n}, steps.jsonl holds {len(rows)}", str(folder))
+            hits = {rule: {c: np.array([r["hits"][rule][c] for r in rows], dtype=bool) for c in CONDITIONS}
+                    for rule in rules}
+            sampled = {rule: {c: np.array([r["sampled"][rule][c] for r in rows], dtype=np.float64)
+                              for c in SAMPLED_CONDITIONS} for rule in rules}
+            for r in rows:
+                del r["hits"], r["sampled"]
+            def array(name: str, shape: tuple[int, ...]) -> np.ndarray:
+                file = file_inside(folder, f"{name}.npy", name, str(folder / f"{name}.npy"))
+                return read_npy(file, name, np.float32, shape)
+            hidden = {c: array(f"hidden_{c}", (n, layers + 1, d)) for c in HIDDEN_CONDITIONS}
+            cands = {c: array(f"candidate_{c}", (n, d)) for c in candidates}
+            meta = {k: v for k, v in manifest.items() if k not in ("format", "n_steps", "n_layers", "d_model", "rules",
+                                                                   "conditions", "hidden_conditions", "candidates")}
+            return cls(rows, hits, sampled, hidden, cands, meta)
+        return read_whole(path, read, "step records folder")
 
 
 def _names(raw: Any, field: str, allowed: Sequence[str] | None, where: str) -> list[str]:

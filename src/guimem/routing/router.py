@@ -40,7 +40,7 @@ from guimem.core.io import (
     check_safetensors,
     file_inside,
     read_json,
-    readable_dir,
+    read_whole,
     write_json,
 )
 
@@ -133,35 +133,38 @@ class Router:
         """Read a router written by :meth:`save`: every value of ``router.json`` of its type and range
         (τ finite, standard deviations above :data:`MIN_STD`), the weights exactly the scorer's tensors,
         float32 (or float64), finite; else a :class:`DataError` naming the file and field."""
-        folder = readable_dir(Path(path), "saved router")
-        where = str(folder / "router.json")
-        meta = read_json(file_inside(folder, "router.json", "file", where))
-        if not isinstance(meta, dict):
-            raise DataError("router.json", f"expected an object, got {type(meta).__name__}", where)
-        missing = [k for k in _ROUTER_FIELDS if k not in meta]
-        if missing:
-            raise DataError(missing[0], "missing", where)
-        config = _config(meta["config"], where)
-        d_s = int(check_number(meta["d_state"], "d_state", 1, MAX_INPUT, integer=True, path=where))
-        d_c = int(check_number(meta["d_candidate"], "d_candidate", 1, MAX_INPUT, integer=True, path=where))
-        tau = float(check_number(meta["tau"], "tau", path=where))
-        rate = float(check_number(meta["train_image_rate"], "train_image_rate", 0, 1, path=where))
-        arrays = {k: _vector(meta[k], k, d, k.endswith("_std"), where)
-                  for k, d in (("state_mean", d_s), ("state_std", d_s), ("cand_mean", d_c), ("cand_std", d_c))}
-        info = _info(meta.get("info", {}), where)
-        weights = file_inside(folder, "scorer.safetensors", "file", str(folder / "scorer.safetensors"))
-        with torch.device("meta"):  # the shapes the config implies, nothing allocated
-            shapes = {k: tuple(v.shape) for k, v in SharedScorer(d_s, d_c, config.hidden).state_dict().items()}
-        check_safetensors(weights, shapes)
-        scorer = SharedScorer(d_s, d_c, config.hidden)
-        try:
-            scorer.load_state_dict(load_file(str(weights)))
-        except (RuntimeError, OSError, SafetensorError) as err:
-            raise DataError("scorer.safetensors", f"not this router's weights: {str(err)[:160]}", str(weights)) from None
-        for name, w in scorer.state_dict().items():  # float64 beyond float32's range is infinite here
-            check_finite(w.numpy(), name, str(weights))
-        return cls(scorer, arrays["state_mean"], arrays["state_std"], arrays["cand_mean"], arrays["cand_std"], config,
-                   tau, rate, info)
+        def read(folder: Path) -> "Router":
+            where = str(folder / "router.json")
+            meta = read_json(file_inside(folder, "router.json", "file", where))
+            if not isinstance(meta, dict):
+                raise DataError("router.json", f"expected an object, got {type(meta).__name__}", where)
+            missing = [k for k in _ROUTER_FIELDS if k not in meta]
+            if missing:
+                raise DataError(missing[0], "missing", where)
+            config = _config(meta["config"], where)
+            d_s = int(check_number(meta["d_state"], "d_state", 1, MAX_INPUT, integer=True, path=where))
+            d_c = int(check_number(meta["d_candidate"], "d_candidate", 1, MAX_INPUT, integer=True, path=where))
+            tau = float(check_number(meta["tau"], "tau", path=where))
+            rate = float(check_number(meta["train_image_rate"], "train_image_rate", 0, 1, path=where))
+            arrays = {k: _vector(meta[k], k, d, k.endswith("_std"), where)
+                      for k, d in (("state_mean", d_s), ("state_std", d_s), ("cand_mean", d_c), ("cand_std", d_c))}
+            info = _info(meta.get("info", {}), where)
+            weights = file_inside(folder, "scorer.safetensors", "file", str(folder / "scorer.safetensors"))
+            with torch.device("meta"):  # the shapes the config implies, nothing allocated
+                shapes = {k: tuple(v.shape) for k, v in SharedScorer(d_s, d_c, config.hidden).state_dict().items()}
+            check_safetensors(weights, shapes)
+            scorer = SharedScorer(d_s, d_c, config.hidden)
+            try:
+                scorer.load_state_dict(load_file(str(weights)))
+            except (RuntimeError, OSError, SafetensorError) as err:
+                raise DataError("scorer.safetensors", f"not this router's weights: {str(err)[:160]}",
+                                str(weights)) from None
+            for name, w in scorer.state_dict().items():  # float64 beyond float32's range is infinite here
+                check_finite(w.numpy(), name, str(weights))
+            return cls(scorer, arrays["state_mean"], arrays["state_std"], arrays["cand_mean"], arrays["cand_std"],
+                       config,
+                       tau, rate, info)
+        return read_whole(path, read, "saved router")
 
 
 _ROUTER_FIELDS = ("config", "d_state", "d_candidate", "tau", "train_image_rate", "state_mean", "state_std",

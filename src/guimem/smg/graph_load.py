@@ -16,7 +16,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from guimem.core.data import DataError, Subgoal, group_by_episode
-from guimem.core.io import check_number, file_inside, read_json, read_jsonl, read_npy, readable_dir, relative_path
+from guimem.core.io import check_number, file_inside, read_json, read_jsonl, read_npy, read_whole, relative_path
 from guimem.smg.graph import (
     EDGE_INTENTS,
     EDGES,
@@ -48,43 +48,44 @@ def load_graph(path: str | Path, expect: GraphConfig | None = None, search: Node
     ``tau``/``theta`` come from the manifest (a graph's structure depends on them); a
     caller who wants other thresholds rebuilds.
     """
-    folder = readable_dir(Path(path), "saved memory")
-    for name in sorted(GRAPH_FILES):  # a link may not lead out of the folder
-        file_inside(folder, name, "file", str(folder / name))
-    manifest, config = _read_manifest(folder)
-    mpath = str(folder / MANIFEST)
-    if expect is not None:
-        for name in ("image_embedder", "image_dim", "text_embedder", "text_dim"):
-            got, want = getattr(config, name), getattr(expect, name)
-            if got != want:
-                raise DataError(name, f"graph was built with {name}={got!r} but the caller uses {want!r}; "
-                                "rebuild the graph with this embedder", mpath)
-    count = {key: check_number(manifest.get(key), key, lo=0, integer=True, path=mpath)
-             for key in ("nodes", "edges", "episodes", "subgoals_seen", "duplicates_dropped")}
-    g = MemoryGraph(config, search)
-    sums = read_npy(folder / NODE_SUMS, "node_sums", np.float64, (count["nodes"], config.image_dim))
-    intents = read_npy(folder / EDGE_INTENTS, "edge_intents", np.float32, (count["edges"], config.text_dim))
-    for i, (count_i, shots) in enumerate(_read_nodes(folder / NODES, count["nodes"])):
-        g.graph.add_node(i, count=count_i, screenshots=shots)
-    g._sums = sums.copy() if len(sums) else g._sums
-    g.index.extend(normalize_rows(sums))
-    g.episodes = _read_episodes(folder / EPISODES, count["episodes"])
-    nodes = [g.graph.nodes[i]["screenshots"] for i in range(count["nodes"])]
-    for edge in _read_edges(folder / EDGES, count["edges"], nodes, g.episodes):
-        g.edges.append(edge)
-        g.graph.add_edge(edge.source, edge.target, key=edge.id, success=edge.subgoal.success,
-                         subgoal_id=edge.subgoal.id)
-    g._intents = intents.copy() if len(intents) else g._intents
-    g.subgoals_seen, g.duplicates_dropped = count["subgoals_seen"], count["duplicates_dropped"]
-    if g.subgoals_seen != g.n_edges + g.duplicates_dropped:
-        raise DataError("subgoals_seen", f"{g.subgoals_seen} subgoals seen, but {g.n_edges} edges kept and "
-                        f"{g.duplicates_dropped} dropped", mpath)
-    for key, value in g.stats().items():  # of the same type too: true is not 1, 1.0 is not 1
-        if type(manifest.get(key)) is not type(value) or manifest.get(key) != value:
-            raise DataError(key, f"the manifest says {manifest.get(key)!r:.40}, the files give {value!r}", mpath)
-    _check_vectors(folder, g)
-    _check_episode_hashes(folder, g)
-    return g
+    def read(folder: Path) -> MemoryGraph:
+        for name in sorted(GRAPH_FILES):  # a link may not lead out of the folder
+            file_inside(folder, name, "file", str(folder / name))
+        manifest, config = _read_manifest(folder)
+        mpath = str(folder / MANIFEST)
+        if expect is not None:
+            for name in ("image_embedder", "image_dim", "text_embedder", "text_dim"):
+                got, want = getattr(config, name), getattr(expect, name)
+                if got != want:
+                    raise DataError(name, f"graph was built with {name}={got!r} but the caller uses {want!r}; "
+                                    "rebuild the graph with this embedder", mpath)
+        count = {key: check_number(manifest.get(key), key, lo=0, integer=True, path=mpath)
+                 for key in ("nodes", "edges", "episodes", "subgoals_seen", "duplicates_dropped")}
+        g = MemoryGraph(config, search)
+        sums = read_npy(folder / NODE_SUMS, "node_sums", np.float64, (count["nodes"], config.image_dim))
+        intents = read_npy(folder / EDGE_INTENTS, "edge_intents", np.float32, (count["edges"], config.text_dim))
+        for i, (count_i, shots) in enumerate(_read_nodes(folder / NODES, count["nodes"])):
+            g.graph.add_node(i, count=count_i, screenshots=shots)
+        g._sums = sums.copy() if len(sums) else g._sums
+        g.index.extend(normalize_rows(sums))
+        g.episodes = _read_episodes(folder / EPISODES, count["episodes"])
+        nodes = [g.graph.nodes[i]["screenshots"] for i in range(count["nodes"])]
+        for edge in _read_edges(folder / EDGES, count["edges"], nodes, g.episodes):
+            g.edges.append(edge)
+            g.graph.add_edge(edge.source, edge.target, key=edge.id, success=edge.subgoal.success,
+                             subgoal_id=edge.subgoal.id)
+        g._intents = intents.copy() if len(intents) else g._intents
+        g.subgoals_seen, g.duplicates_dropped = count["subgoals_seen"], count["duplicates_dropped"]
+        if g.subgoals_seen != g.n_edges + g.duplicates_dropped:
+            raise DataError("subgoals_seen", f"{g.subgoals_seen} subgoals seen, but {g.n_edges} edges kept and "
+                            f"{g.duplicates_dropped} dropped", mpath)
+        for key, value in g.stats().items():  # of the same type too: true is not 1, 1.0 is not 1
+            if type(manifest.get(key)) is not type(value) or manifest.get(key) != value:
+                raise DataError(key, f"the manifest says {manifest.get(key)!r:.40}, the files give {value!r}", mpath)
+        _check_vectors(folder, g)
+        _check_episode_hashes(folder, g)
+        return g
+    return read_whole(path, read, "saved memory")
 
 
 def _read_manifest(folder: Path) -> tuple[dict[str, Any], GraphConfig]:

@@ -29,7 +29,7 @@ from guimem.core.io import (
     check_safetensors,
     file_inside,
     read_json,
-    readable_dir,
+    read_whole,
 )
 from guimem.core.policy import Modality, PolicyInput, PolicyOutput
 from guimem.models.tokenizer import Vocabulary
@@ -129,20 +129,21 @@ class MiniActor:
     @classmethod
     def load(cls, path: str | os.PathLike, batch_size: int = 64) -> "MiniActor":
         """Read an actor written by :meth:`save`, every file checked before the model is built."""
-        folder = readable_dir(Path(path), "saved actor")
-        for name in sorted(ACTOR_FILES):
-            file_inside(folder, name, "file", str(folder / name))  # a link may not lead out of the folder
-            if not (folder / name).is_file():
-                raise DataError(name, "missing from the actor folder", str(folder))
-        vocab = Vocabulary.load(folder / VOCAB_FILE)
-        check_safetensors(folder / WEIGHTS_FILE, _weight_shapes(folder / CONFIG_FILE))
-        model = GuiActor.from_pretrained(folder, dtype=torch.float32)  # float32 whatever config.json's dtype says
-        for name, weight in model.state_dict().items():
-            check_finite(weight.numpy(), name, str(folder / WEIGHTS_FILE))
-        try:
-            return cls(model, vocab, batch_size)
-        except DataError as err:
-            raise err.at(str(folder / VOCAB_FILE)) from None
+        def read(folder: Path) -> "MiniActor":
+            for name in sorted(ACTOR_FILES):
+                file_inside(folder, name, "file", str(folder / name))  # a link may not lead out of the folder
+                if not (folder / name).is_file():
+                    raise DataError(name, "missing from the actor folder", str(folder))
+            vocab = Vocabulary.load(folder / VOCAB_FILE)
+            check_safetensors(folder / WEIGHTS_FILE, _weight_shapes(folder / CONFIG_FILE))
+            model = GuiActor.from_pretrained(folder, dtype=torch.float32)  # float32 whatever config.json's dtype says
+            for name, weight in model.state_dict().items():
+                check_finite(weight.numpy(), name, str(folder / WEIGHTS_FILE))
+            try:
+                return cls(model, vocab, batch_size)
+            except DataError as err:
+                raise err.at(str(folder / VOCAB_FILE)) from None
+        return read_whole(path, read, "saved actor")
 
 
 def _weight_shapes(config_path: Path) -> dict[str, tuple[int, ...]]:

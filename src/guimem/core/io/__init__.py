@@ -8,8 +8,8 @@ not write; every file of outside data is read through it, so a bad one is a
 - :mod:`~guimem.core.io.write`: atomic file writes (bytes, text, JSON, JSON lines, a stage's
   metrics and results);
 - :mod:`~guimem.core.io.folders`: atomic folder saves stamped with their kind, saves of several
-  folders as one (a journal is the commit point), and :func:`readable_dir`, which reads what the
-  last committed save left;
+  folders as one (a journal is the commit point), :func:`readable_dir`, which finds what the
+  last committed save left, and :func:`read_whole`, which reads it as one version while saves go on;
 - :mod:`~guimem.core.io.read`: JSON readers, finite and range checks, path confinement, ``.npy``
   and safetensors headers checked before their data is read.
 """
@@ -20,6 +20,7 @@ from guimem.core.io.folders import (
     atomic_write_dir,
     atomic_write_dirs,
     folder_kind,
+    read_whole,
     readable_dir,
 )
 from guimem.core.io.read import (
@@ -42,6 +43,7 @@ from guimem.core.io.write import (
     atomic_write_bytes,
     atomic_write_text,
     json_text,
+    saving,
     write_json,
     write_jsonl,
     write_metrics,
@@ -51,7 +53,8 @@ from guimem.core.io.write import (
 __all__ = [
     "MARKER", "MAX_JSON_DEPTH", "FolderWrite", "atomic_write_bytes", "atomic_write_dir", "atomic_write_dirs",
     "atomic_write_text", "check_finite", "check_number", "check_safetensors", "file_inside", "folder_kind",
-    "json_depth", "json_text", "parse_json", "read_json", "read_jsonl", "read_npy", "read_text", "readable_dir",
-    "refuse_overlap", "relative_path", "safetensors_header", "write_json", "write_jsonl",
+    "json_depth", "json_text", "parse_json", "read_json", "read_jsonl", "read_npy", "read_text",
+    "read_whole", "readable_dir",
+    "refuse_overlap", "relative_path", "safetensors_header", "saving", "write_json", "write_jsonl",
     "write_metrics", "write_stage_results",
 ]

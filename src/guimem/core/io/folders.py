@@ -9,6 +9,16 @@
   memory): a journal written after every new folder is complete is the commit point, so after a
   crash the set is all old or all new, and the next save (or :func:`readable_dir`) follows it.
 
+Saves and loads may run at the same time, from any number of processes:
+
+* saves into one folder take turns (:func:`guimem.core.io.write.saving`, an ``flock`` held from a
+  save's first check to its last rename), so two saves of one store never remove each other's
+  temporary folders, and each carries the user's files of the version it replaces;
+* :func:`read_whole` reads a folder as one version: a saved folder is never changed in place (a
+  save fills a new one and renames it in), so a load that finds the same folder, by device, inode
+  and change time, before and after it read is one version whole; a load that overlapped a swap
+  is read again, and a :class:`DataError` says a save is under way if saves never pause.
+
 A save **never destroys what it did not write**: a folder save stamps its folder with a marker
 file (:data:`MARKER`) naming the *kind* of store (``guimem.episodes``, ``guimem.memory_graph``,
 ...), and refuses, writing nothing, to replace a target that exists and is not a store of the
@@ -24,10 +34,11 @@ import os
 import re
 import shutil
 import tempfile
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence, TypeVar
 
 from guimem.core.data import DataError
 from guimem.core.io.read import read_json
@@ -40,7 +51,11 @@ from guimem.core.io.write import (
     _usual_mode,
     atomic_write_bytes,
     json_text,
+    saving,
+    unwritable,
 )
+
+T = TypeVar("T")
 
 MARKER = ".guimem-kind"
 """File inside every folder :func:`atomic_write_dir` writes; its text is the folder's kind."""
@@ -154,6 +169,15 @@ def atomic_write_dirs(saves: Sequence[FolderWrite]) -> list[Path]:
         raise DataError("path", "the folders of one save must be distinct siblings in one folder",
                         ", ".join(str(s.target) for s in saves)[:200])
     _make_parent(saves[0].target)
+    try:
+        with saving(parent):
+            return _save_all(parent, saves)
+    except OSError as err:  # a full disk, a read-only folder: nothing was replaced
+        raise unwritable(err, saves[0].target) from err
+
+
+def _save_all(parent: Path, saves: list[FolderWrite]) -> list[Path]:
+    """:func:`atomic_write_dirs`'s work, under the save lock of ``parent``."""
     finish_transactions(parent)  # a set an earlier crash committed is completed before anything else
     for s in saves:
         check_replaceable(s.target, s.kind)
@@ -272,6 +296,8 @@ def _journals(parent: Path) -> list[Path]:
 def _read_journal(journal: Path) -> list[tuple[str, str]]:
     """The (target, temporary folder) names a journal lists; a journal guimem did not write is a DataError."""
     where = str(journal)
+    if not journal.exists() and not journal.is_symlink():
+        return []  # completed and removed by its save since it was listed
     if journal.is_symlink() or not journal.is_file():
         raise DataError("journal", "not a regular file; remove it yourself", where)
     if journal.stat().st_size == 0:
@@ -352,3 +378,64 @@ def readable_dir(target: str | os.PathLike, what: str = "saved store") -> Path:
     if backup.is_dir():
         return backup
     raise DataError("path", f"no {what} here", str(target))
+
+
+READ_ATTEMPTS = 40
+"""How many times :func:`read_whole` reads a folder that saves keep replacing before it gives up."""
+
+
+def _version(folder: Path) -> tuple[int, int, int] | None:
+    """What tells one saved version of a folder from another: its device, inode and change time
+    (a rename sets the change time, so a new folder that reuses a deleted one's inode differs)."""
+    try:
+        st = os.stat(folder, follow_symlinks=False)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino, st.st_ctime_ns
+
+
+def read_whole(target: str | os.PathLike, read: Callable[[Path], T], what: str = "saved store") -> T:
+    """``read(folder)`` on the folder :func:`readable_dir` finds for ``target``, as one saved version.
+
+    The read is repeated while a save replaces the folder under it (the folder it read from is no
+    longer the one there); an error it raised (a file that vanished with the old version) counts
+    only if the folder did not change meanwhile. After :data:`READ_ATTEMPTS` reads that all
+    overlapped a save, a :class:`DataError` says a save is under way."""
+    target = Path(target)
+    for attempt in range(READ_ATTEMPTS):
+        try:
+            folder = readable_dir(target, what)
+        except DataError:
+            if attempt + 1 < READ_ATTEMPTS and _save_under_way(target):
+                time.sleep(0.002 * (attempt + 1))
+                continue
+            raise
+        before = _version(folder)
+        try:
+            result = read(folder)
+        except (DataError, OSError):
+            if before is not None and _version(folder) == before and _still_found(target, folder):
+                raise  # nothing changed while it read: the folder itself is bad
+        else:
+            if before is not None and _version(folder) == before and _still_found(target, folder):
+                return result
+        time.sleep(0.002 * (attempt + 1))
+    raise DataError("path", f"a save of this {what} was under way during {READ_ATTEMPTS} attempts to read it; "
+                            "try again when it has finished", str(target))
+
+
+def _still_found(target: Path, folder: Path) -> bool:
+    """Whether :func:`readable_dir` still finds ``folder`` for ``target`` (not a newer committed save)."""
+    try:
+        return readable_dir(target) == folder
+    except DataError:
+        return False
+
+
+def _save_under_way(target: Path) -> bool:
+    """Whether a save's traces of ``target`` are there (its temporary folder, backup or journal)."""
+    prefix = (f".{target.name}{_TMP}", f".{target.name}.old", ".guimem-txn-")
+    try:
+        return any(p.name.startswith(prefix) for p in target.parent.iterdir())
+    except OSError:
+        return False

@@ -1,7 +1,7 @@
 """Readers that name the file of bad bytes, and the checks every read of outside data goes through.
 
 :func:`read_json` and :func:`read_jsonl` turn every way a file can be bad — missing, a folder,
-not UTF-8, malformed, nested too deep, numbers too large — into a
+not UTF-8, malformed, nested too deep, numbers too large, a key given twice in one object — into a
 :class:`~guimem.core.data.DataError` naming the file (and the line), never a bare
 ``RecursionError`` or ``OverflowError``. :func:`check_finite` refuses NaN and infinities in a
 loaded array and :func:`check_number` a value out of its range; :func:`relative_path` and
@@ -42,12 +42,29 @@ def json_depth(text: str) -> int:
     return int(np.cumsum(opens.astype(np.int32) - closes).max(initial=0))
 
 
+class _DuplicateKey(Exception):
+    def __init__(self, key: str):
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object's pairs as a dict; a key given twice raises (JSON leaves it open, Python keeps the last)."""
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        raise _DuplicateKey(next(k for k, _ in pairs if k in seen or seen.add(k)))
+    return obj
+
+
 def parse_json(text: str, where: str | None = None, field: str = "json") -> Any:
-    """``text`` parsed as JSON; any failure is a :class:`DataError` at ``where`` (``field``)."""
+    """``text`` parsed as JSON; any failure is a :class:`DataError` at ``where`` (``field``), a key
+    given twice in one object among them (which of the two a reader means is not knowable)."""
     if json_depth(text) > MAX_JSON_DEPTH:
         raise DataError(field, f"nested deeper than {MAX_JSON_DEPTH} levels", where)
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_unique_keys)
+    except _DuplicateKey as dup:
+        raise DataError(field, f"the key {dup.key!r:.80} is given twice in one object", where) from None
     except json.JSONDecodeError as err:
         raise DataError(field, f"malformed JSON at line {err.lineno} column {err.colno}: {err.msg}", where) from None
     except (ValueError, OverflowError, RecursionError) as err:  # e.g. an integer of more than 4300 digits

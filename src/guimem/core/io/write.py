@@ -3,7 +3,12 @@
 :func:`atomic_write_bytes` / :func:`atomic_write_text` / :func:`write_json` / :func:`write_jsonl`
 write a temporary file in the same folder, flush and fsync it, then ``os.replace`` it over the
 target (and fsync the folder's entry). A file save refuses a target that is a folder; leftovers
-of interrupted saves (``.<name>.tmp-*``) are removed by the next save of the same target. A
+of interrupted saves (``.<name>.tmp-*``) are removed by the next save of the same target.
+
+Saves into one folder take turns (:func:`saving`): an exclusive lock on a file in that folder,
+held for the whole save, so two processes saving the same target (or two targets side by side)
+never remove each other's temporary files. A save that fails on the file system (a full disk, a
+read-only folder) is a :class:`DataError` naming the destination, never a raw ``OSError``. A
 stage's headline metrics and its full results are written as JSON by :func:`write_metrics` and
 :func:`write_stage_results`. The underscored helpers are shared with the folder saves
 (:mod:`guimem.core.io.folders`).
@@ -11,19 +16,26 @@ stage's headline metrics and its full results are written as JSON by :func:`writ
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import json
 import math
 import os
 import shutil
 import tempfile
+import threading
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 import numpy as np
 
 from guimem.core.data import DataError
 
 _TMP = ".tmp-"  # infix of temporary names: .<name>.tmp-XXXX
+
+SAVE_LOCK = ".guimem-save.lock"
+"""The file in a folder that saves into it lock (:func:`saving`); removed when the save ends."""
 
 
 def _fsync_folder(folder: Path) -> None:
@@ -51,6 +63,8 @@ def _make_parent(path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
     except (FileExistsError, NotADirectoryError):
         raise DataError("path", "cannot be created: a file stands where one of its folders must be", str(path)) from None
+    except OSError as err:  # a read-only file system, no permission, a full disk
+        raise unwritable(err, path) from err
 
 
 def _usual_mode(folder: bool) -> int:
@@ -61,9 +75,83 @@ def _usual_mode(folder: bool) -> int:
     return (0o777 if folder else 0o666) & ~umask
 
 
+# ----------------------------------------------------------------------------- one save at a time
+class _FolderLock:
+    """This process's hold on one folder's save lock: a thread lock (threads of one process take
+    turns, and a save inside a save of the same folder re-enters) and the ``flock`` of the first."""
+
+    def __init__(self) -> None:
+        self.thread_lock = threading.RLock()
+        self.depth = 0
+        self.fd: int | None = None
+
+
+_FOLDER_LOCKS: dict[str, _FolderLock] = {}
+_FOLDER_LOCKS_GUARD = threading.Lock()
+
+
+def _lock_file(path: Path) -> int | None:
+    """An open descriptor holding the exclusive ``flock`` of the lock file ``path`` (created if
+    absent), or None where the file system has no locks. A holder removes the file before it lets
+    go, so a waiter that wakes on a removed file opens the new one and waits again."""
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError as err:
+            os.close(fd)
+            if err.errno in (errno.ENOLCK, errno.EOPNOTSUPP, errno.EINVAL):
+                return None  # no locks here: saves are not serialised (docs/CONVENTIONS.md)
+            raise
+        held = os.fstat(fd)
+        try:
+            now = os.stat(path, follow_symlinks=False)
+        except FileNotFoundError:
+            now = None
+        if now is not None and (now.st_dev, now.st_ino) == (held.st_dev, held.st_ino):
+            return fd
+        os.close(fd)  # the holder before us removed this file: lock the one there now
+
+
+@contextmanager
+def saving(folder: str | os.PathLike) -> Iterator[None]:
+    """Hold the save lock of ``folder`` (the folder a target is saved *into*) for the ``with`` block.
+
+    Every save of a file or folder takes it, from its first check to its last rename, so saves
+    into one folder, from any number of processes and threads, run one after another; a
+    read-modify-write (adding episodes to a store) holds it around both. Re-entrant within a
+    thread. Readers take no lock (:func:`guimem.core.io.read_whole`)."""
+    key = os.path.realpath(folder)
+    with _FOLDER_LOCKS_GUARD:
+        lock = _FOLDER_LOCKS.setdefault(key, _FolderLock())
+    with lock.thread_lock:
+        if lock.depth == 0:
+            lock.fd = _lock_file(Path(key) / SAVE_LOCK)
+        lock.depth += 1
+        try:
+            yield
+        finally:
+            lock.depth -= 1
+            if lock.depth == 0 and lock.fd is not None:
+                try:
+                    os.unlink(Path(key) / SAVE_LOCK)
+                except OSError:
+                    pass
+                os.close(lock.fd)
+                lock.fd = None
+
+
+def unwritable(err: OSError, target: Path) -> DataError:
+    """The :class:`DataError` for a save of ``target`` that the file system refused (``err``): it
+    names the destination, and the file the system named where that was another one."""
+    why = err.strerror or str(err) or type(err).__name__
+    other = next((str(f) for f in (err.filename, err.filename2) if f is not None and str(f) != str(target)), None)
+    return DataError("path", f"could not be saved: {why}" + (f" (at {other})" if other else ""), str(target))
+
+
 def _clean_leftovers(target: Path) -> None:
     """Remove temporary siblings ``.<name>.tmp-*`` that interrupted saves of ``target`` left behind
-    (one save of a target at a time: a second, concurrent save of the same target is not supported)."""
+    (called under :func:`saving`: no other save of the target is under way)."""
     if not target.parent.is_dir():
         return
     prefix = f".{target.name}{_TMP}"  # matched literally: a name may hold glob characters ("run[1]")
@@ -82,19 +170,23 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
     if path.is_dir() and not path.is_symlink():
         raise DataError("path", "is a folder; refusing to replace it with a file", str(path))
     _make_parent(path)
-    _clean_leftovers(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}{_TMP}")
     try:
-        os.chmod(tmp, _usual_mode(folder=False))
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    _fsync_folder(path.parent)
+        with saving(path.parent):
+            _clean_leftovers(path)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}{_TMP}")
+            try:
+                os.chmod(tmp, _usual_mode(folder=False))
+                with os.fdopen(fd, "wb") as f:
+                    f.write(data)
+                    f.flush()
+                    os.fsync(f.fileno())
+                os.replace(tmp, path)
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
+            _fsync_folder(path.parent)
+    except OSError as err:
+        raise unwritable(err, path) from err
     return path
 
 

@@ -25,7 +25,7 @@ from guimem.core.io import (
     file_inside,
     read_json,
     read_npy,
-    readable_dir,
+    read_whole,
     write_json,
 )
 from guimem.core.store import open_image
@@ -76,27 +76,28 @@ class ProjectedImageEmbedder:
     def load(cls, folder: str | Path, inner: ImageEmbedder) -> "ProjectedImageEmbedder":
         """The saved projection over ``inner``; refuses one fitted on another embedder's vectors,
         and a basis that does not match its ``projection.json`` (shape, values, name)."""
-        folder = readable_dir(Path(folder), "saved projection")
-        for name in (PROJECTION_META, PROJECTION_BASIS):  # a link may not lead out of the folder
-            file_inside(folder, name, "file", str(folder / name))
-        meta_path = str(folder / PROJECTION_META)
-        meta = read_json(folder / PROJECTION_META)
-        if not isinstance(meta, dict):
-            raise DataError("projection", f"expected an object, got {type(meta).__name__}", meta_path)
-        if meta.get("inner") != inner.name:
-            raise DataError("inner", f"projection was fitted on {meta.get('inner')!r:.60} embeddings, "
-                            f"not {inner.name!r}", meta_path)
-        if meta.get("inner_dim") != inner.dim:
-            raise DataError("inner_dim", f"expected {inner.dim}, got {meta.get('inner_dim')!r:.60}", meta_path)
-        rank = check_number(meta.get("rank"), "rank", lo=1, hi=inner.dim, integer=True, path=meta_path)
-        basis_path = folder / PROJECTION_BASIS
-        try:
-            embedder = cls(inner, read_npy(basis_path, "basis", np.float64, (rank, inner.dim)))
-        except DataError as err:
-            raise err.at(str(basis_path)) from None
-        if embedder.name != meta.get("name"):
-            raise DataError("name", f"basis.npy does not match the recorded {meta.get('name')!r:.60}", meta_path)
-        return embedder
+        def read(folder: Path) -> "ProjectedImageEmbedder":
+            for name in (PROJECTION_META, PROJECTION_BASIS):  # a link may not lead out of the folder
+                file_inside(folder, name, "file", str(folder / name))
+            meta_path = str(folder / PROJECTION_META)
+            meta = read_json(folder / PROJECTION_META)
+            if not isinstance(meta, dict):
+                raise DataError("projection", f"expected an object, got {type(meta).__name__}", meta_path)
+            if meta.get("inner") != inner.name:
+                raise DataError("inner", f"projection was fitted on {meta.get('inner')!r:.60} embeddings, "
+                                f"not {inner.name!r}", meta_path)
+            if meta.get("inner_dim") != inner.dim:
+                raise DataError("inner_dim", f"expected {inner.dim}, got {meta.get('inner_dim')!r:.60}", meta_path)
+            rank = check_number(meta.get("rank"), "rank", lo=1, hi=inner.dim, integer=True, path=meta_path)
+            basis_path = folder / PROJECTION_BASIS
+            try:
+                embedder = cls(inner, read_npy(basis_path, "basis", np.float64, (rank, inner.dim)))
+            except DataError as err:
+                raise err.at(str(basis_path)) from None
+            if embedder.name != meta.get("name"):
+                raise DataError("name", f"basis.npy does not match the recorded {meta.get('name')!r:.60}", meta_path)
+            return embedder
+        return read_whole(folder, read, "saved projection")
 
 
 def fit_projection(inner: ImageEmbedder, vectors: np.ndarray, rank: int) -> ProjectedImageEmbedder:

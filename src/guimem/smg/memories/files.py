@@ -19,7 +19,16 @@ import numpy as np
 
 from guimem.core.data import DataError, Episode, Subgoal
 from guimem.core.executor import Executor
-from guimem.core.io import check_number, file_inside, folder_kind, read_json, read_jsonl, read_npy, readable_dir
+from guimem.core.io import (
+    check_number,
+    file_inside,
+    folder_kind,
+    read_json,
+    read_jsonl,
+    read_npy,
+    read_whole,
+    readable_dir,
+)
 from guimem.core.store import FORMAT as STORE_KIND
 from guimem.core.store import SCREEN_PATH as STORE_SCREEN
 from guimem.models.embedding import (
@@ -79,46 +88,47 @@ def extend_memory(path: str | Path, episodes: Sequence[Episode], subgoals: Seque
 def load_memory(path: str | Path, image_embedder: ImageEmbedder, text_embedder: TextEmbedder,
                 store_root: str | Path | None = None) -> GraphMemory | FlatMemory:
     """Read a saved memory, every file checked; refuses one built with other embedders (names the file and field)."""
-    folder = readable_dir(Path(path), "saved memory")
-    for name in (MEMORY_FILE, ITEMS_FILE, FLAT_VECTORS):  # a link may not lead out of the folder
-        file_inside(folder, name, "file", str(folder / name))
-    mpath = str(folder / MEMORY_FILE)
-    meta = read_json(folder / MEMORY_FILE)
-    if not isinstance(meta, dict):
-        raise DataError("memory", f"expected an object, got {type(meta).__name__}", mpath)
-    check_number(meta.get("format_version"), "format_version", lo=MEMORY_FORMAT_VERSION, hi=MEMORY_FORMAT_VERSION,
-                 integer=True, path=mpath)  # an integer: true and 1.0 are not version 1
-    for key, want in (("image_embedder", image_embedder.name), ("image_dim", image_embedder.dim),
-                      ("text_embedder", text_embedder.name), ("text_dim", text_embedder.dim)):
-        if type(meta.get(key)) is not type(want) or meta.get(key) != want:  # true is not a dimension of 1
-            raise DataError(key, f"memory was built with {key}={meta.get(key)!r:.60} but the caller uses {want!r}; "
-                            "rebuild it with this embedder", mpath)
-    try:
-        kind = memory_kind(meta.get("memory"))
-    except DataError as err:
-        raise err.at(mpath) from None
-    root = meta.get("store_root") if store_root is None else store_root
-    if root is not None and not isinstance(root, (str, Path)):
-        raise DataError("store_root", f"expected a path or null, got {root!r:.60}", mpath)
-    store = episode_store(root, "store_root", mpath) if root is not None else None  # where its screens are read
-    try:
-        memory = _empty_memory(kind, meta, image_embedder, text_embedder)
-    except DataError as err:
-        raise err.at(mpath) from None
-    if isinstance(memory, FlatMemory):
-        units = _read_flat(folder, meta, memory)
-    else:
-        graph = load_graph(folder, expect=memory.graph.config, search=memory.search)
-        for key in ("tau", "theta"):
-            if getattr(graph.config, key) != getattr(memory.graph.config, key):
-                raise DataError(key, f"{MEMORY_FILE} says {getattr(memory.graph.config, key)!r}, the graph's "
-                                f"manifest says {getattr(graph.config, key)!r}", mpath)
-        memory.graph = graph
-        units = [e.subgoal.id for e in graph.edges]
-    memory.items = read_items(folder, memory.name, units, store)
-    _check_items(folder, memory)
-    memory.store_root = Path(root) if root is not None else None
-    return memory
+    def read(folder: Path) -> GraphMemory | FlatMemory:
+        for name in (MEMORY_FILE, ITEMS_FILE, FLAT_VECTORS):  # a link may not lead out of the folder
+            file_inside(folder, name, "file", str(folder / name))
+        mpath = str(folder / MEMORY_FILE)
+        meta = read_json(folder / MEMORY_FILE)
+        if not isinstance(meta, dict):
+            raise DataError("memory", f"expected an object, got {type(meta).__name__}", mpath)
+        check_number(meta.get("format_version"), "format_version", lo=MEMORY_FORMAT_VERSION, hi=MEMORY_FORMAT_VERSION,
+                     integer=True, path=mpath)  # an integer: true and 1.0 are not version 1
+        for key, want in (("image_embedder", image_embedder.name), ("image_dim", image_embedder.dim),
+                          ("text_embedder", text_embedder.name), ("text_dim", text_embedder.dim)):
+            if type(meta.get(key)) is not type(want) or meta.get(key) != want:  # true is not a dimension of 1
+                raise DataError(key, f"memory was built with {key}={meta.get(key)!r:.60} but the caller uses {want!r}; "
+                                "rebuild it with this embedder", mpath)
+        try:
+            kind = memory_kind(meta.get("memory"))
+        except DataError as err:
+            raise err.at(mpath) from None
+        root = meta.get("store_root") if store_root is None else store_root
+        if root is not None and not isinstance(root, (str, Path)):
+            raise DataError("store_root", f"expected a path or null, got {root!r:.60}", mpath)
+        store = episode_store(root, "store_root", mpath) if root is not None else None  # where its screens are read
+        try:
+            memory = _empty_memory(kind, meta, image_embedder, text_embedder)
+        except DataError as err:
+            raise err.at(mpath) from None
+        if isinstance(memory, FlatMemory):
+            units = _read_flat(folder, meta, memory)
+        else:
+            graph = load_graph(folder, expect=memory.graph.config, search=memory.search)
+            for key in ("tau", "theta"):
+                if getattr(graph.config, key) != getattr(memory.graph.config, key):
+                    raise DataError(key, f"{MEMORY_FILE} says {getattr(memory.graph.config, key)!r}, the graph's "
+                                    f"manifest says {getattr(graph.config, key)!r}", mpath)
+            memory.graph = graph
+            units = [e.subgoal.id for e in graph.edges]
+        memory.items = read_items(folder, memory.name, units, store)
+        _check_items(folder, memory)
+        memory.store_root = Path(root) if root is not None else None
+        return memory
+    return read_whole(path, read, "saved memory")
 
 
 def episode_store(root: str | Path, field: str, path: str | None = None) -> Path:
