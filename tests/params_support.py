@@ -24,26 +24,15 @@ DVC_STAGES: dict[str, dict[str, Any]] = {
 
 
 # ----------------------------------------------------------------------------- a dvc.yaml stage's command
-def _dvc_text(value: Any) -> str:
-    """A params.yaml value as DVC writes it into a command (booleans in lower case)."""
-    return str(value).lower() if isinstance(value, bool) else str(value)
-
 
 def stage_argv(stage: str, params_path: Path, output: Path) -> list[str]:
     """The runner's arguments for ``stage`` of dvc.yaml, as DVC runs it with ``params_path`` as params.yaml.
 
-    ``${section.key}`` is filled in from ``params_path``, ``-f params.yaml:...`` reads it, the
-    notebook path is made absolute and the executed notebook goes to ``output``.
+    ``-f params.yaml:...`` reads ``params_path`` (and so does ``-y``, which reads the file ``-f``
+    names), the notebook path is made absolute and the executed notebook goes to ``output``.
     """
-    params = yaml.safe_load(params_path.read_text())
-
-    def value(match: re.Match) -> str:
-        found = params
-        for part in match[1].split("."):
-            found = found[part]
-        return _dvc_text(found)
-
-    tokens = shlex.split(re.sub(r"\$\{([\w.]+)\}", value, DVC_STAGES[stage]["cmd"]))
+    assert "${" not in DVC_STAGES[stage]["cmd"], f"{stage}: DVC would paste a value into the shell command"
+    tokens = shlex.split(DVC_STAGES[stage]["cmd"])
     assert tuple(tokens[:3]) == RUNNER, DVC_STAGES[stage]["cmd"]
     notebook, _, *options = tokens[3:]
     options = [f"{params_path}:{o.partition(':')[2]}" if o.startswith("params.yaml:") else o for o in options]
@@ -53,15 +42,15 @@ def stage_argv(stage: str, params_path: Path, output: Path) -> list[str]:
 def stage_inputs(stage: str, params_path: Path) -> tuple[Path, dict[str, Any], dict[str, Source]]:
     """The notebook, parameter values and their sources the runner reads for ``stage`` (see :func:`stage_argv`)."""
     notebook, _, *options = stage_argv(stage, params_path, Path("unused.ipynb"))
-    specs, pairs = [], []
+    specs, pairs, templates = [], [], []
     while options:
         flag, *options = options
         if flag == "-f":
             specs.append(options.pop(0))
         else:
-            assert flag == "-p", flag
-            pairs.append((options.pop(0), options.pop(0)))
-    return Path(notebook), *read_parameters(specs, pairs)
+            assert flag in ("-p", "-y"), flag
+            (pairs if flag == "-p" else templates).append((options.pop(0), options.pop(0)))
+    return Path(notebook), *read_parameters(specs, pairs, templates)
 
 
 def edited_params(folder: Path, section: str, key: str, yaml_value: str) -> Path:

@@ -73,24 +73,43 @@ def test_params_yaml_the_configs_defaults_and_the_notebook_agree(stem):
     assert {k: defaults[k] for k in section} == section
 
 
+def document_value(document: dict, key: str):
+    for part in key.split("."):
+        document = document[part]
+    return document
+
+
+@pytest.mark.parametrize("stage", sorted(DVC_STAGES))
+def test_every_key_a_command_reads_is_one_of_the_stages_params(stage):
+    """DVC reruns a stage when a key under its ``params:`` changes: every key ``-y`` reads is there
+    (itself or a section holding it), and no command holds a ``${...}`` for DVC to paste into a shell."""
+    spec = DVC_STAGES[stage]
+    assert "${" not in spec["cmd"], stage
+    tokens = shlex.split(spec["cmd"])
+    keys = [k for flag, t in zip(tokens[:-2], tokens[2:]) if flag == "-y" for k in re.findall(r"\{([\w.]+)\}", t)]
+    listed = [p if isinstance(p, str) else next(iter(p)) for p in spec.get("params", [])]
+    missing = [k for k in keys if not any(k == p or k.startswith(p + ".") for p in listed)]
+    assert keys or stage in {"headline"}, stage
+    assert not missing, f"{stage}: its command reads {missing}, which its params: do not list"
+
+
 @pytest.mark.parametrize("stage", sorted(DVC_STAGES))
 def test_a_value_two_stages_share_is_the_notebooks_default_too(stage):
-    """Each ``-p name ${section.key}`` of a stage's command (history_len from actor.model.max_history,
-    09's tasks and seeds from closed_loop) is the notebook's own default, and each ``-p group.field
-    ${section.key}`` (06's and 09's actor from closed_loop.actor) its config's: a run by hand agrees."""
+    """Each ``-y name {section.key}`` of a stage's command (history_len from actor.model.max_history,
+    09's tasks and seeds from closed_loop) is the notebook's own default, and each ``-y group
+    {section.group}`` (06's and 09's actor from closed_loop.actor) its config's: a run by hand agrees."""
     document = yaml.safe_load((REPO / "params.yaml").read_text())
     tokens = shlex.split(DVC_STAGES[stage]["cmd"])
     notebook = REPO / tokens[3]
     defaults = {k: ast.literal_eval(v) for k, v in notebook_defaults(notebook).items()}
     fields = STAGES[notebook.stem].fields
     shared = 0
-    for name, value in zip(tokens[:-1], tokens[1:]):
-        if not (found := re.fullmatch(r"\$\{([\w.]+)\}", value)):
+    for flag, name, value in zip(tokens[:-2], tokens[1:-1], tokens[2:]):
+        if flag != "-y" or not (found := re.fullmatch(r"\{([\w.]+)\}", value)):
             continue
-        group, _, key = name.partition(".")
-        if key:
-            assert defaults.get(group) == {} and isinstance(fields[group], Group), f"{tokens[3]}: {name} is no group's"
-            default = _plain(getattr(fields[group].config, key))
+        if isinstance(fields.get(name), Group):
+            assert defaults.get(name) == {}, f"{tokens[3]}: the group {name} has a default of its own"
+            default = {k: _plain(getattr(fields[name].config, k)) for k in document_value(document, found[1])}
         elif name in defaults:
             default = defaults[name]
         else:

@@ -13,7 +13,7 @@ import pytest
 
 from guimem.core.data import DataError
 from guimem.pipeline.runner import check_parameters, main
-from params_support import REPO, edited_params, stage_argv, stage_inputs
+from params_support import DVC_STAGES, REPO, edited_params, stage_argv, stage_inputs
 
 pytestmark = pytest.mark.bad_input
 
@@ -41,7 +41,7 @@ CASES = [
     ("world_typo_n_trian", "world", ("world.phone", "n_trian", "10"), "world.phone.n_trian", PARAMS),
     # 1e3 is a string to YAML 1.1 and 1000.0 to YAML 1.2 (DVC): refused as params.yaml is read, naming its key
     ("world_seed_1e3_through_dvc", "world", ("base", "seed", "1e3"), "base.seed", PARAMS),
-    ("world_seed_negative_through_dvc", "world", ("base", "seed", "-1"), "seed", NO_FILE),
+    ("world_seed_negative_through_dvc", "world", ("base", "seed", "-1"), "base.seed", PARAMS),
     # 01_segmentation: names from smg.segment / smg.llm_segmenter / models.embedding, counts, shares
     ("segmentation_unknown_segmenter", "segmentation", ("segmentation", "segmenter", "rules"),
      "segmentation.segmenter", PARAMS),
@@ -90,7 +90,7 @@ CASES = [
     ("retrieval_tau_sweep_nan", "retrieval_eval", ("retrieval_eval", "tau_sweep", "[.nan]"),
      "retrieval_eval.tau_sweep", PARAMS),
     ("retrieval_image_embedder_through_dvc", "retrieval_eval", ("graph_build", "image_embedder", "resnet"),
-     "image_embedder", NO_FILE),
+     "graph_build.image_embedder", PARAMS),
     # 04_actor: TrainConfig, ActorConfig, the folds, and the ranges they do not check yet
     ("actor_lr_zero", "actor", ("actor.training", "lr", "0"), "actor.training.lr", PARAMS),
     ("actor_lr_negative", "actor", ("actor.training", "lr", "-0.003"), "actor.training.lr", PARAMS),
@@ -111,7 +111,7 @@ CASES = [
     ("actor_typo_in_the_model_group", "actor", ("actor.model", "hiden_size", "32"), "actor.model.hiden_size", PARAMS),
     ("actor_grad_clip_not_a_knob", "actor", ("actor.training", "grad_clip", "1.0"), "actor.training.grad_clip", PARAMS),
     ("actor_no_torch_threads", "actor", ("actor", "torch_threads", "0"), "actor.torch_threads", PARAMS),
-    ("actor_seed_a_float_through_dvc", "actor", ("base", "seed", "0.5"), "seed", NO_FILE),
+    ("actor_seed_a_float_through_dvc", "actor", ("base", "seed", "0.5"), "base.seed", PARAMS),
     # 05_closed_loop: memory and modality names, counts, the actor's answer conventions
     ("closed_loop_repeated_memory", "closed_loop", ("closed_loop", "memories", "[none, smg, smg]"),
      "closed_loop.memories", PARAMS),
@@ -141,9 +141,9 @@ CASES = [
     ("closed_loop_empty_actor_model", "closed_loop", ("closed_loop.actor", "actor_model", '""'),
      "closed_loop.actor.actor_model", PARAMS),
     ("layer_analysis_actor_coords_from_05", "layer_analysis", ("closed_loop.actor", "coords", "pixels"),
-     "actor.coords", NO_FILE),
+     "closed_loop.actor.coords", PARAMS),
     ("closed_loop_history_a_float_through_dvc", "closed_loop", ("actor.model", "max_history", "2.5"),
-     "history_len", NO_FILE),
+     "actor.model.max_history", PARAMS),
 ]
 
 
@@ -164,7 +164,7 @@ CLI_CASES = [
     ("graph_tau", "graph_build", ("graph_build.graph", "tau", "1.5"),
      "field 'graph_build.graph.tau': must be in [-1.0, 1.0], got 1.5"),
     ("closed_loop_seed", "closed_loop", ("base", "seed", "0.5"),
-     "error: field 'seed': expected an integer, got float 0.5 (passed with -p)"),
+     "field 'base.seed': expected an integer, got float 0.5 (read by -y seed {base.seed})"),
 ]
 
 
@@ -174,7 +174,7 @@ def test_the_runner_exits_2_names_the_value_and_writes_nothing(case, stage, edit
     out = tmp_path / "reports" / "stage.ipynb"
     assert main(stage_argv(stage, params, out)) == 2
     err = capsys.readouterr().err
-    assert says in err and (edit[0] == "base" or f"{params}: field" in err)
+    assert says in err and f"{params}: field" in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["params.yaml"]  # no report, no reports/ folder
 
 
@@ -212,3 +212,32 @@ def test_python_m_runner_refuses_before_a_kernel_starts(tmp_path):
     assert run.stderr == (f"error: {params}: field 'world.phone.success_min': must be at most success_max (0.92), "
                           "got 0.95\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["params.yaml"]
+
+
+# ============================================================================= values that must not reach a shell
+@pytest.mark.parametrize("stage", ["layer_analysis", "routing_stats", "closed_loop"])
+@pytest.mark.parametrize("value", ['"models/my tiny"', '"models/tiny;touch PLANTED"', '"models/$(touch PLANTED)"',
+                                   "\"models/tiny' && touch PLANTED && echo '\""])
+def test_a_text_value_reaches_its_notebook_whole_and_no_shell_reads_it(stage, value, tmp_path):
+    """The stage's command, run by a shell as DVC runs it, in a folder whose params.yaml names the
+    actor's folder with a space, a ';', a command substitution or a quote: nothing runs, and the
+    notebook would get the value whole (the command holds no ${...} for DVC to paste)."""
+    params = edited_params(tmp_path, "closed_loop.actor", "actor_model", value)
+    (tmp_path / "notebooks").symlink_to(REPO / "notebooks")
+    cmd = DVC_STAGES[stage]["cmd"]
+    done = subprocess.run(["bash", "-c", f"{cmd} --check"], cwd=tmp_path, capture_output=True, text=True)
+    assert not (tmp_path / "PLANTED").exists() and not (REPO / "PLANTED").exists()
+    assert "unrecognized arguments" not in done.stderr, done.stderr
+    _, values, _ = stage_inputs(stage, params)
+    actor = values["actor"]
+    assert actor["actor_model"] == value.strip('"'), actor
+
+
+def test_a_path_parameter_with_a_byte_that_is_not_utf8_is_refused_before_anything_runs(tmp_path, capsys):
+    out = tmp_path / "reports" / "stage.ipynb"
+    argv = stage_argv("segmentation", REPO / "params.yaml", out)
+    argv[argv.index("figures_dir") + 1] = "figures/\udcff"  # how a command-line byte 0xff reaches Python
+    assert main([*argv, "--check"]) == 2
+    err = capsys.readouterr().err
+    assert "field 'figures_dir': holds a byte that is not UTF-8" in err and "(passed with -p)" in err
+    assert not out.exists()

@@ -2,8 +2,8 @@
 
 A stage notebook (``00_world``, ``00_recorded``, ``01_segmentation`` ... ``10_real_graph``) gets its
 parameters from three places: its ``parameters`` cell (the defaults), a ``params.yaml`` section
-(``-f params.yaml:world``) and the command line (``-p seed 0``, often a ``${base.seed}`` DVC
-interpolated; ``-p group.field value`` sets one field of a group). A parameter is one value, or a
+(``-f params.yaml:world``, or one key of it: ``-y seed {base.seed}``) and the command line
+(``-p seed 0``; ``-p group.field value`` sets one field of a group). A parameter is one value, or a
 :class:`Group`: the fields of one code config (``graph_build.graph`` for ``GraphConfig``,
 ``actor.training`` for ``TrainConfig``, ``closed_loop.actor`` for ``ActorSpec``), which arrives in the
 notebook as a dict and builds that config; a field the group leaves out keeps the config's default,
@@ -96,10 +96,15 @@ class Source:
     path: str | None = None  # the file holding the value: params.yaml, or the notebook for a default
     section: str = ""  # its section in that file (``world`` for ``-f params.yaml:world``)
     how: str = ""  # how it was given, said after the message: "passed with -p"
+    key: str = ""  # the value's own dotted key in that file, when read under another name (``-y seed {base.seed}``)
 
     def error(self, name: str, message: str) -> DataError:
-        """A DataError for parameter ``name``: ``section.name`` in ``path``, else ``name``."""
-        field = _cut(f"{self.section}.{name}" if self.section else name, 120)
+        """A DataError for parameter ``name``: its ``key`` in ``path`` (a group's field after it),
+        else ``section.name``, else ``name``."""
+        if self.key:
+            field = _cut(self.key + (f".{name.partition('.')[2]}" if "." in name else ""), 120)
+        else:
+            field = _cut(f"{self.section}.{name}" if self.section else name, 120)
         message = _cut(message, MAX_MESSAGE)
         return DataError(field, f"{message} ({self.how})" if self.how else message, self.path)
 

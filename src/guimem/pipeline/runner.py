@@ -9,9 +9,13 @@ A stage notebook is a jupytext percent script (``notebooks/NN_stage.py``, the on
 form: JupyterLab opens it as a notebook and saves it back unchanged, see ``jupytext.toml``);
 :func:`read_notebook` also reads ``.ipynb`` files. The executed notebook is written as ``.ipynb``.
 
-Values are typed like papermill's ``-p`` (see :func:`parse_value`). Lists and maps, which DVC
-cannot interpolate into a command, come from the YAML file itself: ``-f params.yaml:world``
-passes every key of that section (``-p`` overrides).
+Values are typed like papermill's ``-p`` (see :func:`parse_value`). A stage's values come from
+the YAML file itself, never through a shell: ``-f params.yaml:world`` passes every key of that
+section, and ``-y NAME TEMPLATE`` one value named by its dotted key (``-y seed {base.seed}``,
+``-y world_dir data/{base.episodes}``, ``-y actor {closed_loop.actor}``; see
+:func:`values_from_templates`). DVC commands therefore hold no ``${...}``: a value DVC pastes into
+a command is read by the shell first (a folder name with a space splits, a ``;`` runs what follows).
+``-p`` overrides both.
 
 Before any kernel starts, a stage notebook's complete parameters (its ``parameters`` cell's
 defaults, then ``-f``, then ``-p``, as papermill would see them) are checked by the stage's
@@ -299,18 +303,73 @@ def params_from_yaml(spec: str) -> dict[str, Any]:
     return dict(data)
 
 
-def read_parameters(params_from: Sequence[str], pairs: Sequence[Sequence[str]]) -> tuple[dict[str, Any], dict[str, Source]]:
-    """The values of ``-f FILE:KEY`` options, then of ``-p NAME VALUE`` pairs (later ones win), and where each was set.
+_TEMPLATE_KEY = re.compile(r"\{([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\}")
+
+
+def values_from_templates(path: str, templates: Sequence[Sequence[str]]) -> tuple[dict[str, Any], dict[str, Source]]:
+    """``-y NAME TEMPLATE`` pairs to values read from the YAML file ``path``, and where each was set.
+
+    A template that is one ``{dotted.key}`` gives that key's value as it is (a number, a list, a
+    group's mapping); any other template is text in which each ``{dotted.key}`` is replaced by its
+    scalar value, as DVC writes one (``data/{base.episodes}`` -> ``data/world``). A key the file
+    lacks, or a list or map inside text, is a ValueError naming the file, the key and the option."""
+    if not templates:
+        return {}, {}
+    document = read_params_file(path)
+    values: dict[str, Any] = {}
+    sources: dict[str, Source] = {}
+    for name, template in templates:
+        option = f"-y {name} {template}"
+
+        def lookup(key: str) -> Any:
+            found: Any = document
+            for part in key.split("."):
+                if not isinstance(found, dict) or part not in found:
+                    raise ValueError(f"{path}: no key '{shorten(key)}' (missing '{shorten(part)}'), which "
+                                     f"{shorten(option)} reads")
+                found = found[part]
+            return found
+
+        def text(match: re.Match) -> str:
+            value = lookup(match[1])
+            if isinstance(value, (dict, list)) or value is None:
+                raise ValueError(f"{path}: '{match[1]}' is {type(value).__name__}, not a value text can hold "
+                                 f"({shorten(option)})")
+            return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
+        whole = _TEMPLATE_KEY.fullmatch(template)
+        if whole is None and not _TEMPLATE_KEY.search(template):
+            raise ValueError(f"{shorten(option)}: the template names no {{key}} of {path}; pass a literal with -p")
+        values[name] = lookup(whole[1]) if whole else _TEMPLATE_KEY.sub(text, template)
+        sources[name] = Source(path, how=f"read by {option}", key=whole[1] if whole else "")
+    return values, sources
+
+
+def templates_file(params_from: Sequence[str]) -> str:
+    """The YAML file ``-y`` reads: the one every ``-f FILE:KEY`` names, else ``params.yaml``."""
+    files = {yaml_source(spec).path for spec in params_from}
+    if len(files) > 1:
+        raise ValueError(f"-y reads one parameter file, but -f names {len(files)}: {', '.join(sorted(files))}")
+    return files.pop() if files else "params.yaml"
+
+
+def read_parameters(params_from: Sequence[str], pairs: Sequence[Sequence[str]],
+                    templates: Sequence[Sequence[str]] = ()) -> tuple[dict[str, Any], dict[str, Source]]:
+    """The values of ``-f FILE:KEY`` options, then of ``-y NAME TEMPLATE`` (:func:`values_from_templates`,
+    from the same file), then of ``-p NAME VALUE`` pairs (later ones win), and where each was set.
 
     ``-p group.field VALUE`` sets one field of the group ``group`` (a mapping, from ``-f`` or new)
-    and keeps its other fields: ``-p actor.actor_model ${closed_loop.actor.actor_model}`` shares
-    one value of 05's group with 06. Its source is recorded under ``group.field``."""
+    and keeps its other fields (``-p actor.batch_size 8``). Its source is recorded under ``group.field``."""
     params: dict[str, Any] = {}
     sources: dict[str, Source] = {}
     for spec in params_from:
         values = params_from_yaml(spec)
         params.update(values)
         sources.update(dict.fromkeys(values, yaml_source(spec)))
+    parse_parameters([(name, "") for name, _ in templates])  # the names: identifiers, none twice
+    values, where = values_from_templates(templates_file(params_from), templates)
+    params.update(values)
+    sources.update(where)
     given = parse_parameters(pairs)
     for name, value in given.items():
         group, dot, key = name.partition(".")
@@ -365,6 +424,7 @@ def check_parameters(path: Path, parameters: Mapping[str, Any], sources: Mapping
     notebook; not in ``sources``: passed by the caller). Any other notebook only has names its
     ``parameters`` cell does not define refused (a typo would be ignored), with a NotebookError.
     """
+    _refuse_unencodable(parameters, sources or {})
     stage = find_stage(path.stem)
     if stage is None:
         if parameters:
@@ -388,6 +448,30 @@ def check_parameters(path: Path, parameters: Mapping[str, Any], sources: Mapping
     stage.validate(values, {**dict.fromkeys(parameters, CALLER), **(sources or {})}, default, document)
     if document is not None:  # after the stage's own values: a base value DVC passed with -p is named there first
         check_base(document, path)
+
+
+def _refuse_unencodable(parameters: Mapping[str, Any], sources: Mapping[str, Source]) -> None:
+    """Refuse a text value holding a byte that is not UTF-8 (a command-line argument reaches Python
+    with such a byte as a lone surrogate): no file name or notebook can hold it, and the notebook
+    would fail only once it writes."""
+    def texts(value: Any) -> Iterator[str]:
+        if isinstance(value, str):
+            yield value
+        elif isinstance(value, Mapping):
+            for k, v in value.items():
+                yield from texts(k)
+                yield from texts(v)
+        elif isinstance(value, (list, tuple)):
+            for v in value:
+                yield from texts(v)
+    for name, value in parameters.items():
+        for text in texts(value):
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError as err:
+                source = sources.get(name, CALLER)
+                raise source.error(name, f"holds a byte that is not UTF-8 (at character {err.start} of "
+                                         f"{text!r:.80}); every text value must be UTF-8") from None
 
 
 # ----------------------------------------------------------------------------- running
@@ -505,6 +589,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="set a parameter (typed: 3 -> int, 0.5 -> float, true/True -> bool, [1, 2] -> list)")
     p.add_argument("-f", "--params-from", action="append", default=[], metavar="FILE:KEY",
                    help="set every parameter of a YAML mapping, e.g. params.yaml:world (-p overrides)")
+    p.add_argument("-y", "--from-yaml", nargs=2, action="append", default=[], metavar=("NAME", "TEMPLATE"),
+                   help="set a parameter from that YAML file (params.yaml without -f): {base.seed} is the key's "
+                        "value, data/{base.episodes} text with it (-p overrides)")
     p.add_argument("--cwd", type=Path, default=None, help="kernel working directory (default: repository root)")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="a moving line on stderr: cell, time, the kernel's progress bar (default: when stderr "
@@ -519,7 +606,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     try:
-        params, sources = read_parameters(args.params_from, args.parameter)
+        params, sources = read_parameters(args.params_from, args.parameter, args.from_yaml)
     except DataError as err:  # a params file read but refused: a parameter's error, named like one
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -41,10 +42,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     extra = sorted(set(given) - set(takes))
     if extra:
         parser.error(f"{args.format} takes no {', '.join('--' + k.replace('_', '-') for k in extra)}")
+    files = {}  # option -> the JSON file it named: an error about its content names that file
     try:
         for key in ("goals", "labels", "subgoal_labels"):
             if key in given:
-                path, given[key] = given[key], read_json(given[key])
+                path = files[key] = given[key]
+                given[key] = read_json(path)
                 if not isinstance(given[key], dict):
                     raise DataError("", f"expected a JSON object keyed by run or episode name, got "
                                         f"{type(given[key]).__name__}", path)
@@ -56,6 +59,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         refuse_overlap(args.src, args.store, "store")
         episodes = importer(args.src, args.store, **given)
     except DataError as err:
+        option = re.match(r"[a-z_]+", err.field or "")
+        if option is not None and option.group() in files:  # about a --goals/--labels file's content
+            err = DataError(err.field, err.message, files[option.group()])
         print(f"error: {err}", file=sys.stderr)
         return 2
     except OSError as err:  # a read-only parent, a busy folder, a full disk: one line naming the file
