@@ -229,3 +229,89 @@ def test_a_store_that_overlaps_the_images_folder_is_refused(tmp_path, fmt, where
     err = error(lambda: run(store))
     assert err.field == "store"
     assert sorted(p.relative_to(tmp_path) for p in images.rglob("*")) == before
+
+
+# ----------------------------------------------------------------------------- the third red-team pass
+def test_a_key_given_twice_in_an_action_line_is_refused_naming_the_file_and_line(tmp_path):
+    """``{"action": "click", ..., "action": "long_press"}``: Python's JSON keeps the last, importing a
+    click as a long press; which one the recorder meant is not knowable."""
+    twice = '{"name": "mobile_use", "arguments": {"action": "click", "coordinate": [1, 1], "action": "long_press"}}'
+    run = write_run(tmp_path / "runs" / "r", [twice, LINES[1]])
+    err = error(lambda: import_agent_runs(tmp_path / "runs", tmp_path / "store"))
+    assert "'action' is given twice" in err.message and err.path.endswith("action.jsonl, line 1")
+    assert located(err, run) == "action.jsonl" and not (tmp_path / "store").exists()
+
+
+@pytest.mark.parametrize("option", ["--labels", "--goals", "--subgoal-labels"])
+def test_the_cli_refuses_a_labels_file_with_a_key_twice(tmp_path, capsys, option):
+    write_run(tmp_path / "runs" / "r", LINES)
+    labels = tmp_path / "labels.json"
+    labels.write_text('{"r": ["home", "home"], "r": ["home", "settings"]}')
+    assert main(["import", "agent_run", str(tmp_path / "runs"), str(tmp_path / "store"), option, str(labels)]) == 2
+    assert capsys.readouterr().err == f"error: {labels}: field 'json': the key 'r' is given twice in one object\n"
+    assert not (tmp_path / "store").exists()
+
+
+@pytest.mark.parametrize("option, content, field", [
+    ("--labels", {"r": ["home"]}, "labels['r']"),
+    ("--labels", {"nope": ["home", "home"]}, "labels"),
+    ("--subgoal-labels", {"r": "one"}, "subgoal_labels['r']"),
+    ("--goals", {"nope": "a goal"}, "goals"),
+])
+def test_the_cli_names_the_labels_or_goals_file_an_error_is_about(tmp_path, capsys, option, content, field):
+    write_run(tmp_path / "runs" / "r", LINES)
+    given = tmp_path / "given.json"
+    given.write_text(json.dumps(content))
+    assert main(["import", "agent_run", str(tmp_path / "runs"), str(tmp_path / "store"), option, str(given)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {given}: field '{field}") and err.count("\n") == 1, err
+    assert not (tmp_path / "store").exists()
+
+
+def test_the_cli_names_the_store_not_a_temporary_folder_when_the_destination_is_read_only(tmp_path, capsys):
+    if os.geteuid() == 0:  # root writes through permissions: a read-only file system is what refuses it
+        import guimem.core.io.folders as folders
+
+        real = folders._fill
+
+        def read_only(tmp, save):
+            raise OSError(30, "Read-only file system", str(tmp / "manifest.json"))
+        folders._fill = read_only
+    else:
+        real = None
+        (tmp_path / "ro").mkdir()
+        os.chmod(tmp_path / "ro", 0o555)
+    try:
+        run = write_run(tmp_path / "run", LINES)
+        store = tmp_path / "ro" / "store"
+        (tmp_path / "ro").mkdir(exist_ok=True)
+        assert main(["import", "agent_run", str(run), str(store)]) == 2
+    finally:
+        if real is not None:
+            folders._fill = real
+        os.chmod(tmp_path / "ro", 0o755)
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {store}: field 'path': could not be saved: ") and ".tmp-" not in err.split("(at")[0]
+    assert sorted(os.listdir(tmp_path / "ro")) == []
+
+
+def _png_with_rows(width: int, height: int, rows: int) -> bytes:
+    """A PNG whose header says ``height`` rows and whose (complete, valid) image data holds ``rows``."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+    raw = b"".join(b"\x00" + bytes([200]) * (width * 3) for _ in range(rows))
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+
+
+def test_a_png_whose_image_data_ends_early_is_refused_not_padded_with_black(tmp_path):
+    run = write_run(tmp_path / "runs" / "r", LINES)
+    (run / "screenshot_1.png").write_bytes(_png_with_rows(40, 80, 40))
+    err = error(lambda: import_agent_runs(tmp_path / "runs", tmp_path / "store"))
+    assert "its image data ends early (4,840 of 9,680 bytes: 40 of 80 rows missing)" in err.message, err
+    assert "screenshot_1.png" in str(err) and not (tmp_path / "store").exists()
+    (run / "screenshot_1.png").write_bytes(_png_with_rows(40, 80, 80))  # the same file with every row: imported
+    assert len(import_agent_runs(tmp_path / "runs", tmp_path / "store")) == 1

@@ -176,6 +176,7 @@ def _stored_png(image: Any) -> bytes:
             im.verify()  # every chunk and checksum, without decompressing the pixels
     except Exception as err:
         raise DataError("", f"does not decode: {type(err).__name__}: {err}") from None
+    _check_png_data(image)  # inflated only: a PNG cut short must not be stored
     return image
 
 

@@ -26,7 +26,7 @@ from guimem.core.data import ENDING_TYPES, DataError, Episode, Observation, Step
 from guimem.core.executor import Executor, LocalExecutor, RayExecutor
 from guimem.core.io import check_number, file_inside, refuse_overlap
 from guimem.core.progress import progress_bar
-from guimem.core.store import MAX_PIXELS, save_episodes
+from guimem.core.store import MAX_PIXELS, open_image, save_episodes
 from guimem.real.ocr import STATUS_BAR, OcrReader
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -144,12 +144,7 @@ class ScreenshotFiles(Mapping):
         self.files, self.max_side = dict(files), max_side
 
     def __getitem__(self, key: str) -> Image.Image:
-        path = self.files[key]
-        try:
-            with Image.open(path) as im:
-                rgb = im.convert("RGB")
-        except (OSError, Image.DecompressionBombError, ValueError) as err:
-            raise DataError("screenshot", f"cannot be decoded ({err})", str(path)) from None
+        rgb = open_image(self.files[key], "screenshot")  # the one decoder: a PNG cut short is refused, not padded
         size = downscaled_size(rgb.size, self.max_side)
         return rgb if size == rgb.size else rgb.resize(size, Image.LANCZOS)
 
