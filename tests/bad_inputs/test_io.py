@@ -144,3 +144,44 @@ def test_a_journal_guimem_did_not_write_is_refused_and_nothing_moves(case, make,
         assert err.field == field and fragment in err.message and err.path == str(journal), case
         assert sorted(p.name for p in tmp_path.iterdir()) == before  # nothing swapped, written or removed
     assert (tmp_path / "train" / "data.txt").read_text() == "mine"
+
+
+# ============================================================================= the file system refuses a save
+ENOSPC = OSError(28, "No space left on device")
+
+
+@pytest.mark.parametrize("save", ["file", "folder", "memory", "subgoals"])
+def test_a_full_disk_during_a_save_is_a_data_error_naming_the_destination(save, tmp_path, monkeypatch):
+    """ENOSPC from the write itself (no file name in the error): the save names what it was saving,
+    and the old version is untouched."""
+    from guimem.core.data import Subgoal
+    from guimem.core.store import save_subgoals
+
+    target = tmp_path / ("f.json" if save in ("file", "subgoals") else "store")
+    if save in ("file", "subgoals"):
+        write_json(target, {"v": 1})
+    else:
+        atomic_write_dir(target, lambda f: (f / "a.json").write_text("{}"),
+                         "guimem.memory" if save == "memory" else "guimem.test")
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    real_fsync = os.fsync
+
+    def full(fd: int) -> None:
+        raise ENOSPC
+    monkeypatch.setattr(os, "fsync", full)
+    if save == "file":
+        call = lambda: write_json(target, {"v": 2})  # noqa: E731
+    elif save == "folder":
+        call = lambda: atomic_write_dir(target, lambda f: (f / "a.json").write_text("[]"), "guimem.test")  # noqa: E731
+    elif save == "memory":
+        call = lambda: atomic_write_dir(target, lambda f: write_json(f / "memory.json", {}), "guimem.memory")  # noqa: E731
+    else:
+        sg = Subgoal("ep-0001", 0, 0, 1, "screens/0e615243634f4cc8.png", "screens/bfcb72a3a0cfec86.png", "open Notes",
+                     "the list shows", "tap", "yes", 1)
+        call = lambda: save_subgoals(target, [sg])  # noqa: E731
+    with pytest.raises(DataError) as info:
+        call()
+    monkeypatch.setattr(os, "fsync", real_fsync)
+    assert (info.value.field, info.value.path) == ("path", str(target))
+    assert info.value.message.startswith("could not be saved: No space left on device"), info.value.message
+    assert sorted(p.name for p in tmp_path.rglob("*")) == before

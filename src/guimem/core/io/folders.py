@@ -51,6 +51,7 @@ from guimem.core.io.write import (
     _usual_mode,
     atomic_write_bytes,
     json_text,
+    UnwritableError,
     saving,
     unwritable,
 )
@@ -190,7 +191,12 @@ def _save_all(parent: Path, saves: list[FolderWrite]) -> list[Path]:
     try:
         for s in saves:
             made.append(Path(tempfile.mkdtemp(prefix=f".{s.target.name}{_TMP}", dir=parent)))
-            _fill(made[-1], s)
+            try:
+                _fill(made[-1], s)
+            except OSError as err:  # named as the save of the target, not of its temporary folder
+                raise unwritable(err, s.target).moved(made[-1], s.target) from err
+            except UnwritableError as err:  # a file save inside the temporary folder
+                raise err.moved(made[-1], s.target) from err
     except BaseException:
         for tmp in made:
             shutil.rmtree(tmp, ignore_errors=True)

@@ -141,12 +141,27 @@ def saving(folder: str | os.PathLike) -> Iterator[None]:
                 lock.fd = None
 
 
-def unwritable(err: OSError, target: Path) -> DataError:
+class UnwritableError(DataError):
+    """A save the file system refused (a full disk, a read-only folder): names the destination."""
+
+    def __init__(self, target: str, why: str, at: str | None = None):
+        self.target, self.why, self.at_file = target, why, at
+        super().__init__("path", f"could not be saved: {why}" + (f" (at {at})" if at else ""), target)
+
+    def moved(self, tmp: Path, target: Path) -> "UnwritableError":
+        """The same refusal of a file written inside the temporary folder ``tmp``, named as the save
+        of ``target`` it was part of (a file inside ``tmp`` named by its place in ``target``)."""
+        at = self.at_file if self.at_file is not None else self.target
+        inside = Path(at).is_relative_to(tmp)
+        return UnwritableError(str(target), self.why, str(target / Path(at).relative_to(tmp)) if inside else at)
+
+
+def unwritable(err: OSError, target: Path) -> UnwritableError:
     """The :class:`DataError` for a save of ``target`` that the file system refused (``err``): it
     names the destination, and the file the system named where that was another one."""
     why = err.strerror or str(err) or type(err).__name__
     other = next((str(f) for f in (err.filename, err.filename2) if f is not None and str(f) != str(target)), None)
-    return DataError("path", f"could not be saved: {why}" + (f" (at {other})" if other else ""), str(target))
+    return UnwritableError(str(target), why, other)
 
 
 def _clean_leftovers(target: Path) -> None:
@@ -212,6 +227,8 @@ def write_json(path: str | os.PathLike, obj: Any, indent: int | None = 1, sort_k
     """Write ``obj`` as one JSON document, atomically."""
     try:
         return atomic_write_text(path, json_text(obj, indent=indent, sort_keys=sort_keys))
+    except UnwritableError:
+        raise
     except DataError as err:
         raise err.at(str(path)) from None
 
@@ -220,6 +237,8 @@ def write_jsonl(path: str | os.PathLike, rows: Iterable[Any], sort_keys: bool = 
     """Write one JSON document per line, atomically."""
     try:
         return atomic_write_text(path, "".join(json_text(r, sort_keys=sort_keys) for r in rows))
+    except UnwritableError:
+        raise
     except DataError as err:
         raise err.at(str(path)) from None
 
