@@ -20,6 +20,7 @@ from safetensors.torch import load_file, save_file
 
 from bad_inputs.corpus import error, located
 from guimem.routing.records import StepRecords
+from guimem.routing.route_scores import label_free_tau, route_records
 from guimem.routing.router import Router, RouterConfig, train_router
 
 pytestmark = pytest.mark.bad_input
@@ -183,6 +184,50 @@ def test_a_broken_router_names_file_and_field(router_folder, case, mutate, field
     mutate(router_folder)
     err = error(lambda: Router.load(router_folder))
     assert (err.field, located(err, router_folder)) == (field, file), str(err)
+
+
+def big(name: str, value: float) -> Callable[[dict[str, torch.Tensor]], None]:
+    """Every value of tensor ``name`` set to ``value`` (finite in float32)."""
+    return lambda t: t.update({name: torch.full_like(t[name], value)})
+
+
+# (case id, mutation of a saved router that still loads, field, file): finite values, each one checked
+# at load, that overflow float32 once the router scores a step
+OVERFLOW_CASES: list[tuple[str, Callable[[Path], None], str, str]] = [
+    ("state_mean_overflows", meta(state_mean=[0.0, 1e308, 0.0, 0.0, 0.0]), "state_mean[1]", "router.json"),
+    ("cand_mean_overflows", meta(cand_mean=[-1e300, 0.0, 0.0]), "cand_mean[0]", "router.json"),
+    ("std_far_below_the_inputs", meta(state_std=[1.0, 1.0, 1.0, 2e-8, 1.0], state_mean=[0.0] * 5), "state_std[3]",
+     "router.json"),
+    ("weights_overflow", tensors(big("net.2.weight", 3e38)), "weights", WEIGHTS),
+]
+
+
+def inputs(scale: float = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(2)
+    return scale * rng.normal(size=(4, 5)), rng.normal(size=(4, 3)), rng.normal(size=(4, 3))
+
+
+@pytest.mark.parametrize("case, mutate, field, file", OVERFLOW_CASES, ids=[c[0] for c in OVERFLOW_CASES])
+def test_a_router_whose_scores_overflow_names_file_and_field(router_folder, case, mutate, field, file):
+    mutate(router_folder)
+    loaded = Router.load(router_folder)  # every value is finite: the folder loads
+    err = error(lambda: loaded.score(*inputs(1e32)))  # a state of 1e32 / 2e-8 leaves float32 (3.4e38)
+    assert (err.field, located(err, router_folder)) == (field, file), str(err)
+    assert "float32" in err.message
+
+
+def test_the_same_inputs_score_finitely_on_the_router_as_saved(saved_router):
+    assert np.isfinite(Router.load(saved_router).score(*inputs(1e32))).all()  # the cases above fail by their change
+
+
+def test_a_router_whose_normalisation_overflows_routes_nothing(router_folder):
+    meta(state_mean=[1e308, 0.0, 0.0, 0.0, 0.0])(router_folder)
+    loaded = Router.load(router_folder)
+    records_ = records(n=4, d=3)
+    records_.hidden["none"] = np.random.default_rng(3).normal(size=(4, 3, 5)).astype(np.float32)
+    for call in (lambda: route_records(loaded, records_), lambda: label_free_tau(loaded, records_)):
+        err = error(call)  # never NaN scores, each step sent to Text
+        assert (err.field, located(err, router_folder)) == ("state_mean[0]", "router.json"), str(err)
 
 
 def test_a_saved_router_loads_as_it_was_saved(router_folder):

@@ -69,7 +69,8 @@ class SwitchMemPolicy:
             r = self.router.score(state, cand["text"], cand["image"])
             for j, i in enumerate(both):
                 scores[i] = r[j]
-                modalities[i] = "image" if r[j] >= self.tau else "text"
+            for j, image in enumerate(self.router.route(r, self.tau)):  # a NaN score or tau is refused there
+                modalities[both[j]] = "image" if image else "text"
         return modalities, scores
 
     def act(self, inputs: Sequence[PolicyInput], output_hidden_states: bool = False) -> list[PolicyOutput]:

@@ -10,6 +10,10 @@ sampled action preference of the non-tied steps (scikit-learn throughout). Its c
 depth? — by fitting the same probe on every layer's shift, cross-validated by episode (no episode in
 both the fitting and the scored fold), and reporting out-of-fold accuracy and ROC AUC with
 bootstrap intervals over episodes.
+
+Every array these functions take must hold finite values (:func:`~guimem.core.io.check_finite`): a
+NaN shift or decision value is a :class:`~guimem.core.data.DataError` naming the argument, never a
+raw scikit-learn error, and a NaN label is never read as a preference for the image (``bool(nan)``).
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
 
 from guimem.core.data import DataError
-from guimem.core.io import check_number
+from guimem.core.io import check_finite, check_number
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,22 @@ class CurveConfig:
         check_number(self.n_boot, "n_boot", 1, None, integer=True)
 
 
+def _finite(array: Any, name: str) -> np.ndarray:
+    """``array`` as float64, every value finite (else a DataError naming the argument ``name``)."""
+    return check_finite(np.asarray(array, dtype=np.float64), name)
+
+
+def _labels(array: Any, name: str) -> np.ndarray:
+    """``array`` as bool; numbers must be finite first (``bool(nan)`` is True: a NaN would count as a
+    preference for the image)."""
+    return check_finite(np.asarray(array), name).astype(bool)
+
+
+def _groups(array: Any) -> np.ndarray:
+    """Episode ids; numeric ids must be finite (NaN ids cannot be told apart or grouped)."""
+    return check_finite(np.asarray(array), "groups")
+
+
 def make_probe(config: ProbeConfig, seed: int = 0, n_samples: int | None = None,
                n_features: int | None = None) -> Pipeline:
     """standardise → PCA(``config.pca_dim``, capped at what the data allows) → logistic regression
@@ -75,7 +95,7 @@ class PreferenceProbe:
 
     def fit(self, shift: np.ndarray, image_preferred: np.ndarray) -> "PreferenceProbe":
         """Fit on non-tied steps: ``shift`` ``[n, d]``, ``image_preferred`` ``[n]`` bool (both classes needed)."""
-        shift, y = np.asarray(shift, dtype=np.float64), np.asarray(image_preferred, dtype=bool)
+        shift, y = _finite(shift, "shift"), _labels(image_preferred, "image_preferred")
         if shift.ndim != 2 or len(shift) != len(y):
             raise DataError("shift", f"expected [n, d] with one label per row, got {shift.shape} and {y.shape}")
         if len(np.unique(y)) < 2:
@@ -87,7 +107,7 @@ class PreferenceProbe:
         """``[n]`` the logistic decision value (> 0: the probe says image)."""
         if self.pipeline is None:
             raise RuntimeError("fit the probe first")
-        return self.pipeline.decision_function(np.asarray(shift, dtype=np.float64))
+        return self.pipeline.decision_function(_finite(shift, "shift"))
 
     @property
     def explained_variance(self) -> float:
@@ -99,7 +119,7 @@ def cross_validated_decisions(shift: np.ndarray, image_preferred: np.ndarray, gr
                               probe: ProbeConfig, seed: int = 0) -> np.ndarray:
     """``[n]`` out-of-fold probe decision values, folds by ``groups`` (episodes): each step scored by
     a probe that never saw its episode."""
-    shift, y, groups = np.asarray(shift, dtype=np.float64), np.asarray(image_preferred, bool), np.asarray(groups)
+    shift, y, groups = _finite(shift, "shift"), _labels(image_preferred, "image_preferred"), _groups(groups)
     k = min(folds, len(np.unique(groups)), int(np.bincount(y.astype(int), minlength=2).max()))  # stratified folds
     if k < 2:  # need a larger class of two steps at least, so that stratified folds exist
         raise DataError("groups", "cross-validation by episode needs at least two episodes and a class of two steps")
@@ -115,6 +135,7 @@ def cross_validated_decisions(shift: np.ndarray, image_preferred: np.ndarray, gr
 
 def probe_scores(y: np.ndarray, decision: np.ndarray) -> tuple[float, float]:
     """``(accuracy, ROC AUC)`` of decision values against ``y`` (AUC NaN with one class only)."""
+    y, decision = _labels(y, "y"), _finite(decision, "decision")
     acc = float(((decision > 0) == y).mean())
     auc = float(roc_auc_score(y, decision)) if len(np.unique(y)) == 2 else float("nan")
     return acc, auc
@@ -124,6 +145,7 @@ def bootstrap_interval(y: np.ndarray, decision: np.ndarray, groups: np.ndarray, 
                        level: float = 0.95) -> dict[str, tuple[float, float]]:
     """Percentile intervals of accuracy and AUC, resampling *episodes* with replacement (steps of one
     episode are not independent)."""
+    y, decision, groups = _labels(y, "y"), _finite(decision, "decision"), _groups(groups)
     rng = np.random.default_rng(seed)
     ids = np.unique(groups)
     members = {g: np.flatnonzero(groups == g) for g in ids}
@@ -155,7 +177,7 @@ def fit_problem(y: np.ndarray, groups: np.ndarray) -> str | None:
     """Why a probe cannot be fitted and scored by episode on these steps, or None: it needs both
     classes, one of them twice, and at least two episodes (a pool where the renderings rarely
     disagree may have none of these)."""
-    y, groups = np.asarray(y, dtype=bool), np.asarray(groups)
+    y, groups = _labels(y, "y"), _groups(groups)
     if len(np.unique(y)) < 2:
         return f"{len(y)} non-tied steps, {int(y.sum())} won by image: both renderings must win some"
     if len(y) < 3:
@@ -189,7 +211,8 @@ def layer_curve(shifts: np.ndarray, image_preferred: np.ndarray, groups: np.ndar
     Layer 0 is the embedding layer's output at the final token, before any block has read the
     memory: for the miniature actor it is the same under both renderings, so its shift is zero and
     the layer is reported at chance (``"constant": True``) without fitting."""
-    y, groups = np.asarray(image_preferred, dtype=bool), np.asarray(groups)
+    shifts = check_finite(np.asarray(shifts), "shifts")  # kept in its dtype: a layer at a time is made float64
+    y, groups = _labels(image_preferred, "image_preferred"), _groups(groups)
     if (why := fit_problem(y, groups)) is not None:
         return [_insufficient(layer, len(y), why) for layer in range(shifts.shape[1])]
     majority = float(max(y.mean(), 1 - y.mean())) if len(y) else float("nan")
@@ -209,7 +232,10 @@ def transfer_curve(fit_shifts: np.ndarray, fit_preferred: np.ndarray, score_shif
     """Per layer: the probe fitted on one set of steps (``[n, layers + 1, d]`` shifts, non-tied) and
     scored on another (other tasks, another split): accuracy and AUC with episode-bootstrap intervals
     (``curve.n_boot`` resamples; ``curve.folds`` is not used: nothing is cross-validated)."""
-    y = np.asarray(score_preferred, dtype=bool)
+    fit_shifts, score_shifts = (check_finite(np.asarray(a), name) for a, name in  # in their dtype, as above
+                                ((fit_shifts, "fit_shifts"), (score_shifts, "score_shifts")))
+    fit_preferred = _labels(fit_preferred, "fit_preferred")
+    y, score_groups = _labels(score_preferred, "score_preferred"), _groups(score_groups)
     why = fit_problem(fit_preferred, np.arange(len(fit_preferred)))  # the fit needs both classes
     if why is None and len(np.unique(y)) < 2:
         why = f"the {len(y)} scored steps hold one class only: no AUC"

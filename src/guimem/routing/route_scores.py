@@ -23,6 +23,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from guimem.core.io import check_finite
 from guimem.eval.action_match import paired_counts
 from guimem.routing.records import CONDITIONS, StepRecords
 from guimem.routing.router import Router, calibrate_tau
@@ -77,8 +78,9 @@ def beats_random(hits: np.ndarray, records: StepRecords, rate: float, rule: str 
 
 def at_rate(scores: np.ndarray, rate: float, seed: int = 0) -> np.ndarray:
     """``[n]`` bool: Image on the ``round(rate * n)`` highest-scoring steps; equal scores are ordered
-    at random (``seed``), so a score with many ties (a count of elements) favours no record order."""
-    scores = np.asarray(scores, dtype=np.float64)
+    at random (``seed``), so a score with many ties (a count of elements) favours no record order.
+    A score that is not finite is a :class:`~guimem.core.data.DataError` (NaN has no rank)."""
+    scores = check_finite(np.asarray(scores, dtype=np.float64), "scores")
     k = int(round(rate * len(scores)))
     order = np.lexsort((np.random.default_rng(seed).random(len(scores)), -scores))
     mask = np.zeros(len(scores), dtype=bool)
@@ -143,8 +145,9 @@ def routing_statistics(trajectories: Sequence[Sequence[bool]]) -> dict[str, floa
 
 def preference_shares(preference: np.ndarray) -> dict[str, float | int]:
     """Who wins the steps a (sampled) preference does not tie: ``steps``, ``non_tied``,
-    ``non_tied_share``, ``text_wins``, ``image_wins`` (shares of the non-tied steps)."""
-    preference = np.asarray(preference, dtype=float)
+    ``non_tied_share``, ``text_wins``, ``image_wins`` (shares of the non-tied steps). A preference
+    that is not finite is a :class:`~guimem.core.data.DataError` (NaN is neither tied nor won)."""
+    preference = check_finite(np.asarray(preference, dtype=float), "preference")
     n, k = len(preference), int((preference != 0).sum())
     return {"steps": n, "non_tied": k, "non_tied_share": k / n if n else float("nan"),
             "text_wins": float((preference < 0).sum() / k) if k else float("nan"),

@@ -66,11 +66,11 @@ class RouterConfig:
         if self.target not in ("probe", "binary"):
             raise DataError("target", f"expected probe or binary, got {self.target!r:.60}")
         check_number(self.hidden, "hidden", 1, MAX_HIDDEN, integer=True)
-        check_number(self.epochs, "epochs", 1, None, integer=True)
+        check_number(self.epochs, "epochs", 1, 10**6, integer=True)
         check_number(self.seed, "seed", None, None, integer=True)
-        check_number(self.weight_decay, "weight_decay", 0, None)
-        if not check_number(self.lr, "lr") > 0:
-            raise DataError("lr", f"must be > 0, got {self.lr!r}")
+        check_number(self.weight_decay, "weight_decay", 0, 1)
+        if not 0 < check_number(self.lr, "lr") <= 1:  # AdamW: above 1 the first step overshoots any scale
+            raise DataError("lr", f"must be in (0, 1], got {self.lr!r}")
 
 
 class SharedScorer(nn.Module):
@@ -98,21 +98,61 @@ class Router:
     tau: float = 0.0
     train_image_rate: float = 0.5  # share of its training pool the router sends to Image at r >= 0
     info: dict[str, Any] = field(default_factory=dict)
+    source: Path | None = field(default=None, compare=False)  # the folder it was loaded from (errors name it)
 
     def score(self, state: np.ndarray, text: np.ndarray, image: np.ndarray) -> np.ndarray:
-        """``[n]`` ``r = q_I - q_T`` for states ``[n, d_s]`` and candidates ``[n, d_c]`` each."""
-        s = torch.as_tensor((np.asarray(state, np.float64) - self.state_mean) / self.state_std, dtype=torch.float32)
-        t = torch.as_tensor((np.asarray(text, np.float64) - self.cand_mean) / self.cand_std, dtype=torch.float32)
-        i = torch.as_tensor((np.asarray(image, np.float64) - self.cand_mean) / self.cand_std, dtype=torch.float32)
+        """``[n]`` ``r = q_I - q_T`` for states ``[n, d_s]`` and candidates ``[n, d_c]`` each.
+
+        Every score is finite, or nothing is returned: a NaN compares below every τ and would send
+        the step to Text without a word. An input that is not finite, or not ``[n, d]``, is a
+        :class:`DataError` naming it (``state``, ``text``, ``image``); an input the router's
+        standardisation takes beyond float32's range (a finite but overflowing ``state_mean`` of
+        ``router.json``, say), or weights that overflow on it, a DataError naming the field of the
+        router and, for a loaded router, its file."""
+        s = self._standardised(state, "state", "state")
+        t = self._standardised(text, "text", "cand")
+        i = self._standardised(image, "image", "cand")
+        if not len(s) == len(t) == len(i):
+            raise DataError("image", f"one state and two candidates per step: {len(s)}, {len(t)}, {len(i)} rows")
         self.scorer.eval()
         with torch.no_grad():
             ones, zeros = torch.ones(len(s)), torch.zeros(len(s))
-            r = self.scorer(s, i, ones) - self.scorer(s, t, zeros)
-        return r.double().numpy()
+            r = (self.scorer(s, i, ones) - self.scorer(s, t, zeros)).double().numpy()
+        if not np.isfinite(r).all():
+            k = int(np.flatnonzero(~np.isfinite(r))[0])
+            raise self._error("weights", f"the scorer gives step {k} the score {r[k]}: its weights overflow float32 "
+                                         "on these inputs", "scorer.safetensors")
+        return r
+
+    def _standardised(self, x: np.ndarray, name: str, prefix: str) -> torch.Tensor:
+        """Input ``x`` (argument ``name``) standardised by ``{prefix}_mean`` and ``{prefix}_std``, as
+        the float32 the scorer reads; every value checked finite before and after."""
+        mean, std = getattr(self, f"{prefix}_mean"), getattr(self, f"{prefix}_std")
+        x = check_finite(np.asarray(x, dtype=np.float64), name)
+        if x.ndim != 2 or x.shape[1] != len(mean):
+            raise DataError(name, f"expected [n, {len(mean)}] values, got shape {x.shape}")
+        with np.errstate(over="ignore", invalid="ignore"):
+            z = ((x - mean) / std).astype(np.float32)
+            if np.isfinite(z).all():
+                return torch.from_numpy(z)
+            row, col = (int(v) for v in np.argwhere(~np.isfinite(z))[0])
+            culprit = "mean" if not np.isfinite(np.float32(mean[col] / std[col])) else "std"
+        raise self._error(f"{prefix}_{culprit}[{col}]",
+                          f"standardising {name}[{row}, {col}] = {x[row, col]:g} by mean {mean[col]:g} and standard "
+                          f"deviation {std[col]:g} goes beyond float32's range: the router cannot score it")
+
+    def _error(self, field: str, message: str, file: str = "router.json") -> DataError:
+        """A DataError on ``field``, in ``file`` of the folder the router was loaded from (when it was)."""
+        return DataError(field, message, str(self.source / file) if self.source is not None else None)
 
     def route(self, scores: np.ndarray, tau: float | None = None) -> np.ndarray:
-        """``[n]`` bool: Image where ``r >= tau`` (default: the router's calibrated τ)."""
-        return np.asarray(scores) >= (self.tau if tau is None else tau)
+        """``[n]`` bool: Image where ``r >= tau`` (default: the router's calibrated τ; ±inf sends every
+        step one way). A NaN score or τ is a DataError: it would compare below every threshold."""
+        scores = check_finite(np.asarray(scores, dtype=np.float64), "scores")
+        tau = self.tau if tau is None else tau
+        if np.isnan(tau):
+            raise DataError("tau", "expected a number, got NaN")
+        return scores >= tau
 
     # ------------------------------------------------------------------ disk
     def save(self, path: str | os.PathLike) -> Path:
@@ -163,7 +203,7 @@ class Router:
                 check_finite(w.numpy(), name, str(weights))
             return cls(scorer, arrays["state_mean"], arrays["state_std"], arrays["cand_mean"], arrays["cand_std"],
                        config,
-                       tau, rate, info)
+                       tau, rate, info, source=folder)
         return read_whole(path, read, "saved router")
 
 
@@ -217,10 +257,15 @@ def _info(raw: Any, where: str) -> dict[str, Any]:
     return dict(raw)
 
 
-def _standardiser(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    mean = x.mean(0)
-    std = x.std(0)
-    return mean, np.where(std > 1e-8, std, 1.0)
+def _standardiser(x: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """Per-column mean and standard deviation of ``x`` (one at or below :data:`MIN_STD` stored as 1);
+    values so large that their mean or variance overflows float64 are a DataError naming ``name``."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        mean, std = x.mean(0), x.std(0)
+    if not (np.isfinite(mean).all() and np.isfinite(std).all()):
+        raise DataError(name, f"values up to {np.abs(x).max():g}: too large to standardise (their mean or variance "
+                              "overflows float64)")
+    return mean, np.where(std > MIN_STD, std, 1.0)
 
 
 def train_router(state: np.ndarray, text: np.ndarray, image: np.ndarray, target: np.ndarray,
@@ -231,21 +276,24 @@ def train_router(state: np.ndarray, text: np.ndarray, image: np.ndarray, target:
     candidates; ``target`` ``[n]``: the probe's decision value (``config.target == "probe"``; scaled
     to unit variance, the loss is the squared error of ``r``) or the binary preference, 1 = image
     (``"binary"``: logistic loss on ``r``). Full-batch AdamW, seeded; deterministic for a fixed
-    torch thread count.
+    torch thread count. A value that is not finite in any input is a :class:`DataError` naming the
+    argument, and so is a training whose loss stops being finite (naming the learning rate).
     """
-    state, text, image = (np.asarray(a, np.float64) for a in (state, text, image))
-    target = np.asarray(target, np.float64)
+    state, text, image, target = (check_finite(np.asarray(a, np.float64), name) for a, name in
+                                  ((state, "state"), (text, "text"), (image, "image"), (target, "target")))
     n = len(target)
     if not (len(state) == len(text) == len(image) == n) or n < 2:
         raise DataError("target", f"one target per step and at least two steps: {len(state)}, {len(text)}, "
                                   f"{len(image)}, {n}")
-    s_mean, s_std = _standardiser(state)
-    c_mean, c_std = _standardiser(np.concatenate([text, image]))
+    s_mean, s_std = _standardiser(state, "state")
+    c_mean, c_std = _standardiser(np.concatenate([text, image]),
+                                  "text" if np.abs(text).max(initial=0) >= np.abs(image).max(initial=0) else "image")
     torch.manual_seed(config.seed)
     scorer = SharedScorer(state.shape[1], text.shape[1], config.hidden)
     s = torch.as_tensor((state - s_mean) / s_std, dtype=torch.float32)
     t = torch.as_tensor((text - c_mean) / c_std, dtype=torch.float32)
     i = torch.as_tensor((image - c_mean) / c_std, dtype=torch.float32)
+    _standardiser(target, "target")  # a target whose variance overflows is refused
     scale = float(target.std()) if config.target == "probe" and target.std() > 0 else 1.0
     y = torch.as_tensor(target / scale, dtype=torch.float32)
     ones, zeros = torch.ones(n), torch.zeros(n)
@@ -259,6 +307,9 @@ def train_router(state: np.ndarray, text: np.ndarray, image: np.ndarray, target:
         loss.backward()
         opt.step()
         losses.append(loss.item())
+        if not np.isfinite(losses[-1]):
+            raise DataError("lr", f"training diverged (loss {losses[-1]} at epoch {len(losses)}): lower the "
+                                  f"learning rate ({config.lr:g})")
     router = Router(scorer, s_mean, s_std, c_mean, c_std, config,
                     info={"final_loss": losses[-1], "first_loss": losses[0], "steps": n, "target_scale": scale})
     router.train_image_rate = float(router.route(router.score(state, text, image), 0.0).mean())
@@ -269,8 +320,9 @@ def calibrate_tau(scores: np.ndarray, image_rate: float) -> float:
     """The label-free threshold: between the scores of the steps it will route, so that the
     ``round(image_rate * n)`` highest-scoring ones go to Image — halfway between the lowest of those
     and the next score, so that no step sits on the threshold (where last-bit float noise from
-    another batch or machine could flip it). It reads the scores only: no label of those steps."""
-    scores = np.asarray(scores, dtype=np.float64)
+    another batch or machine could flip it). It reads the scores only: no label of those steps. A
+    score that is not finite is a :class:`DataError` (NaN would sort as the highest)."""
+    scores = check_finite(np.asarray(scores, dtype=np.float64), "scores")
     if scores.ndim != 1 or not len(scores):
         raise DataError("scores", f"expected a non-empty [n] array, got shape {scores.shape}")
     if not 0.0 <= image_rate <= 1.0:

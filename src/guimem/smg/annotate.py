@@ -84,17 +84,28 @@ NO_CHANGE = "Nothing visible changed."
 NOT_RECORDED = "What the last action did was not recorded."
 
 
+def screen_at(episode: Episode, k: int) -> Observation:
+    """``episode.observations[k]`` without building the tuple: screen ``k`` of the episode (step
+    ``k``'s, or after the last step the final one, else the last step's). Functions called once per
+    span read screens through it, so that annotating every span of an episode stays linear in its
+    length."""
+    steps = episode.steps
+    if k < len(steps):
+        return steps[k].observation
+    return episode.final if episode.final is not None else steps[-1].observation
+
+
 def span_effect(episode: Episode, first: int, last: int, contexts: Sequence[Context]) -> str:
     """The effect of steps ``first..last`` of ``episode`` (``contexts``: its screens' contexts):
     :func:`effect_of` their first screen and the one they led to. When that is the end of a
     recording without a final screen, the change up to the last action's screen, then
     :data:`NOT_RECORDED`."""
-    obs = episode.observations
     if last + 1 < len(episode.steps) or episode.final_recorded:
-        return effect_of(obs[first], obs[last + 1], contexts[first], contexts[last + 1])
+        return effect_of(screen_at(episode, first), screen_at(episode, last + 1), contexts[first], contexts[last + 1])
     if first == last:
         return NOT_RECORDED
-    return f"{effect_of(obs[first], obs[last], contexts[first], contexts[last])} {NOT_RECORDED}"
+    before, after = screen_at(episode, first), screen_at(episode, last)
+    return f"{effect_of(before, after, contexts[first], contexts[last])} {NOT_RECORDED}"
 
 
 def _touch_name(target: UIElement | None, step: Step) -> str:
@@ -134,10 +145,15 @@ def span_intent(episode: Episode, first: int, last: int, reading: Reading | None
     An answer to the user wins (``answer "Call with Marketing"``: what the span found out); then
     typing (``type 'milk' into "Search" and submit``); else the last effective step (what it
     opened, switched or chose); else the last step of any kind.
+
+    It reads the span's actions and UI trees, which a :func:`blind` copy keeps, and ``reading``
+    (:func:`read_episode` of the episode, made here when not given): no label, true screen type,
+    success or provenance. With ``reading`` given its cost is that of the span, not of the episode,
+    so that naming every span of an episode stays linear in its length.
     """
-    ep = blind(episode)
+    ep = blind(episode) if reading is None else episode
     r = reading or read_episode(ep)
-    obs, idx = ep.observations, range(first, last + 1)
+    idx = range(first, last + 1)
     answers = [i for i in idx if ep.steps[i].action.type == "answer"]
     if answers:
         return f'answer "{ep.steps[answers[-1]].action.text}"'
@@ -154,7 +170,7 @@ def span_intent(episode: Episode, first: int, last: int, reading: Reading | None
     step, ctx0, ctx1 = ep.steps[i], r.contexts[i], r.contexts[i + 1]
     a = step.action
     if a.type in ("tap", "long_press"):
-        text = _tap_intent(step, r.targets[i], ctx0, ctx1, obs[i + 1])
+        text = _tap_intent(step, r.targets[i], ctx0, ctx1, screen_at(ep, i + 1))
         repeats = sum(1 for j in effective if r.targets[j] is not None and r.targets[j] == r.targets[i])
         return f"{text} {repeats} times" if repeats > 1 and text.startswith(("tap", "long press")) else text
     if a.type == "swipe":

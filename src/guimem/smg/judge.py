@@ -32,6 +32,7 @@ import numpy as np
 
 from guimem.core.data import Episode, UIElement
 from guimem.models.llm import LocalLLM
+from guimem.smg.annotate import screen_at
 from guimem.smg.screens import (
     blind,
     choice_states,
@@ -207,9 +208,9 @@ class RuleJudge:
         return "uncertain", f"only {share:.0%} of the goal's key words were acted on or appeared at the end"
 
     def subgoal_verdict(self, episode: Episode, first: int, last: int) -> str:
-        """``no`` when a span left the screen exactly as it found it, else ``yes``."""
-        obs = episode.observations
-        return "no" if looks_same(obs[first], obs[last + 1]) else "yes"
+        """``no`` when a span left the screen exactly as it found it, else ``yes`` (two screens
+        read, whatever the episode's length)."""
+        return "no" if looks_same(screen_at(episode, first), screen_at(episode, last + 1)) else "yes"
 
     def judge(self, episode: Episode, spans: Sequence[tuple[int, int]]) -> Verdicts:
         """Verdicts for the episode and each span; the last span shares the episode's verdict."""

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from guimem.core.data import DataError, Episode
 from guimem.smg.annotate import span_intent
-from guimem.smg.screens import blind, trajectory_text
+from guimem.smg.screens import blind, read_episode, trajectory_text
 from guimem.smg.segmenters import SegmenterBase, Span, rule_spans, spans_from_starts
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -255,4 +255,5 @@ class LLMSegmenter(SegmenterBase):
                                             self.llm.count_tokens(messages)))
         if parsed.status == "unparseable":
             return rule_spans(ep)
-        return [s if s.text else replace(s, text=span_intent(ep, s.first, s.last)) for s in parsed.spans]
+        reading = read_episode(ep)  # once: each span's intent reads it
+        return [s if s.text else replace(s, text=span_intent(ep, s.first, s.last, reading)) for s in parsed.spans]

@@ -201,11 +201,12 @@ def rule_spans(episode: Episode) -> list[Span]:
     r = read_episode(ep)
     groups: list[list[int]] = []
     pending: list[int] = []  # noise, scrolls and detours waiting for the step they led to
+    only_noise = True  # every pending step is noise (kept as the steps arrive: a long wait costs no rescans)
     interrupted = False  # the last group dismissed an interruption: the next step starts anew
     for i, kind in enumerate(r.kinds):
-        only_noise = all(r.kinds[k] == "noise" for k in pending)
         if kind in ("noise", "scroll", "detour"):
             pending.append(i)
+            only_noise = only_noise and kind == "noise"
             continue
         if kind == "effective" and _interruption(ep, r, i):
             groups.append(pending + [i])
@@ -217,7 +218,7 @@ def rule_spans(episode: Episode) -> list[Span]:
         else:
             groups.append(pending + [i])
             interrupted = False
-        pending = []
+        pending, only_noise = [], True
     if pending:
         groups.append(pending)
     return [Span(g[0], g[-1], span_intent(ep, g[0], g[-1], r)) for g in groups]

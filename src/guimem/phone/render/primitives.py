@@ -38,15 +38,34 @@ def _text_mask(text: str, size: int) -> Image.Image:
     return mask
 
 
-@lru_cache(maxsize=8192)
+def _most_chars(width: int) -> int:
+    """How many characters of a text are ever measured against ``width`` pixels: every glyph of the
+    bundled font advances the pen one pixel at least, so no more than ``width`` fit (twice that, and
+    a few, leaves room for zero-width marks)."""
+    return 2 * max(0, int(width)) + 8
+
+
 def fit_text(text: str, size: int, width: int) -> str:
-    """``text`` cut with an ellipsis so it fits in ``width`` pixels."""
+    """``text`` cut with an ellipsis so it fits in ``width`` pixels: the longest start of it that fits
+    with the ellipsis after it, or the whole text when it fits as it is. Only the first
+    :func:`_most_chars` characters are looked at, and the cut is found by bisection: the cost is
+    bounded by ``width``, whatever the length of the text."""
+    return _fit_text(text[:_most_chars(width) + 1], size, width)  # one more: a longer text never fits whole
+
+
+@lru_cache(maxsize=8192)
+def _fit_text(text: str, size: int, width: int) -> str:
     f = font(size)
-    if f.getlength(text) <= width:
+    if len(text) <= _most_chars(width) and f.getlength(text) <= width:
         return text
-    while text and f.getlength(text + "…") > width:
-        text = text[:-1]
-    return text + "…"
+    lo, hi = 0, min(len(text), _most_chars(width))  # text[:lo] fits with the ellipsis (or lo is 0)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if f.getlength(text[:mid] + "…") <= width:
+            lo = mid
+        else:
+            hi = mid - 1
+    return text[:lo] + "…"
 
 
 def draw_text(im: Image.Image, xy: tuple[float, float], text: str, size: int, color: Color,

@@ -125,11 +125,30 @@ def _font(size: int) -> ImageFont.ImageFont:
     return ImageFont.load_default(size=max(6, size))
 
 
+def _fitting_prefix(f: ImageFont.FreeTypeFont, text: str, width: float) -> str:
+    """The longest start of ``text`` that ``f`` draws within ``width`` pixels ('' when none does).
+
+    Every glyph of the font advances the pen one pixel at least, so no more than ``width``
+    characters fit (and ``2 * width + 8`` leaves room for zero-width marks): only those are
+    measured, and the cut is found by bisection, so the cost is bounded by ``width``, whatever
+    the length of the text (a typed text of megabytes included)."""
+    hi = min(len(text), 2 * max(0, int(width)) + 8)
+    if f.getlength(text[:hi]) <= width:
+        return text[:hi]
+    lo, hi = 0, hi - 1  # text[:lo] fits (or lo is 0); text[:hi + 1] does not
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if f.getlength(text[:mid]) <= width:
+            lo = mid
+        else:
+            hi = mid - 1
+    return text[:lo]
+
+
 def _badge(d: ImageDraw.ImageDraw, xy: tuple[float, float], text: str, size: int, width: float) -> None:
     """A small filled label (typed text, back, open app ...) clipped to ``width`` pixels."""
     f = _font(size)
-    while text and f.getlength(text) > width - 4:
-        text = text[:-1]
+    text = _fitting_prefix(f, text, width - 4)
     x, y = xy
     w = f.getlength(text) + 4
     d.rectangle((x, y, x + w, y + size + 4), fill=MARK, outline=MARK_EDGE)
