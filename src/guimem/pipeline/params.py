@@ -50,7 +50,7 @@ import reprlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, Iterator, Protocol, Sequence, TypeVar
 
 from guimem.actors.hf.parsing import ANSWER_FORMATS, COORD_CONVENTIONS
 from guimem.actors.loading import MINI_ACTOR, ActorSpec, names_miniature_folder
@@ -111,6 +111,80 @@ class Source:
 
 COMMAND_LINE = Source(how="passed with -p")
 CALLER = Source(how="passed to run_notebook")
+
+
+# ----------------------------------------------------------------------------- values read by name
+_TEMPLATE_KEY = re.compile(r"\{([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\}")
+
+
+def values_from_templates(document: Any, path: str, templates: Sequence[Sequence[str]],
+                          ) -> tuple[dict[str, Any], dict[str, Source]]:
+    """``-y NAME TEMPLATE`` pairs to values read from ``document`` (the YAML file ``path``), and
+    where each was set.
+
+    A template that is one ``{dotted.key}`` gives that key's value as it is (a number, a list, a
+    group's mapping); any other template is text in which each ``{dotted.key}`` is replaced by its
+    scalar value, as DVC writes one (``data/{base.episodes}`` -> ``data/world``). A key the file
+    lacks, or a list or map inside text, is a ValueError naming the file, the key and the option."""
+    values: dict[str, Any] = {}
+    sources: dict[str, Source] = {}
+    for name, template in templates:
+        option = f"-y {name} {template}"
+
+        def lookup(key: str) -> Any:
+            found: Any = document
+            for part in key.split("."):
+                if not isinstance(found, dict) or part not in found:
+                    raise ValueError(f"{path}: no key '{_cut(key, 80)}' (missing '{_cut(part, 80)}'), which "
+                                     f"{_cut(option, 80)} reads")
+                found = found[part]
+            return found
+
+        def text(match: re.Match) -> str:
+            value = lookup(match[1])
+            if isinstance(value, (dict, list)) or value is None:
+                raise ValueError(f"{path}: '{match[1]}' is {type(value).__name__}, not a value text can hold "
+                                 f"({_cut(option, 80)})")
+            return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
+        whole = _TEMPLATE_KEY.fullmatch(template)
+        if whole is None and not _TEMPLATE_KEY.search(template):
+            raise ValueError(f"{_cut(option, 80)}: the template names no {{key}} of {path}; pass a literal with -p")
+        values[name] = lookup(whole[1]) if whole else _TEMPLATE_KEY.sub(text, template)
+        sources[name] = Source(path, how=f"read by {option}", key=whole[1] if whole else "")
+    return values, sources
+
+
+def templates_file(params_from: Sequence[str]) -> str:
+    """The YAML file ``-y`` reads: the one every ``-f FILE:KEY`` names, else ``params.yaml``."""
+    files = {spec.partition(':')[0] for spec in params_from}
+    if len(files) > 1:
+        raise ValueError(f"-y reads one parameter file, but -f names {len(files)}: {', '.join(sorted(files))}")
+    return files.pop() if files else "params.yaml"
+
+
+def refuse_unencodable(parameters: Mapping[str, Any], sources: Mapping[str, Source]) -> None:
+    """Refuse a text value holding a byte that is not UTF-8 (a command-line argument reaches Python
+    with such a byte as a lone surrogate): no file name or notebook can hold it, and the notebook
+    would fail only once it writes."""
+    def texts(value: Any) -> Iterator[str]:
+        if isinstance(value, str):
+            yield value
+        elif isinstance(value, Mapping):
+            for k, v in value.items():
+                yield from texts(k)
+                yield from texts(v)
+        elif isinstance(value, (list, tuple)):
+            for v in value:
+                yield from texts(v)
+    for name, value in parameters.items():
+        for text in texts(value):
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError as err:
+                source = sources.get(name, CALLER)
+                raise source.error(name, f"holds a byte that is not UTF-8 (at character {err.start} of "
+                                         f"{text!r:.80}); every text value must be UTF-8") from None
 
 
 class Params:

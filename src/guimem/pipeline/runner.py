@@ -65,7 +65,16 @@ from papermill.translators import papermill_translators
 from guimem.core.data import DataError
 from guimem.core.io import atomic_write_text, read_json
 from guimem.core.progress import STAGE_ENV
-from guimem.pipeline.params import CALLER, COMMAND_LINE, Source, check_base, find_stage
+from guimem.pipeline.params import (
+    CALLER,
+    COMMAND_LINE,
+    Source,
+    check_base,
+    find_stage,
+    refuse_unencodable,
+    templates_file,
+    values_from_templates,
+)
 from guimem.pipeline.paths import repo_root
 from guimem.pipeline.scrub import scrub_notebook
 from guimem.pipeline.terminal import StageTerminal
@@ -303,56 +312,6 @@ def params_from_yaml(spec: str) -> dict[str, Any]:
     return dict(data)
 
 
-_TEMPLATE_KEY = re.compile(r"\{([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\}")
-
-
-def values_from_templates(path: str, templates: Sequence[Sequence[str]]) -> tuple[dict[str, Any], dict[str, Source]]:
-    """``-y NAME TEMPLATE`` pairs to values read from the YAML file ``path``, and where each was set.
-
-    A template that is one ``{dotted.key}`` gives that key's value as it is (a number, a list, a
-    group's mapping); any other template is text in which each ``{dotted.key}`` is replaced by its
-    scalar value, as DVC writes one (``data/{base.episodes}`` -> ``data/world``). A key the file
-    lacks, or a list or map inside text, is a ValueError naming the file, the key and the option."""
-    if not templates:
-        return {}, {}
-    document = read_params_file(path)
-    values: dict[str, Any] = {}
-    sources: dict[str, Source] = {}
-    for name, template in templates:
-        option = f"-y {name} {template}"
-
-        def lookup(key: str) -> Any:
-            found: Any = document
-            for part in key.split("."):
-                if not isinstance(found, dict) or part not in found:
-                    raise ValueError(f"{path}: no key '{shorten(key)}' (missing '{shorten(part)}'), which "
-                                     f"{shorten(option)} reads")
-                found = found[part]
-            return found
-
-        def text(match: re.Match) -> str:
-            value = lookup(match[1])
-            if isinstance(value, (dict, list)) or value is None:
-                raise ValueError(f"{path}: '{match[1]}' is {type(value).__name__}, not a value text can hold "
-                                 f"({shorten(option)})")
-            return ("true" if value else "false") if isinstance(value, bool) else str(value)
-
-        whole = _TEMPLATE_KEY.fullmatch(template)
-        if whole is None and not _TEMPLATE_KEY.search(template):
-            raise ValueError(f"{shorten(option)}: the template names no {{key}} of {path}; pass a literal with -p")
-        values[name] = lookup(whole[1]) if whole else _TEMPLATE_KEY.sub(text, template)
-        sources[name] = Source(path, how=f"read by {option}", key=whole[1] if whole else "")
-    return values, sources
-
-
-def templates_file(params_from: Sequence[str]) -> str:
-    """The YAML file ``-y`` reads: the one every ``-f FILE:KEY`` names, else ``params.yaml``."""
-    files = {yaml_source(spec).path for spec in params_from}
-    if len(files) > 1:
-        raise ValueError(f"-y reads one parameter file, but -f names {len(files)}: {', '.join(sorted(files))}")
-    return files.pop() if files else "params.yaml"
-
-
 def read_parameters(params_from: Sequence[str], pairs: Sequence[Sequence[str]],
                     templates: Sequence[Sequence[str]] = ()) -> tuple[dict[str, Any], dict[str, Source]]:
     """The values of ``-f FILE:KEY`` options, then of ``-y NAME TEMPLATE`` (:func:`values_from_templates`,
@@ -367,7 +326,8 @@ def read_parameters(params_from: Sequence[str], pairs: Sequence[Sequence[str]],
         params.update(values)
         sources.update(dict.fromkeys(values, yaml_source(spec)))
     parse_parameters([(name, "") for name, _ in templates])  # the names: identifiers, none twice
-    values, where = values_from_templates(templates_file(params_from), templates)
+    path = templates_file(params_from)
+    values, where = values_from_templates(read_params_file(path) if templates else {}, path, templates)
     params.update(values)
     sources.update(where)
     given = parse_parameters(pairs)
@@ -424,7 +384,7 @@ def check_parameters(path: Path, parameters: Mapping[str, Any], sources: Mapping
     notebook; not in ``sources``: passed by the caller). Any other notebook only has names its
     ``parameters`` cell does not define refused (a typo would be ignored), with a NotebookError.
     """
-    _refuse_unencodable(parameters, sources or {})
+    refuse_unencodable(parameters, sources or {})
     stage = find_stage(path.stem)
     if stage is None:
         if parameters:
@@ -448,30 +408,6 @@ def check_parameters(path: Path, parameters: Mapping[str, Any], sources: Mapping
     stage.validate(values, {**dict.fromkeys(parameters, CALLER), **(sources or {})}, default, document)
     if document is not None:  # after the stage's own values: a base value DVC passed with -p is named there first
         check_base(document, path)
-
-
-def _refuse_unencodable(parameters: Mapping[str, Any], sources: Mapping[str, Source]) -> None:
-    """Refuse a text value holding a byte that is not UTF-8 (a command-line argument reaches Python
-    with such a byte as a lone surrogate): no file name or notebook can hold it, and the notebook
-    would fail only once it writes."""
-    def texts(value: Any) -> Iterator[str]:
-        if isinstance(value, str):
-            yield value
-        elif isinstance(value, Mapping):
-            for k, v in value.items():
-                yield from texts(k)
-                yield from texts(v)
-        elif isinstance(value, (list, tuple)):
-            for v in value:
-                yield from texts(v)
-    for name, value in parameters.items():
-        for text in texts(value):
-            try:
-                text.encode("utf-8")
-            except UnicodeEncodeError as err:
-                source = sources.get(name, CALLER)
-                raise source.error(name, f"holds a byte that is not UTF-8 (at character {err.start} of "
-                                         f"{text!r:.80}); every text value must be UTF-8") from None
 
 
 # ----------------------------------------------------------------------------- running

@@ -32,10 +32,9 @@ carries :data:`FALLBACK_ACTION` (``impossible``) and ``info["parse_error"]`` say
 from __future__ import annotations
 
 import copy
-import os
-from pathlib import Path
 from typing import Any, Sequence
 
+import jinja2
 import numpy as np
 import torch
 from PIL import Image
@@ -63,20 +62,15 @@ from guimem.actors.hf.prefix import (
 )
 from guimem.actors.hf.prompts import build_messages, split_at_prefix_end, system_prompt
 from guimem.core.data import Action, DataError
-from guimem.core.io import read_json, safetensors_header
 from guimem.core.policy import PolicyInput, PolicyOutput
+from guimem.models.hf_checkpoint import check_chat_template, load_model, load_part, local_folder
 
 
-def check_checkpoint_folder(folder: Path) -> None:
-    """Refuse a local checkpoint folder whose JSON files (config, processor, tokenizer) are not JSON
-    objects or whose safetensors files are unreadable or cut short: a :class:`DataError` naming the
-    file, before ``transformers`` reads them (and raises its libraries' own errors)."""
-    for path in sorted(folder.iterdir()):
-        if path.suffix == ".json" and path.is_file():
-            if not isinstance(read_json(path), dict):
-                raise DataError(path.name, "expected a JSON object", str(path))
-        elif path.suffix == ".safetensors" and path.is_file():
-            safetensors_header(path)
+def _probe() -> PolicyInput:
+    """A step with every part a prompt can hold (history, memory text and image): what the chat
+    template is checked on when the actor is set up."""
+    return PolicyInput(Image.new("RGB", (56, 56)), (), "open the settings", (Action("back"),),
+                       "tap Settings, then Display", Image.new("RGB", (56, 56)))
 
 
 class HFVLMActor:
@@ -87,7 +81,11 @@ class HFVLMActor:
                  batch_size: int = 1,
                  swipe_length: float = DEFAULT_SWIPE_LENGTH, system: str | None = None,
                  device: str | None = None, dtype: str | torch.dtype = "auto"):
-        """Load ``model_id_or_path`` (a local folder or a cached hub id; never downloads).
+        """Load ``model_id_or_path`` (a local folder or a cached hub id; never downloads), refusing a
+        checkpoint that is not what it says (:mod:`guimem.models.hf_checkpoint`): its processor is read
+        and its chat template rendered on a probe step under a work budget, then the model is built
+        only once its config and weights agree tensor by tensor. Each refusal is a DataError naming
+        the folder (or its file) and the field.
 
         Args:
             coords: the coordinate convention the model answers in (:data:`COORD_CONVENTIONS`).
@@ -102,19 +100,12 @@ class HFVLMActor:
         from transformers import AutoModelForImageTextToText, AutoProcessor
 
         device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-        local = os.path.isdir(model_id_or_path)
-        if local:
-            check_checkpoint_folder(Path(model_id_or_path))
-        try:
-            processor = AutoProcessor.from_pretrained(model_id_or_path, local_files_only=True)
-            model = AutoModelForImageTextToText.from_pretrained(model_id_or_path, local_files_only=True, dtype=dtype)
-        except Exception as err:  # noqa: BLE001 - transformers reads a folder with many libraries' errors
-            if not local:
-                raise  # an id neither on disk nor in the offline cache: its own OSError (no download)
-            raise DataError("actor_model", f"the checkpoint does not load: {type(err).__name__}: {str(err)[:160]}",
-                            str(model_id_or_path)) from None
-        self._setup(model.to(device).eval(), processor, coords, answer_format, max_new_tokens, batch_size,
-                    swipe_length, system, name=str(model_id_or_path))
+        folder = local_folder(model_id_or_path)  # an id neither on disk nor in the offline cache: its own OSError
+        processor = load_part(AutoProcessor, folder, "actor_model")
+        self._setup(None, processor, coords, answer_format, max_new_tokens, batch_size, swipe_length, system,
+                    name=str(model_id_or_path), where=str(folder))  # settings and template: before the model
+        model = load_model(AutoModelForImageTextToText, folder, "actor_model", dtype=dtype)
+        self.model = model.to(device).eval()
 
     @classmethod
     def from_model(cls, model: Any, processor: Any, *, coords: CoordConvention = DEFAULT_COORDS,
@@ -128,7 +119,10 @@ class HFVLMActor:
         return actor
 
     def _setup(self, model: Any, processor: Any, coords: str, answer_format: str, max_new_tokens: int,
-               batch_size: int, swipe_length: float, system: str | None, name: str) -> None:
+               batch_size: int, swipe_length: float, system: str | None, name: str, where: str | None = None) -> None:
+        """Check the settings and the chat template (rendered on :func:`_probe` under a work budget:
+        :func:`~guimem.models.hf_checkpoint.check_chat_template`) and keep them; ``where`` is the
+        checkpoint folder errors name (None for a model built in memory)."""
         if coords not in COORD_CONVENTIONS:
             raise DataError("coords", f"expected one of {COORD_CONVENTIONS}, got {coords!r}")
         if answer_format not in ANSWER_FORMATS:
@@ -139,8 +133,8 @@ class HFVLMActor:
         if not 0 < swipe_length <= 0.5:
             raise DataError("swipe_length", f"expected a fraction in (0, 0.5], got {swipe_length!r}")
         if getattr(processor, "chat_template", None) is None and getattr(processor.tokenizer, "chat_template", None) is None:
-            raise DataError("chat_template", f"the processor of {name} has no chat template")
-        self.model, self.processor, self.name = model, processor, name
+            raise DataError("chat_template", f"the processor of {name} has no chat template", where)
+        self.model, self.processor, self.name, self._where = model, processor, name, where
         self.coords, self.answer_format = coords, answer_format
         self.max_new_tokens, self.batch_size, self.swipe_length = max_new_tokens, batch_size, swipe_length
         self.system = system if system is not None else system_prompt(answer_format, coords)
@@ -148,6 +142,7 @@ class HFVLMActor:
         if tokenizer.pad_token_id is None:  # batched generation needs a pad token
             tokenizer.pad_token = tokenizer.eos_token
         self._resized: dict[tuple[int, int], Frame] = {}  # original (W, H) -> processor-resized (W, H)
+        check_chat_template(self._template(), self._chat(_probe())[0], where, tokenizer.special_tokens_map)
         self.shares_prefix = self._can_share_prefix()
 
     def _can_share_prefix(self) -> bool:
@@ -159,9 +154,7 @@ class HFVLMActor:
         token = getattr(self.processor, "image_token", None)
         if not isinstance(token, str) or not token:
             return False
-        probe = PolicyInput(Image.new("RGB", (56, 56)), (), "open the settings", (Action("back"),),
-                            "tap Settings, then Display", Image.new("RGB", (56, 56)))
-        prefix, suffix, _, _ = self.prompt_parts(probe)
+        prefix, suffix, _, _ = self.prompt_parts(_probe())
         if prefix.count(token) != 1 or suffix.count(token) != 1:
             return False
         tokenizer = self.processor.tokenizer
@@ -210,16 +203,28 @@ class HFVLMActor:
                 self._resized[key] = (float(width), float(height))
         return self._resized[key]
 
-    def prompt_parts(self, inp: PolicyInput) -> tuple[str, str, list[Image.Image], Frame]:
-        """The chat-templated prompt of one input in its two parts (the shared prefix up to the
-        screenshot, the memory suffix after it), its images in order (the screenshot first) and its
-        coordinate frame."""
+    def _template(self) -> Any:
+        """The chat template prompts are rendered with: the processor's, else its tokenizer's."""
+        return self.processor.chat_template or self.processor.tokenizer.chat_template
+
+    def _chat(self, inp: PolicyInput) -> tuple[list[dict], list[Image.Image], Frame]:
+        """The chat of one input (with the prefix marker), its images in order and its coordinate frame."""
         frame = self.frame(inp.screenshot)
         messages, images = build_messages(inp, self.system, self.answer_format, frame,
                                           show_frame=self.coords.startswith("absolute"), mark_prefix_end=True)
-        template = self.processor.chat_template or self.processor.tokenizer.chat_template
-        text = self.processor.apply_chat_template(messages, chat_template=template, tokenize=False,
-                                                  add_generation_prompt=True)
+        return messages, images, frame
+
+    def prompt_parts(self, inp: PolicyInput) -> tuple[str, str, list[Image.Image], Frame]:
+        """The chat-templated prompt of one input in its two parts (the shared prefix up to the
+        screenshot, the memory suffix after it), its images in order (the screenshot first) and its
+        coordinate frame. A template that fails on it is a DataError naming ``chat_template``."""
+        messages, images, frame = self._chat(inp)
+        try:
+            text = self.processor.apply_chat_template(messages, chat_template=self._template(), tokenize=False,
+                                                      add_generation_prompt=True)
+        except (jinja2.TemplateError, ArithmeticError, LookupError, TypeError, ValueError, RecursionError) as err:
+            raise DataError("chat_template", f"does not render this step: {type(err).__name__}: {str(err)[:200]}",
+                            self._where) from err
         prefix, suffix = split_at_prefix_end(text)
         return prefix, suffix, images, frame
 

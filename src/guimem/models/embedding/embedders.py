@@ -49,6 +49,7 @@ import numpy as np
 from PIL import Image
 
 from guimem.core.data import DataError
+from guimem.models.hf_checkpoint import load_model, load_part
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -219,8 +220,9 @@ class HFImageEmbedder:
             raise DataError("image_embedder", f"expected a local model folder for 'hf:', got {path!r}")
         self.name, self.batch_size, self.device = f"hf:{Path(path).name}", batch_size, device
         self.version = 2  # of the numerics (2: always EMBED_THREADS); part of the cache namespace
-        self.processor = AutoImageProcessor.from_pretrained(path, local_files_only=True)
-        self.model = AutoModel.from_pretrained(path, local_files_only=True).eval().to(device)
+        # the folder checked, its code never run, its weights matched to its config (hf_checkpoint)
+        self.processor = load_part(AutoImageProcessor, Path(path), "image_embedder")
+        self.model = load_model(AutoModel, Path(path), "image_embedder").eval().to(device)
         self.dim = int(self._forward([Image.new("RGB", (64, 128), "white")]).shape[1])
 
     def _forward(self, images: Sequence[Image.Image]) -> np.ndarray:
