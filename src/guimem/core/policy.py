@@ -32,6 +32,12 @@ class PolicyInput:
     history: tuple[Action, ...] = ()  # earlier actions of this episode, oldest first
     memory_text: str | None = None  # retrieved experience rendered as text
     memory_image: Image.Image | None = None  # the same experience rendered as an image
+    history_screens: tuple[tuple[UIElement, ...], ...] = ()  # the UI tree each history action was taken on
+    # (aligned with ``history``; empty when not known): what it touched, and whether the screen changed after it
+
+    def __post_init__(self) -> None:
+        if self.history_screens and len(self.history_screens) != len(self.history):
+            raise ValueError(f"history_screens: {len(self.history_screens)} screens for {len(self.history)} actions")
 
     @property
     def modality(self) -> Modality:
@@ -43,7 +49,8 @@ class PolicyInput:
         """The same input with only the memory of ``modality`` kept (the other dropped)."""
         keep_t, keep_i = modality in ("text", "both"), modality in ("image", "both")
         return PolicyInput(self.screenshot, self.elements, self.goal, self.history,
-                           self.memory_text if keep_t else None, self.memory_image if keep_i else None)
+                           self.memory_text if keep_t else None, self.memory_image if keep_i else None,
+                           self.history_screens)
 
 
 @dataclass(frozen=True)

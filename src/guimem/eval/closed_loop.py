@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from guimem.core.data import Action, DataError, as_object, get_field, nested_field
+from guimem.core.data import Action, DataError, UIElement, as_object, get_field, nested_field
 from guimem.core.env import Env, Task, WorldObservation
 from guimem.core.io import read_jsonl, write_jsonl
 from guimem.core.policy import HISTORY_LEN, Modality, Policy, PolicyInput
@@ -123,6 +123,7 @@ class _Running:
     goal: str
     obs: WorldObservation
     history: list[Action] = field(default_factory=list)
+    screens: list[tuple[UIElement, ...]] = field(default_factory=list)  # the UI tree each history action was taken on
     steps: list[TraceStep] = field(default_factory=list)
     ended: str | None = None
     success: bool = False
@@ -174,10 +175,13 @@ class LoopStats:
             setattr(self, f, getattr(self, f) + getattr(other, f))
 
 
-def input_key(obs: WorldObservation, goal: str, history: Sequence[Action], history_len: int) -> tuple:
+def input_key(obs: WorldObservation, goal: str, history: Sequence[Action], history_len: int,
+              screens: Sequence[tuple[UIElement, ...]] = ()) -> tuple:
     """Everything the actor reads at one step, as a hashable key: goal, screen (pixels and UI
-    tree) and the visible history; the memory shown follows from goal and screen."""
-    return (goal, obs.key, obs.elements, tuple(history[-history_len:]) if history_len else ())
+    tree) and the visible history (its actions and the trees they were taken on); the memory shown
+    follows from goal and screen."""
+    recent = slice(-history_len, None) if history_len else slice(0, 0)
+    return (goal, obs.key, obs.elements, tuple(history[recent]), tuple(screens[recent]))
 
 
 def run_closed_loop(make_env: Callable[[], Env], tasks: Sequence[Replay], policy: Policy,
@@ -219,14 +223,16 @@ def run_closed_loop(make_env: Callable[[], Env], tasks: Sequence[Replay], policy
             active = [r for r in running if r.ended is None]
             if not active:
                 break
-            keys = [input_key(r.obs, r.goal, r.history, history_len) if memo else i for i, r in enumerate(active)]
+            keys = [input_key(r.obs, r.goal, r.history, history_len, r.screens) if memo else i
+                    for i, r in enumerate(active)]
             reader.prepare((r.obs, r.goal) for r in active)
             reads = [reader.read(r.obs, r.goal) for r in active]
             new: dict[Any, PolicyInput] = {}
             for key, r, (text, image, _) in zip(keys, active, reads):
                 if key not in answers and key not in new:
-                    new[key] = PolicyInput(r.obs.image, r.obs.elements, r.goal,
-                                           tuple(r.history[-history_len:]) if history_len else (), text, image)
+                    recent = slice(-history_len, None) if history_len else slice(0, 0)
+                    new[key] = PolicyInput(r.obs.image, r.obs.elements, r.goal, tuple(r.history[recent]), text, image,
+                                           tuple(r.screens[recent]))
             if new:
                 outputs = policy.act(list(new.values()))
                 answers.update(zip(new, ((out.action, out.info.get("modality") if trace_shown else None)
@@ -236,6 +242,7 @@ def run_closed_loop(make_env: Callable[[], Env], tasks: Sequence[Replay], policy
                 action, shown = answers[key]
                 r.steps.append(TraceStep(r.obs.key, action, ids, shown))
                 r.history.append(action)
+                r.screens.append(r.obs.elements)
                 r.obs, done, info = r.env.step(action)
                 counts.steps += 1
                 if done:

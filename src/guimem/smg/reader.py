@@ -14,6 +14,7 @@ memoises it by ``(goal, screen key)``. How the items look is the memory's style
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -100,7 +101,7 @@ class MemoryReader:
     def show(self, inp: PolicyInput, query: Any) -> PolicyInput:
         """``inp`` carrying what the memory retrieved for ``query`` and the input's goal."""
         text, image = self.render(self.retrieve(query, inp.goal))
-        return PolicyInput(inp.screenshot, inp.elements, inp.goal, inp.history, text, image)
+        return replace(inp, memory_text=text, memory_image=image)
 
     def prepare(self, items: Iterable[tuple[WorldObservation, str]]) -> None:
         """Embed, in one call, the screens of ``(observation, goal)`` pairs not read yet."""

@@ -24,7 +24,7 @@ from typing import Callable, Hashable, Mapping, Sequence
 
 import numpy as np
 
-from guimem.core.data import Action
+from guimem.core.data import Action, UIElement
 from guimem.core.policy import MODALITIES, Modality, Policy, PolicyInput
 from guimem.core.progress import progress_bar
 from guimem.eval.closed_loop import Replay, pick_tasks, replay_tasks
@@ -75,6 +75,7 @@ class _Live:
     teacher: Expert
     obs: object
     history: list[Action] = field(default_factory=list)
+    screens: list[tuple[UIElement, ...]] = field(default_factory=list)  # the UI tree each history action was taken on
     strayed: bool = False  # the actor has taken another action type than the expert's in this rollout
 
 
@@ -109,8 +110,9 @@ def dagger_examples(policy: Policy, rollouts: Sequence[Rollout], world_config: W
                         if lv.rollout.memory is not None and id(lv.rollout.memory.image_embedder) == embedder)
         inputs, shown = [], []
         for lv in live:
+            recent = slice(-max_history, None) if max_history else slice(0, 0)
             inp = PolicyInput(lv.obs.image, lv.obs.elements, lv.rollout.replay.task.goal,
-                              tuple(lv.history[-max_history:]) if max_history else ())
+                              tuple(lv.history[recent]), history_screens=tuple(lv.screens[recent]))
             if lv.rollout.memory is not None:
                 query = queries[id(lv.rollout.memory.image_embedder)][lv.obs.key]
                 inp = readers[id(lv.rollout.memory)].show(inp, query)
@@ -122,7 +124,7 @@ def dagger_examples(policy: Policy, rollouts: Sequence[Rollout], world_config: W
             label = lv.teacher.act(lv.world, rng)[0]
             stats.states += 1
             stats.disagreements += action.type != label.type
-            key = (lv.rollout.replay.task.goal, lv.obs.key, inp.history, lv.rollout.memory_kind)
+            key = (lv.rollout.replay.task.goal, lv.obs.key, inp.history, inp.history_screens, lv.rollout.memory_kind)
             if key not in seen:
                 seen.add(key)
                 examples.append(ActorExample(inp, label, lv.rollout.replay.episode, len(lv.history),
@@ -133,6 +135,7 @@ def dagger_examples(policy: Policy, rollouts: Sequence[Rollout], world_config: W
             if beta > 0.0 and rng.random() < beta:  # (no draw at 0: the actor-only rollouts stay as they were)
                 action = label
             lv.history.append(action)
+            lv.screens.append(lv.obs.elements)
             lv.obs, done, info = lv.world.step(action)
             if done:
                 stats.success += bool(info["success"])

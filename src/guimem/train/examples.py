@@ -13,7 +13,7 @@ own episode); held-out examples read what ``retrieval_eval`` rendered from the s
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Mapping, Sequence
 
@@ -48,12 +48,13 @@ def target_of(step: Step) -> Action:
 
 def episode_steps(episode: Episode, store_root: str | Path, max_history: int) -> list[tuple[PolicyInput, Action]]:
     """Every step of ``episode`` as a memory-less input (screen, tree, goal, the actions taken
-    before it) and its target (:func:`target_of`)."""
+    before it and the trees they were taken on) and its target (:func:`target_of`)."""
     out = []
     for i, step in enumerate(episode.steps):
-        history = tuple(s.action for s in episode.steps[max(0, i - max_history):i]) if max_history else ()
+        earlier = episode.steps[max(0, i - max_history):i] if max_history else ()
         screenshot = load_screenshot(store_root, step.screenshot)
-        out.append((PolicyInput(screenshot, step.elements, episode.goal, history), target_of(step)))
+        out.append((PolicyInput(screenshot, step.elements, episode.goal, tuple(s.action for s in earlier),
+                                history_screens=tuple(s.elements for s in earlier)), target_of(step)))
     return out
 
 
@@ -99,8 +100,8 @@ def examples_from_retrieval(episodes: Sequence[Episode], store_root: str | Path,
                 text, image_path = saved[kind][(episode.id, i)]
                 if image_path not in images:
                     images[image_path] = open_image(image_path)
-                out.append(ActorExample(PolicyInput(inp.screenshot, inp.elements, inp.goal, inp.history, text,
-                                                    images[image_path]), action, episode.id, i, kind))
+                out.append(ActorExample(replace(inp, memory_text=text, memory_image=images[image_path]), action,
+                                        episode.id, i, kind))
     return out
 
 

@@ -33,6 +33,7 @@ ACT_CONTEXT_SLOTS = 2  # the [ACT] token's context: the types of the last and th
 N_MATCH = 3  # per text: none, some or all of a label's words occur in it
 MEMORY_MATCH = 1 + N_MATCH ** 2  # memory-text codes: MEMORY_MATCH (word not in the goal), MEMORY_MATCH + 1 (in it)
 N_MATCH_CODES = MEMORY_MATCH + 2
+DONE_MATCH = N_MATCH_CODES  # goal-token codes, with done_match only: DONE_MATCH (word not in the history), + 1 (in it)
 
 # Pixel-match codes of an element's crop against each remembered crop of the memory image shown
 # (and of each remembered crop against the live elements): per crop slot, unlike / alike / the same.
@@ -43,11 +44,16 @@ IGNORE = -100  # label value for "this head has no target on this example"
 VOCAB_FILE = "vocab.json"
 
 
-def history_tokens() -> list[str]:
-    """The special tokens that spell an action history: types, 3x3 cells, directions, none."""
+EFFECT_TOKENS = ("[H:changed]", "[H:same]")
+"""Whether the screen's UI tree changed after a history action (``ActorConfig.history_effect``)."""
+
+
+def history_tokens(effect: bool = False) -> list[str]:
+    """The special tokens that spell an action history: types, 3x3 cells, directions, none, and
+    with ``effect`` whether the screen changed after each action."""
     kinds = [f"[H:{t}]" for t in ACTION_TYPES]
     cells = [f"[H:at_{r}_{c}]" for r in range(3) for c in range(3)]
-    return kinds + cells + [f"[H:{d}]" for d in DIRECTIONS] + ["[H:-]"]
+    return kinds + cells + [f"[H:{d}]" for d in DIRECTIONS] + ["[H:-]"] + (list(EFFECT_TOKENS) if effect else [])
 
 
 MAX_SIDE = 1 << 12  # pixels of a screen or memory image the actor reads: far beyond its 96 x 48
@@ -61,6 +67,7 @@ _INTEGERS: tuple[tuple[str, int, int], ...] = (
     ("memory_image_width", 1, MAX_SIDE), ("patch_size", 1, MAX_SIDE), ("max_elements", 1, MAX_TOKENS),
     ("max_element_words", 1, 1024), ("crop_size", 2, 1024), ("max_goal_tokens", 1, MAX_TOKENS),
     ("max_history", 0, MAX_TOKENS), ("max_memory_tokens", 1, MAX_TOKENS), ("max_span_tokens", 1, MAX_TOKENS),
+    ("history_words", 0, 64),
 )
 # (field, lo, hi, lo excluded) of the config's real numbers
 _NUMBERS: tuple[tuple[str, float, float, bool], ...] = (
@@ -69,7 +76,8 @@ _NUMBERS: tuple[tuple[str, float, float, bool], ...] = (
     ("type_loss_weight", 0.0, MAX_LOSS_WEIGHT, False), ("mimetic_init", -100.0, 100.0, False),
     ("word_init_scale", 0.0, 100.0, False),
 )
-_FLAGS = ("exact_match", "pixel_match", "role_channel", "act_context", "wide_type_head")
+_FLAGS = ("exact_match", "pixel_match", "role_channel", "act_context", "wide_type_head", "history_effect",
+          "done_match", "quoted_spans")
 
 
 def unique_names(names: Any, field: str, path: str | None = None) -> list[str]:
@@ -110,9 +118,13 @@ class ActorConfig(PretrainedConfig):
     max_element_words: int = 6  # words of an element's label (text, else accessibility description) kept
     crop_size: int = 16  # an element's pixels: its box cut out of the full-size screenshot, scaled to this square
     max_goal_tokens: int = 32  # goal truncated to this many tokens
-    max_history: int = HISTORY_LEN  # last actions shown (2 tokens each)
+    max_history: int = HISTORY_LEN  # last actions shown (2 tokens each, and what history_words and history_effect add)
+    history_words: int = 0  # words of what each history action touched (the element's label) or typed (0: none)
+    history_effect: bool = False  # each history action says whether the screen's UI tree changed after it
+    done_match: bool = False  # goal tokens flag whether their words occur in the history's words (what has been done)
     max_memory_tokens: int = 224  # memory text budget in tokens (covers the p95 SMG block of 3 items; longer ones are cut)
     max_span_tokens: int = 8  # longest text span the type head may decode
+    quoted_spans: bool = False  # a decoded span holds no quote mark: a quoted phrase, or words outside the quotes
     swipe_length: float = 0.3  # swipe distance (normalized screen units) from the pointed point
     app_names: list[str] | None = None  # classes of the open_app head, in order
     type_loss_weight: float = 1.0  # weight of the action-type cross-entropy
@@ -137,6 +149,11 @@ class ActorConfig(PretrainedConfig):
     def screen_grid(self) -> tuple[int, int]:
         """(rows, columns) of screen patches."""
         return self.screen_height // self.patch_size, self.screen_width // self.patch_size
+
+    @property
+    def history_width(self) -> int:
+        """Tokens of one history action at most: type, coarse argument, its words, its effect."""
+        return 2 + self.history_words + int(self.history_effect)
 
     @property
     def n_screen_patches(self) -> int:

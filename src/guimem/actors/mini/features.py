@@ -25,6 +25,8 @@ from guimem.actors.mini.config import (
     ACT_CONTEXT_SLOTS,
     DIRECTION_VECTORS,
     DIRECTIONS,
+    DONE_MATCH,
+    EFFECT_TOKENS,
     IGNORE,
     MEMORY_MATCH,
     N_MATCH,
@@ -63,7 +65,7 @@ class Features:
     element_crops: torch.Tensor  # [n_elements, 3*crop*crop] uint8
     screen_pixels: torch.Tensor  # [n_screen_patches, 3*p*p] uint8: the coarse view
     goal_ids: torch.Tensor  # [n_goal] long
-    history_ids: torch.Tensor  # [2 * n_history] long
+    history_ids: torch.Tensor  # [n_history_tokens] long: see :func:`history_ids`
     act_context: torch.Tensor  # [ACT_CONTEXT_SLOTS] long, see :func:`act_context_ids`
     memory_text_ids: torch.Tensor | None  # [n_memory_tokens] long
     memory_pixels: torch.Tensor | None  # [n_memory_patches, 3*p*p] uint8: the remembered screen
@@ -190,10 +192,26 @@ def act_context_ids(history: Sequence[Action]) -> torch.Tensor:
     return torch.tensor(ids, dtype=torch.long)
 
 
-def history_ids(history: Sequence[Action], vocab: Vocabulary, max_history: int) -> torch.Tensor:
-    """``[2 * min(len(history), max_history)]`` ids: per action its type and a coarse argument."""
+def what_it_did(action: Action, elements: Sequence[UIElement]) -> str:
+    """The words of what ``action`` acted on, on the screen it was taken on: the label of the
+    element a touch hit (its text, else its description), the text typed or answered, the app
+    opened; empty for anything else (and for a touch of an unlabelled element)."""
+    if action.type in ("tap", "long_press"):
+        target = target_element(action, elements)
+        return element_words(target) if target is not None else ""
+    return action.text or "" if action.type in ("type", "answer", "open_app") else ""
+
+
+def history_ids(inp: PolicyInput, vocab: Vocabulary, config: ActorConfig) -> torch.Tensor:
+    """``[n]`` ids of the last ``max_history`` actions, oldest first: per action its type and a coarse
+    argument (a 3x3 screen cell or a swipe's direction); with ``history_words`` the first words of
+    what it did (:func:`what_it_did`); with ``history_effect`` whether the UI tree changed after it
+    (the next action's tree, or the current one). The last two need ``inp.history_screens``."""
+    actions = list(inp.history)[-config.max_history:] if config.max_history else []
+    screens = list(inp.history_screens)[-len(actions):] if inp.history_screens and actions else []
+    after = screens[1:] + [tuple(inp.elements)]
     ids: list[int] = []
-    for a in list(history)[-max_history:] if max_history else []:
+    for k, a in enumerate(actions):
         if a.type == "swipe" and swipe_direction(a) != "none":
             arg = f"[H:{swipe_direction(a)}]"
         elif a.point is not None:
@@ -201,7 +219,19 @@ def history_ids(history: Sequence[Action], vocab: Vocabulary, max_history: int) 
         else:
             arg = "[H:-]"
         ids += [vocab.id(f"[H:{a.type}]"), vocab.id(arg)]
+        if config.history_words and screens:
+            ids += vocab.encode(what_it_did(a, screens[k]))[:config.history_words]
+        if config.history_effect and screens:
+            ids.append(vocab.id(EFFECT_TOKENS[0] if tuple(after[k]) != tuple(screens[k]) else EFFECT_TOKENS[1]))
     return torch.tensor(ids, dtype=torch.long)
+
+
+def done_match_ids(goal_ids: torch.Tensor, history: torch.Tensor, vocab: Vocabulary) -> torch.Tensor:
+    """``[n_goal]`` codes of the goal's words against the history's (``done_match``): 0 for
+    punctuation, else :data:`DONE_MATCH` plus whether the word occurs among what the history did —
+    what the task asked against what has been done, for the ``done`` decision."""
+    content = ~torch.isin(goal_ids, vocab.punctuation_ids)
+    return torch.where(content, DONE_MATCH + torch.isin(goal_ids, history).long(), 0)
 
 
 def featurise(inp: PolicyInput, vocab: Vocabulary, config: ActorConfig,
@@ -232,7 +262,7 @@ def featurise(inp: PolicyInput, vocab: Vocabulary, config: ActorConfig,
         element_crops=element_crops,
         screen_pixels=patcher(inp.screenshot, config.screen_height, config.screen_width, p),
         goal_ids=torch.tensor([vocab.id(t.word) for t in goal_tokens], dtype=torch.long),
-        history_ids=history_ids(inp.history, vocab, config.max_history),
+        history_ids=history_ids(inp, vocab, config),
         act_context=act_context_ids(inp.history),
         memory_text_ids=mem_text, memory_pixels=mem_pixels, memory_crops=mem_crops,
         pixel_alike=pixel_alike(element_crops, mem_crops) if mem_crops is not None else None, goal=inp.goal, goal_tokens=goal_tokens, elements=elements, memory_text_cut=cut)
@@ -319,6 +349,8 @@ def collate(features: Sequence[Features], modalities: Sequence[Modality], config
                 batch["input_ids"][i, sl] = t if t is not None else torch.tensor([act_id])
                 if seg == SEG_MEMORY_TEXT and config.exact_match:
                     batch["match_ids"][i, sl] = memory_match_ids(t, f.goal_ids, vocab)
+                if seg == SEG_GOAL and config.done_match:
+                    batch["match_ids"][i, sl] = done_match_ids(t, f.history_ids, vocab)
                 if seg != SEG_ACT:
                     batch["position_ids"][i, sl] = torch.arange(1, n + 1)
             at += n
@@ -502,16 +534,34 @@ def decode(out: ActorOutput, features: Sequence[Features], config: ActorConfig) 
     return actions
 
 
+QUOTES = frozenset({"'", '"', "\u2018", "\u2019", "\u201c", "\u201d"})
+"""Quote marks as goal tokens: a typed text is a quoted phrase or a name, never across a quote."""
+
+
+def valid_spans(f: Features, config: ActorConfig) -> torch.Tensor:
+    """``[n_goal, n_goal]`` bool: the goal spans (start, end) the type head may decode: start <= end,
+    at most ``max_span_tokens``; with ``quoted_spans``, none holding a quote mark (a quoted phrase's
+    words, or words outside every quote)."""
+    n = len(f.goal_tokens)
+    j, k = torch.meshgrid(torch.arange(n), torch.arange(n), indexing="ij")
+    valid = (k >= j) & (k - j < config.max_span_tokens)
+    if config.quoted_spans:
+        quotes = torch.cumsum(torch.tensor([0] + [t.word in QUOTES for t in f.goal_tokens]), 0)  # [n_goal + 1]
+        valid &= quotes[k + 1] == quotes[j]
+    return valid
+
+
 def _decode_span(out: ActorOutput, i: int, f: Features, config: ActorConfig) -> str:
-    """The best goal span (start <= end, at most ``max_span_tokens``) as the original goal text."""
+    """The best goal span (:func:`valid_spans`) as the original goal text."""
     n = len(f.goal_tokens)
     if n == 0:
         return ""
     start = out.span_start_logits[i, :n]  # [n_goal]
     end = out.span_end_logits[i, :n]
     score = start[:, None] + end[None, :]  # [n_goal, n_goal]
-    j, k = torch.meshgrid(torch.arange(n), torch.arange(n), indexing="ij")
-    valid = (k >= j) & (k - j < config.max_span_tokens)
+    valid = valid_spans(f, config)
+    if not valid.any():
+        return ""
     best = int(score.masked_fill(~valid, -float("inf")).flatten().argmax())
     return span_text(f.goal, f.goal_tokens, best // n, best % n)
 
@@ -561,9 +611,17 @@ def sample_decode(out: ActorOutput, features: Sequence[Features], config: ActorC
                 if n == 0:
                     drawn.append(Action(kind, text=""))
                     continue
-                j = draw(out.span_start_logits[i, :n], gen)
-                hi = min(n, j + config.max_span_tokens)
-                k = j + draw(out.span_end_logits[i, j:hi], gen)
+                if not config.quoted_spans:  # the valid ends of a start are j .. j + max_span_tokens - 1
+                    j = draw(out.span_start_logits[i, :n], gen)
+                    hi = min(n, j + config.max_span_tokens)
+                    k = j + draw(out.span_end_logits[i, j:hi], gen)
+                else:
+                    valid = valid_spans(f, config)  # [n_goal, n_goal]
+                    if not valid.any():
+                        drawn.append(Action(kind, text=""))
+                        continue
+                    j = draw(out.span_start_logits[i, :n].masked_fill(~valid.any(1), -float("inf")), gen)
+                    k = draw(out.span_end_logits[i, :n].masked_fill(~valid[j], -float("inf")), gen)
                 drawn.append(Action(kind, text=span_text(f.goal, f.goal_tokens, j, k)))
             elif kind == "open_app":
                 names = config.app_names

@@ -30,7 +30,10 @@ One prompt is one token sequence, in this order::
   embeddings the elements' cells use).
 * **Goal, memory text.** Word tokens (:mod:`guimem.models.tokenizer`) with 1-D positions; the
   memory text up to ``max_memory_tokens`` (a budget that covers the p95 memory block).
-* **History.** The last ``max_history`` actions, two tokens each: the type and a coarse argument.
+* **History.** The last ``max_history`` actions: the type and a coarse argument each, and where the
+  config asks, the words of what each touched or typed (``history_words``) and whether the screen
+  changed after it (``history_effect``); with ``done_match`` each goal word is flagged when the
+  history holds it (what the task asked against what has been done).
 * **Memory image** (:func:`guimem.smg.memories.image_layout`). The remembered screen — the top-1
   retrieved item's first screen with its actions marked where they were made — patched like the
   live screen and given the *live* grid's row and column embeddings, so a mark in the memory and
@@ -176,7 +179,7 @@ class PromptEmbedding(nn.Module):
         super().__init__()
         d, p, c = config.hidden_size, config.patch_size, config.crop_size
         rows, cols = config.screen_grid
-        text_len = max(config.max_goal_tokens, 2 * config.max_history, config.max_memory_tokens)
+        text_len = max(config.max_goal_tokens, config.history_width * config.max_history, config.max_memory_tokens)
         self.words = WordEmbedding(config.vocab_size, d, padding_idx=0)  # shared by text tokens and element labels
         self.patch = PatchProjection(3 * p * p, d, bias=False)
         self.crop = PatchProjection(3 * c * c, d, bias=False)  # element pixels and remembered crops
@@ -185,7 +188,7 @@ class PromptEmbedding(nn.Module):
         self.col = nn.Embedding(cols + 1, d, padding_idx=0)
         self.position = nn.Embedding(text_len + 1, d, padding_idx=0)  # 0 = no position
         self.segment = nn.Embedding(len(SEGMENTS), d, padding_idx=SEG_PAD)
-        self.match = nn.Embedding(N_MATCH_CODES, d, padding_idx=0)  # 0 = no code (or feature off)
+        self.match = nn.Embedding(N_MATCH_CODES + 2 * config.done_match, d, padding_idx=0)  # 0 = no code (or feature off)
         self.pixel_match = FactEmbedding(1 + MEMORY_CROPS * N_PIXEL_LEVELS, d, padding_idx=0)  # per crop slot and level
         self.role = FactEmbedding(N_ROLE_SPECIAL + len(config.widget_roles), d, padding_idx=0)  # 0 = not an element
         self.act_context = FactEmbedding(ACT_CONTEXT_SLOTS * (1 + len(ACTION_TYPES)), d)  # per slot: none + types

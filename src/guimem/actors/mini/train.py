@@ -142,9 +142,10 @@ def corpus_texts(examples: Iterable[ActorExample]) -> Iterable[str]:
 
 
 def build_vocabulary(examples: Sequence[ActorExample], min_count: int = TrainConfig.min_count,
-                     n_hash_buckets: int = TrainConfig.n_hash_buckets) -> Vocabulary:
-    """The word vocabulary of a training set, with the special and history tokens."""
-    return Vocabulary.build(corpus_texts(examples), extra_tokens=history_tokens(), min_count=min_count,
+                     n_hash_buckets: int = TrainConfig.n_hash_buckets, effect: bool = False) -> Vocabulary:
+    """The word vocabulary of a training set, with the special and history tokens (``effect``: the
+    screen-changed tokens too)."""
+    return Vocabulary.build(corpus_texts(examples), extra_tokens=history_tokens(effect), min_count=min_count,
                             n_hash_buckets=n_hash_buckets)
 
 
@@ -225,7 +226,8 @@ def train_actor(examples: Sequence[ActorExample], config: TrainConfig, seed: int
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
     if init is None:
-        vocab = build_vocabulary(examples, config.min_count, config.n_hash_buckets)
+        vocab = build_vocabulary(examples, config.min_count, config.n_hash_buckets,
+                                 effect=bool(dict(config.model).get("history_effect", False)))
         apps = sorted({ex.target.text for ex in examples if ex.target.type == "open_app" and ex.target.text})
         roles = sorted({role_key(el) for ex in examples for el in ex.input.elements})
         model_cfg = ActorConfig(**{**dict(config.model), "vocab_size": len(vocab), "app_names": apps,
