@@ -103,6 +103,7 @@ def dagger_examples(policy: Policy, rollouts: Sequence[Rollout], world_config: W
                if r.memory is not None}  # per screen embedder: each tick's new screens in one call
     examples: list[ActorExample] = []
     seen: set[tuple] = set()
+    reads_screens = bool(getattr(policy, "reads_history_screens", False))
     bar = progress_bar(total=len(live), desc="dagger rollouts", unit="ep", disable=not progress)
     while live:
         for embedder, vectors in queries.items():
@@ -124,7 +125,8 @@ def dagger_examples(policy: Policy, rollouts: Sequence[Rollout], world_config: W
             label = lv.teacher.act(lv.world, rng)[0]
             stats.states += 1
             stats.disagreements += action.type != label.type
-            key = (lv.rollout.replay.task.goal, lv.obs.key, inp.history, inp.history_screens, lv.rollout.memory_kind)
+            key = (lv.rollout.replay.task.goal, lv.obs.key, inp.history, lv.rollout.memory_kind,
+                   inp.history_screens if reads_screens else ())  # an example per input the policy tells apart
             if key not in seen:
                 seen.add(key)
                 examples.append(ActorExample(inp, label, lv.rollout.replay.episode, len(lv.history),

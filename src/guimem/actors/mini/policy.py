@@ -56,6 +56,12 @@ class MiniActor:
         self.patcher = ImagePatcher(max_cache=4096)
 
     @property
+    def reads_history_screens(self) -> bool:
+        """Whether its history reads the screens earlier actions were taken on (``history_words``,
+        ``history_effect``): two inputs alike but for those screens are then different inputs."""
+        return bool(self.config.history_words or self.config.history_effect)
+
+    @property
     def config(self) -> ActorConfig:
         return self.model.config
 
