@@ -41,7 +41,8 @@ MODEL = Group(ActorConfig, {
     "dropout": Number(lo=0.0, below=1.0), "max_memory_tokens": Number(integer=True, lo=1, hi=1 << 16),
     "max_history": COUNT, "mimetic_init": Number(lo=0.0, hi=100.0), "word_init_scale": Number(above=0.0, hi=1e3),
     "exact_match": Flag(), "pixel_match": Flag(), "role_channel": Flag(), "act_context": Flag(), "wide_type_head": Flag(),
-    "type_loss_weight": WEIGHT,
+    "type_loss_weight": WEIGHT, "history_words": Number(integer=True, lo=0, hi=64), "history_effect": Flag(),
+    "done_match": Flag(), "quoted_spans": Flag(),
 })
 TRAIN = Group(TrainConfig, {
     "epochs": INTEGER, "batch_size": BATCH, "lr": LEARNING_RATE, "weight_decay": Number(lo=0.0, hi=1e3),
