@@ -213,7 +213,7 @@ def test_text_rules_on_edges():
 # ----------------------------------------------------------------------------- config
 @pytest.mark.parametrize("kwargs, field", [
     ({"variant": "androidcontrol"}, "variant"),
-    ({"text_rule": "exact"}, "text_rule"),
+    ({"text_rule": "fuzzy"}, "text_rule"),
     ({"variant": "learngui"}, "screen_size_px"),
     ({"screen_size_px": (0, 100)}, "screen_size_px"),
     ({"screen_size_px": (100.0, 200)}, "screen_size_px"),
@@ -272,3 +272,27 @@ def test_sign_test_refuses_non_counts():
     for bad in (-1, 1.5, True, "3"):
         with pytest.raises(DataError, match="fixed"):
             paired_sign_test(bad, 2)
+
+
+# ----------------------------------------------------------------------------- element-exact
+ELEMENT = MatchConfig(variant="element")
+ROW = (UIElement("a", "button", "Mute", bounds=(0.0, 0.30, 1.0, 0.36), clickable=True),
+       UIElement("b", "button", "Vibrate", bounds=(0.0, 0.36, 1.0, 0.42), clickable=True))
+
+
+def test_element_exact_needs_the_element_the_true_tap_hit():
+    """Two list rows 0.06 apart: AITW counts a tap on the neighbouring row as right, this rule does not."""
+    on_mute, on_vibrate = tap(0.5, 0.33), tap(0.5, 0.39)
+    assert aitw(on_vibrate, on_mute, ROW)
+    assert not action_match(on_vibrate, on_mute, ROW, ELEMENT)
+    assert action_match(tap(0.9, 0.31), on_mute, ROW, ELEMENT)  # anywhere on the same element
+    assert not action_match(Action("long_press", point=(0.5, 0.33)), on_mute, ROW, ELEMENT)  # its own type
+    assert action_match(tap(0.55, 0.8), tap(0.5, 0.8), ROW, ELEMENT)  # no element hit: the distance rule
+
+
+def test_element_exact_text_app_and_swipe():
+    assert action_match(Action("type", text="  Milk "), Action("type", text="milk"), (), ELEMENT)
+    assert not action_match(Action("type", text="milk and"), Action("type", text="milk"), (), ELEMENT)
+    assert not action_match(Action("open_app", text="Shop"), Action("open_app", text="Notes"), (), ELEMENT)
+    assert action_match(swipe(0.5, 0.8, 0.5, 0.2), swipe(0.4, 0.9, 0.4, 0.5), (), ELEMENT)
+    assert not action_match(swipe(0.5, 0.2, 0.5, 0.8), swipe(0.4, 0.9, 0.4, 0.5), (), ELEMENT)

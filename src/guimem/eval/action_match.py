@@ -1,6 +1,6 @@
 """Step-level action scores: does a predicted action match the demonstrated one?
 
-Two published rule sets, chosen by :class:`MatchConfig`:
+Two published rule sets, and a stricter one of our own, chosen by :class:`MatchConfig`:
 
 **AITW** (Rawles et al., 2023, ``action_matching.py`` of Android in the Wild).
 A *touch* is a tap, a long press or a swipe; it has a touch point and a lift point.
@@ -36,7 +36,16 @@ A *touch* is a tap, a long press or a swipe; it has a touch point and a lift poi
   answer whose text matches under the text rule, ``token_f1`` where that rule is ``ignore``.
 - Every other type matches on the type alone.
 
-The text rule for ``type`` actions is a parameter of both variants: ``ignore`` (AITW's
+**Element-exact** (``element``; neither benchmark's): what a miniature world can score because its
+screens carry their UI tree. Types must match (a ``long_press`` is its own type); a tap or long
+press must hit the element the true one hit (:func:`guimem.core.describe.target_element` on the
+true step's elements; where the true touch hits none, the AITW distance rule decides); swipes
+match on direction; typed text must equal the true text up to case and surrounding spaces (the
+``contain`` rule's normalisation); an ``open_app`` must name the same app. The AITW tap rule
+counts a tap on a neighbouring element as right when it lands in the enlarged box or within 0.14:
+this rule does not.
+
+The text rule for ``type`` actions is a parameter of every variant: ``ignore`` (AITW's
 own), ``contain`` or ``token_f1`` (LearnGUI's own). Coordinates throughout are the data
 model's: normalized to [0, 1], origin top-left, x right, y down.
 """
@@ -51,15 +60,15 @@ from typing import Any, Literal, Sequence
 import numpy as np
 
 from guimem.core.data import Action, DataError, Point, UIElement
-from guimem.core.describe import swipe_direction
+from guimem.core.describe import swipe_direction, target_element
 
-Variant = Literal["aitw", "learngui"]
-TextRule = Literal["ignore", "contain", "token_f1"]
+Variant = Literal["aitw", "learngui", "element"]
+TextRule = Literal["ignore", "contain", "token_f1", "exact"]
 BoxYXHW = tuple[float, float, float, float]  # (top y, left x, height, width), normalized
 
-VARIANTS: tuple[Variant, ...] = ("aitw", "learngui")
-TEXT_RULES: tuple[TextRule, ...] = ("ignore", "contain", "token_f1")
-DEFAULT_TEXT_RULE: dict[Variant, TextRule] = {"aitw": "ignore", "learngui": "token_f1"}
+VARIANTS: tuple[Variant, ...] = ("aitw", "learngui", "element")
+TEXT_RULES: tuple[TextRule, ...] = ("ignore", "contain", "token_f1", "exact")
+DEFAULT_TEXT_RULE: dict[Variant, TextRule] = {"aitw": "ignore", "learngui": "token_f1", "element": "exact"}
 
 AITW_TAP_DISTANCE = 0.14  # two taps within this normalized distance match
 AITW_TAP_SWIPE_THRESHOLD = 0.04  # a touch whose lift is within this of its touch is a tap
@@ -161,10 +170,13 @@ def texts_match(pred: str | None, true: str | None, rule: TextRule) -> bool:
 
     ``ignore``: always. ``contain``: after lower-casing and collapsing whitespace, either
     text contains the other; two empty texts match, an empty one never matches a non-empty
-    one. ``token_f1``: token-set F1 >= 0.5.
+    one. ``token_f1``: token-set F1 >= 0.5. ``exact``: equal after lower-casing and collapsing
+    whitespace.
     """
     if rule == "ignore":
         return True
+    if rule == "exact":
+        return _normalize(pred) == _normalize(true)
     if rule == "contain":
         p, t = _normalize(pred), _normalize(true)
         if not p or not t:
@@ -245,11 +257,30 @@ def learngui_match(pred: Action, true: Action, config: MatchConfig) -> bool:
     return _non_touch_match(pred, true, config)
 
 
+# ----------------------------------------------------------------------------- element-exact
+def element_match(pred: Action, true: Action, elements: Sequence[UIElement], config: MatchConfig) -> bool:
+    """The element-exact rules (module docstring); ``elements`` are the UI elements of the true step's screen."""
+    if pred.type != true.type:
+        return False
+    if true.type in ("tap", "long_press"):
+        hit = target_element(true, elements)
+        if hit is None:
+            return distance(pred.point, true.point) <= AITW_TAP_DISTANCE
+        return target_element(pred, elements) == hit
+    if true.type == "swipe":
+        return swipe_direction(pred) == swipe_direction(true)
+    if true.type == "open_app":
+        return _same_app(pred, true)
+    return _non_touch_match(pred, true, config)
+
+
 # ----------------------------------------------------------------------------- scoring
 def action_match(pred: Action, true: Action, elements: Sequence[UIElement], config: MatchConfig) -> bool:
     """Whether ``pred`` matches ``true`` under ``config`` (elements: the true step's UI)."""
     if config.variant == "aitw":
         return aitw_match(pred, true, elements, config)
+    if config.variant == "element":
+        return element_match(pred, true, elements, config)
     return learngui_match(pred, true, config)
 
 
