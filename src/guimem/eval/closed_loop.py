@@ -207,6 +207,7 @@ def run_closed_loop(make_env: Callable[[], Env], tasks: Sequence[Replay], policy
     if vectors is None and memory is not None and modality != "none" and hasattr(memory, "image_embedder"):
         vectors = QueryVectors(memory.image_embedder)
     reader = MemoryReader(memory, modality, k, vectors)
+    reads_screens = bool(getattr(policy, "reads_history_screens", False))  # else the same input whatever the screens
     answers: dict[tuple, tuple[Action, str | None]] = {}  # input key -> the policy's action, the modality shown
     counts = LoopStats()
     n_vectors = len(vectors.vectors) if vectors is not None else 0
@@ -223,8 +224,8 @@ def run_closed_loop(make_env: Callable[[], Env], tasks: Sequence[Replay], policy
             active = [r for r in running if r.ended is None]
             if not active:
                 break
-            keys = [input_key(r.obs, r.goal, r.history, history_len, r.screens) if memo else i
-                    for i, r in enumerate(active)]
+            keys = [input_key(r.obs, r.goal, r.history, history_len, r.screens if reads_screens else ())
+                    if memo else i for i, r in enumerate(active)]
             reader.prepare((r.obs, r.goal) for r in active)
             reads = [reader.read(r.obs, r.goal) for r in active]
             new: dict[Any, PolicyInput] = {}

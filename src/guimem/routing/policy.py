@@ -73,6 +73,11 @@ class SwitchMemPolicy:
                 modalities[both[j]] = "image" if image else "text"
         return modalities, scores
 
+    @property
+    def reads_history_screens(self) -> bool:
+        """Whether the actor it routes for reads the screens of its history (a miniature's ``history_words``)."""
+        return bool(getattr(self.actor, "reads_history_screens", False))
+
     def act(self, inputs: Sequence[PolicyInput], output_hidden_states: bool = False) -> list[PolicyOutput]:
         """Route and answer every input; ``info`` carries ``modality`` and ``route_score``."""
         outputs: list[PolicyOutput] = []
