@@ -38,7 +38,6 @@ from guimem.actors.mini.features import (
     act_context_ids,
     cell_of,
     collate,
-    decode,
     element_words,
     featurise,
     match_ids,
@@ -50,6 +49,7 @@ from guimem.actors.mini.features import (
     targets_for,
     touched,
 )
+from guimem.actors.mini.decoding import decode
 from guimem.actors.mini.model import GuiActor, decision_facts
 from guimem.actors.mini.policy import MiniActor
 from guimem.actors.mini.tiny import TINY

@@ -10,7 +10,8 @@ from PIL import Image
 
 from actor_fixtures import BUTTONS
 from guimem.actors.mini.config import DONE_MATCH, EFFECT_TOKENS, ActorConfig
-from guimem.actors.mini.features import collate, featurise, history_ids, valid_spans
+from guimem.actors.mini.decoding import valid_spans
+from guimem.actors.mini.features import collate, featurise, history_ids
 from guimem.actors.mini.model import GuiActor
 from guimem.actors.mini.tiny import TINY
 from guimem.actors.mini.train import build_vocabulary

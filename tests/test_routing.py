@@ -12,7 +12,8 @@ import pytest
 import torch
 
 from actor_fixtures import BUTTONS, RULES, an_input, examples, tiny_actor
-from guimem.actors.mini.features import collate, decode, sample_decode
+from guimem.actors.mini.decoding import decode, sample_decode
+from guimem.actors.mini.features import collate
 from guimem.actors.mini.policy import MiniActor
 from guimem.core.data import DataError
 from guimem.routing.policy import SwitchMemPolicy

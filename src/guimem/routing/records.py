@@ -8,7 +8,7 @@ actor four times — no memory, text, image, both — and keeps
 * ``hits[rule][condition]``: whether its (greedy) action matches the demonstrated one under each
   step rule (``aitw``, ``learngui``);
 * ``sampled[rule][condition]``: for text and image, the share of ``n_samples`` actions drawn from
-  the actor (:func:`guimem.actors.mini.features.sample_decode`) that match — the *sampled action
+  the actor (:func:`guimem.actors.mini.decoding.sample_decode`) that match — the *sampled action
   preference* of SwitchMem is ``sampled[rule]["image"] - sampled[rule]["text"]``, and a step is
   *non-tied* where it is not zero. Both renderings draw with the same seed (:func:`step_seed`:
   common random numbers), so equal distributions give equal samples;

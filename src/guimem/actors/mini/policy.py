@@ -20,7 +20,8 @@ import torch
 import torch.nn.functional as F
 
 from guimem.actors.mini.config import SEG_MEMORY_CROP, SEG_MEMORY_IMAGE, SEG_MEMORY_TEXT, VOCAB_FILE, ActorConfig
-from guimem.actors.mini.features import Features, ImagePatcher, collate, decode, featurise, sample_decode
+from guimem.actors.mini.decoding import decode, sample_decode
+from guimem.actors.mini.features import Features, ImagePatcher, collate, featurise
 from guimem.actors.mini.model import GuiActor
 from guimem.core.data import DataError
 from guimem.core.io import (
