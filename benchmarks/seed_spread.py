@@ -1,6 +1,6 @@
 """How much the pipeline's headline numbers move with a seed: the spread every claim is read against.
 
-Two spreads, each run by the stages' own ``dvc.yaml`` commands (``params.yaml`` interpolated),
+Two spreads, each run by the stages' own ``dvc.yaml`` commands (their ``-y`` values read from ``params.yaml``),
 with every output written under a temporary folder and only the seed changed:
 
 - ``training`` (default): the stages from ``actor`` to ``routing_stats`` with each training seed, on
@@ -32,6 +32,7 @@ run again when ``dvc status`` finds those stages up to date: its numbers are the
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import statistics
@@ -71,13 +72,21 @@ def lookup(params: dict, dotted: str) -> Any:
 
 
 def stage_command(stage: str, seed: int, tmp: Path, params: dict, stages: tuple[str, ...]) -> list[str]:
-    """The stage's dvc.yaml command, interpolated, with its seed replaced and every path it writes
-    (and every ``data/<stage>`` path of the stages this spread reruns) moved under ``tmp``."""
+    """The stage's dvc.yaml command, each ``-y NAME TEMPLATE`` read from ``params`` into a ``-p``, with
+    its seed replaced and every path it writes (and every ``data/<stage>`` path of the stages this
+    spread reruns) moved under ``tmp``."""
     cmd = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"][stage]["cmd"]
-    cmd = re.sub(r"\$\{([^}]+)\}", lambda m: str(lookup(params, m.group(1))), cmd)
     args = shlex.split(cmd)
-    args[args.index("-m") + 3] = str(tmp / f"{stage}.ipynb")  # the executed notebook
     rerun = tuple(f"data/{s}" for s in stages)
+    for i, a in enumerate(args[:-2]):
+        if a == "-y":
+            whole = re.fullmatch(r"\{([\w.]+)\}", args[i + 2])
+            value = lookup(params, whole[1]) if whole else re.sub(
+                r"\{([\w.]+)\}", lambda m: str(lookup(params, m.group(1))), args[i + 2])
+            if isinstance(value, dict):  # a group (06's and 09's actor): a folder this spread reruns moves too
+                value = {k: str(tmp / v) if isinstance(v, str) and v.startswith(rerun) else v for k, v in value.items()}
+            args[i], args[i + 2] = "-p", json.dumps(value) if isinstance(value, (dict, list, bool)) else str(value)
+    args[args.index("-m") + 3] = str(tmp / f"{stage}.ipynb")  # the executed notebook
     for i, a in enumerate(args[:-2]):
         if a != "-p":
             continue
