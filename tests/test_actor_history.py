@@ -5,6 +5,7 @@ never runs across a quote. Off (the defaults), the history is the type and a 3x3
 
 from __future__ import annotations
 
+import pytest
 import torch
 from PIL import Image
 
@@ -15,7 +16,7 @@ from guimem.actors.mini.features import collate, featurise, history_ids
 from guimem.actors.mini.model import GuiActor
 from guimem.actors.mini.tiny import TINY
 from guimem.actors.mini.train import build_vocabulary
-from guimem.core.data import Action, UIElement
+from guimem.core.data import Action, DataError, UIElement
 from guimem.core.policy import PolicyInput
 from guimem.models.tokenizer import span_text
 from guimem.train.examples import ActorExample
@@ -55,8 +56,15 @@ def test_on_each_action_says_what_it_touched_or_typed_and_whether_the_screen_cha
         "[H:type]", "[H:-]", "see", "you", "[H:same]"]  # nothing changed on the screen
     same = an_input(screens=(BUTTONS, BUTTONS, (*BUTTONS, MUTED)))
     assert words(history_ids(same, v, config), v)[3] == EFFECT_TOKENS[1]
-    unknown = an_input(screens=())  # a caller that does not know the screens: the old history
-    assert words(history_ids(unknown, v, config), v) == words(history_ids(an_input(), v, ActorConfig(**TINY)), v)
+    unknown = an_input(screens=())  # a caller that does not pass the screens: refused, not a silently shorter history
+    with pytest.raises(DataError, match="history_screens"):
+        history_ids(unknown, v, config)
+    assert words(history_ids(unknown, v, ActorConfig(**TINY)), v)[:2] == ["[H:tap]", "[H:at_0_0]"]  # off: not needed
+
+
+def test_done_match_needs_history_words():
+    with pytest.raises(DataError, match="done_match"):
+        ActorConfig(**{**TINY, "done_match": True}).check()
 
 
 def test_done_match_marks_the_goal_words_the_history_did():

@@ -180,3 +180,60 @@ def test_a_load_that_always_overlaps_a_save_says_a_save_is_under_way(tmp_path, m
         read_whole(target, read, "test store")
     assert info.value.path == str(target) and len(calls) == 3
     assert read_whole(target, lambda f: (f / "a.txt").read_text()) == "v4"
+
+
+def test_a_file_system_without_locks_saves_and_leaves_no_lock_file(tmp_path, monkeypatch):
+    import errno
+    import fcntl
+
+    def no_locks(fd, op):
+        raise OSError(errno.ENOLCK, "No locks available")
+    monkeypatch.setattr(fcntl, "flock", no_locks)
+    from guimem.core.io import write_json
+    target = atomic_write_dir(tmp_path / "mem", lambda f: write_json(f / "a.json", {"v": 1}), "guimem.test")
+    assert sorted(p.name for p in target.iterdir()) == [".guimem-kind", "a.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mem"]
+
+
+def test_add_episodes_names_the_store_never_the_lock_file(tmp_path, store):  # noqa: F811
+    from guimem.core.store import add_episodes
+    world, eps, _ = as_episode_store(store)
+    images = {o.screenshot: (world / o.screenshot).read_bytes() for e in eps for o in e.observations}
+    with pytest.raises(DataError, match="no episode store here") as info:
+        add_episodes(eps, images, tmp_path / "nowhere" / "store")
+    assert info.value.path == str(tmp_path / "nowhere" / "store")
+
+
+def test_a_load_through_a_link_sees_the_saves_behind_it(tmp_path):
+    """The folder's version is read through a link to it: a swap behind the link is seen."""
+    real = atomic_write_dir(tmp_path / "real", lambda f: (f / "a.txt").write_text("v1"), "guimem.test")
+    (tmp_path / "link").symlink_to(real)
+    calls = []
+
+    def read(folder: Path) -> str:
+        calls.append(folder)
+        if len(calls) == 1:  # a save replaces the real folder while this read is under way
+            atomic_write_dir(real, lambda f: (f / "a.txt").write_text("v2"), "guimem.test")
+        return (folder / "a.txt").read_text()
+
+    assert read_whole(tmp_path / "link", read) == "v2" and len(calls) == 2
+
+
+def test_a_load_during_the_end_of_a_save_of_several_folders_is_read_again(tmp_path, monkeypatch):
+    """The journal of a save of several folders vanishes while a reader looks at it: no false
+    'remove it yourself', no raw OSError."""
+    from guimem.core.io import FolderWrite, atomic_write_dirs
+
+    def writer(text):
+        return lambda f: (f / "a.txt").write_text(text)
+    atomic_write_dirs([FolderWrite(tmp_path / n, writer("v1"), "guimem.test") for n in ("train", "test")])
+    (tmp_path / ".guimem-txn-abc.json").write_text("")  # reserved but empty: nothing committed
+    real_stat, calls = folders.os.stat, []
+
+    def vanishing_stat(path, *args, **kwargs):  # the saver removes the journal between listing and reading
+        if str(path).endswith(".guimem-txn-abc.json") and not calls:
+            calls.append(path)
+            Path(path).unlink()
+        return real_stat(path, *args, **kwargs)
+    monkeypatch.setattr(folders.os, "stat", vanishing_stat)
+    assert read_whole(tmp_path / "train", lambda f: (f / "a.txt").read_text()) == "v1" and calls

@@ -41,12 +41,14 @@ from guimem.core.io import (
     FolderWrite,
     atomic_write_dirs,
     check_number,
+    finish_transactions,
     json_text,
     read_json,
     read_jsonl,
     read_whole,
     readable_dir,
     saving,
+    unwritable,
     write_jsonl,
 )
 
@@ -309,8 +311,13 @@ def add_episodes(episodes: Sequence[Episode], images: Mapping[str, bytes | Image
     the same id with another app, goal, outcome, provenance, actions or screens' elements (the
     final one's included) is a DataError, and nothing is written. Returns the episodes of
     the store after the add, as stored."""
-    with saving(Path(root).parent):  # no other save of the store between this read and the write
-        return _add_episodes(episodes, images, Path(root))
+    readable_dir(root, "episode store")  # a missing store is said so before any lock is taken
+    try:
+        with saving(Path(root).parent):  # no other save of the store between this read and the write
+            finish_transactions(Path(root).parent)  # a set a crash committed is completed before it is read
+            return _add_episodes(episodes, images, Path(root))
+    except OSError as err:
+        raise unwritable(err, Path(root)) from err
 
 
 def _add_episodes(episodes: Sequence[Episode], images: Mapping[str, bytes | Image.Image], root: Path) -> list[Episode]:

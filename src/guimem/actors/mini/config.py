@@ -191,3 +191,5 @@ class ActorConfig(PretrainedConfig):
             raise DataError("max_elements", "must be >= 1")
         if self.crop_size < 2:
             raise DataError("crop_size", "must be >= 2")
+        if self.done_match and not self.history_words:
+            raise DataError("done_match", "matches the goal against the history's words: needs history_words > 0")

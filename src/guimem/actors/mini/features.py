@@ -205,7 +205,10 @@ def history_ids(inp: PolicyInput, vocab: Vocabulary, config: ActorConfig) -> tor
     what it did (:func:`what_it_did`); with ``history_effect`` whether the UI tree changed after it
     (the next action's tree, or the current one). The last two need ``inp.history_screens``."""
     actions = list(inp.history)[-config.max_history:] if config.max_history else []
-    screens = list(inp.history_screens)[-len(actions):] if inp.history_screens and actions else []
+    if actions and (config.history_words or config.history_effect) and not inp.history_screens:
+        raise DataError("history_screens", "this actor's history reads the screens its actions were taken on "
+                                           "(history_words, history_effect), and the input carries none")
+    screens = list(inp.history_screens)[-len(actions):] if actions else []
     after = screens[1:] + [tuple(inp.elements)]
     ids: list[int] = []
     for k, a in enumerate(actions):

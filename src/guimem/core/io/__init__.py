@@ -19,6 +19,7 @@ from guimem.core.io.folders import (
     FolderWrite,
     atomic_write_dir,
     atomic_write_dirs,
+    finish_transactions,
     folder_kind,
     read_whole,
     readable_dir,
@@ -44,6 +45,7 @@ from guimem.core.io.write import (
     atomic_write_text,
     json_text,
     saving,
+    unwritable,
     write_json,
     write_jsonl,
     write_metrics,
@@ -52,9 +54,10 @@ from guimem.core.io.write import (
 
 __all__ = [
     "MARKER", "MAX_JSON_DEPTH", "FolderWrite", "atomic_write_bytes", "atomic_write_dir", "atomic_write_dirs",
-    "atomic_write_text", "check_finite", "check_number", "check_safetensors", "file_inside", "folder_kind",
+    "atomic_write_text", "check_finite", "check_number", "check_safetensors", "file_inside", "finish_transactions",
+    "folder_kind",
     "json_depth", "json_text", "parse_json", "read_json", "read_jsonl", "read_npy", "read_text",
     "read_whole", "readable_dir",
-    "refuse_overlap", "relative_path", "safetensors_header", "saving", "write_json", "write_jsonl",
+    "refuse_overlap", "relative_path", "safetensors_header", "saving", "unwritable", "write_json", "write_jsonl",
     "write_metrics", "write_stage_results",
 ]

@@ -33,6 +33,7 @@ import fnmatch
 import os
 import re
 import shutil
+import stat
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -194,6 +195,10 @@ def _save_all(parent: Path, saves: list[FolderWrite]) -> list[Path]:
             try:
                 _fill(made[-1], s)
             except OSError as err:  # named as the save of the target, not of its temporary folder
+                elsewhere = err.filename is not None and not Path(err.filename).is_relative_to(parent)
+                if elsewhere:  # a file the writer read (a source screenshot): that file is at fault
+                    raise DataError("file", f"unreadable while saving {s.target} ({err.strerror or err})",
+                                    str(err.filename)) from err
                 raise unwritable(err, s.target).moved(made[-1], s.target) from err
             except UnwritableError as err:  # a file save inside the temporary folder
                 raise err.moved(made[-1], s.target) from err
@@ -302,13 +307,20 @@ def _journals(parent: Path) -> list[Path]:
 def _read_journal(journal: Path) -> list[tuple[str, str]]:
     """The (target, temporary folder) names a journal lists; a journal guimem did not write is a DataError."""
     where = str(journal)
-    if not journal.exists() and not journal.is_symlink():
+    try:
+        st = os.stat(journal, follow_symlinks=False)
+    except FileNotFoundError:
         return []  # completed and removed by its save since it was listed
-    if journal.is_symlink() or not journal.is_file():
+    if not stat.S_ISREG(st.st_mode):
         raise DataError("journal", "not a regular file; remove it yourself", where)
-    if journal.stat().st_size == 0:
+    if st.st_size == 0:
         return []  # a name reserved by a save that crashed before writing it: nothing was committed
-    data = read_json(journal)
+    try:
+        data = read_json(journal)
+    except DataError:
+        if not journal.exists():
+            return []  # removed by its save while it was read
+        raise
     if not isinstance(data, dict) or data.get("format") != JOURNAL_FORMAT or type(data.get("version")) is not int \
             or data.get("version") != 1 or not isinstance(data.get("swaps"), list):
         raise DataError("journal", f"not a {JOURNAL_FORMAT} journal of version 1; remove it yourself", where)
@@ -394,7 +406,7 @@ def _version(folder: Path) -> tuple[int, int, int] | None:
     """What tells one saved version of a folder from another: its device, inode and change time
     (a rename sets the change time, so a new folder that reuses a deleted one's inode differs)."""
     try:
-        st = os.stat(folder, follow_symlinks=False)
+        st = os.stat(folder)  # a link to a folder: the folder's own version
     except OSError:
         return None
     return st.st_dev, st.st_ino, st.st_ctime_ns
@@ -411,7 +423,7 @@ def read_whole(target: str | os.PathLike, read: Callable[[Path], T], what: str =
     for attempt in range(READ_ATTEMPTS):
         try:
             folder = readable_dir(target, what)
-        except DataError:
+        except (DataError, OSError):
             if attempt + 1 < READ_ATTEMPTS and _save_under_way(target):
                 time.sleep(0.002 * (attempt + 1))
                 continue
@@ -419,7 +431,7 @@ def read_whole(target: str | os.PathLike, read: Callable[[Path], T], what: str =
         before = _version(folder)
         try:
             result = read(folder)
-        except (DataError, OSError):
+        except Exception:  # a check that failed on files of two versions is no verdict on either
             if before is not None and _version(folder) == before and _still_found(target, folder):
                 raise  # nothing changed while it read: the folder itself is bad
         else:
@@ -434,7 +446,7 @@ def _still_found(target: Path, folder: Path) -> bool:
     """Whether :func:`readable_dir` still finds ``folder`` for ``target`` (not a newer committed save)."""
     try:
         return readable_dir(target) == folder
-    except DataError:
+    except (DataError, OSError):
         return False
 
 

@@ -101,7 +101,11 @@ def _lock_file(path: Path) -> int | None:
         except OSError as err:
             os.close(fd)
             if err.errno in (errno.ENOLCK, errno.EOPNOTSUPP, errno.EINVAL):
-                return None  # no locks here: saves are not serialised (docs/CONVENTIONS.md)
+                try:  # no locks here: saves are not serialised (docs/CONVENTIONS.md), and no file stays behind
+                    os.unlink(path)
+                except OSError:
+                    pass
+                return None
             raise
         held = os.fstat(fd)
         try:

@@ -28,6 +28,8 @@ from guimem.core.io import (
     read_npy,
     read_whole,
     readable_dir,
+    saving,
+    unwritable,
 )
 from guimem.core.store import FORMAT as STORE_KIND
 from guimem.core.store import SCREEN_PATH as STORE_SCREEN
@@ -74,14 +76,20 @@ def extend_memory(path: str | Path, episodes: Sequence[Episode], subgoals: Seque
 
     The episodes' screenshots must be in the episode store the memory reads
     (:func:`guimem.core.store.add_episodes` puts them there). Returns the memory's size before and
-    after (:func:`memory_size`)."""
-    memory = load_memory(path, image_embedder, text_embedder)
-    if memory.store_root is None:
-        raise DataError("store_root", "the saved memory names no episode store to read new screenshots from",
-                        str(Path(path) / MEMORY_FILE))
-    before = memory_size(memory)
-    memory.add(episodes, subgoals, memory.store_root)
-    memory.save(path)
+    after (:func:`memory_size`). No other save of the memory runs between its load and its save
+    (:func:`guimem.core.io.saving`): two extensions at once each keep the other's episodes."""
+    load_memory(path, image_embedder, text_embedder)  # a missing or bad memory is said so before any lock
+    try:
+        with saving(Path(path).parent):
+            memory = load_memory(path, image_embedder, text_embedder)
+            if memory.store_root is None:
+                raise DataError("store_root", "the saved memory names no episode store to read new screenshots "
+                                              "from", str(Path(path) / MEMORY_FILE))
+            before = memory_size(memory)
+            memory.add(episodes, subgoals, memory.store_root)
+            memory.save(path)
+    except OSError as err:
+        raise unwritable(err, Path(path)) from err
     return {"before": before, "after": memory_size(memory)}
 
 
