@@ -336,8 +336,8 @@ class Expert:
             return Action("impossible"), d
 
     def _act(self, world: World, rng: random.Random, p_launcher_tap: float, d: Decision) -> tuple[Action, Decision]:
-        if d.index == POPUP:
-            return (Action("back") if rng.random() < 0.3 else locate(world.layout, "btn:dismiss", rng)[0]), d
+        if d.index == POPUP:  # one action per state: the popup's own close button (back would do as well)
+            return locate(world.layout, "btn:dismiss", rng)[0], d
         if d.index == DONE:
             return Action("done"), d
         if d.index == OPEN:

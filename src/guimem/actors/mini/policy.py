@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 import torch
@@ -38,6 +38,9 @@ from guimem.models.tokenizer import Vocabulary
 ACTOR_KIND = "guimem.actor"
 CONFIG_FILE, WEIGHTS_FILE = "config.json", "model.safetensors"
 ACTOR_FILES = frozenset({CONFIG_FILE, WEIGHTS_FILE, VOCAB_FILE})
+CARD_JSON, CARD_README = "pretraining.json", "README.md"
+CARD_FILES = frozenset({CARD_JSON, CARD_README})
+"""The model card saved beside a pretrained actor (:mod:`guimem.train.pretrain`): for people, and as JSON."""
 
 
 class MiniActor:
@@ -126,12 +129,23 @@ class MiniActor:
         pooled = (h * mask).sum(1) / mask.sum(1).clamp(min=1.0)
         return pooled.float().numpy()
 
-    def save(self, path: str | os.PathLike) -> None:
-        """Write ``config.json``, ``model.safetensors`` and ``vocab.json`` to ``path``, atomically."""
+    def save(self, path: str | os.PathLike, card: Mapping[str, str] | None = None) -> None:
+        """Write ``config.json``, ``model.safetensors`` and ``vocab.json`` to ``path``, with the model
+        card's files (``card``: name -> text, names of :data:`CARD_FILES`), in one atomic save. The
+        card's files are the actor's own: a save without them removes an earlier card, which would
+        describe other weights."""
+        card = dict(card or {})
+        foreign = sorted(set(card) - CARD_FILES)
+        if foreign:
+            raise DataError("card", f"cannot save {foreign[0]!r:.60} as a model card; expected names of {sorted(CARD_FILES)}",
+                            str(path))
+
         def write(folder: Path) -> None:
             self.model.save_pretrained(folder)
             self.vocab.save(folder / VOCAB_FILE)
-        atomic_write_dir(Path(path), write, kind=ACTOR_KIND, owned=ACTOR_FILES)
+            for name, text in sorted(card.items()):
+                (folder / name).write_text(text, encoding="utf-8")
+        atomic_write_dir(Path(path), write, kind=ACTOR_KIND, owned=tuple(sorted(ACTOR_FILES | CARD_FILES)))
 
     @classmethod
     def load(cls, path: str | os.PathLike, batch_size: int = 64) -> "MiniActor":
