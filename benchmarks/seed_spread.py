@@ -3,31 +3,26 @@
 Two spreads, each run by the stages' own ``dvc.yaml`` commands (their ``-y`` values read from ``params.yaml``),
 with every output written under a temporary folder and only the seed changed:
 
-- ``training`` (default): the stages from ``actor`` to ``routing_stats`` with each training seed, on
-  the workspace's ``data/`` (run ``dvc repro`` first). The actor is trained on the CPU in float32;
-  another processor (or BLAS) rounds its last bits differently, training drifts apart, and every
-  number from the actor on moves: its step accuracies, the closed loop, the probes and SwitchMem.
-  This spread is the tolerance within which those results reproduce on other hardware (the README
-  states it; ``make verify`` reads it). The seed also draws the closed loop's sample of tasks and
-  the routers' folds, so the spread holds those too. About 32 minutes per seed on a 2-core AMD EPYC,
-  13 on a 2-core Intel Xeon. Five seeds by default: ``make verify`` reads each number against its
-  prediction interval from them (Student's t), and three seeds left those intervals very wide.
-  Writes ``benchmarks/results/seed_spread.json``.
-- ``world``: the ``world``, ``segmentation``, ``graph_build`` and ``retrieval_eval`` stages with
-  each master seed (``base.seed``): another phone (contents, layouts, themes, popups), other
-  demonstrations, other memories. Their numbers are exact for one world; this says how much
-  they belong to the world drawn. About 7 minutes per seed. Writes
-  ``benchmarks/results/seed_spread_world.json``.
+- ``world`` (default): every stage from ``world`` to ``routing_stats`` with each master seed
+  (``base.seed``), playing the committed actor (``pretrained/actor``): another phone (contents, layouts,
+  themes, popups), other demonstrations, other memories, another sample of closed-loop tasks and other
+  router folds. The actor is frozen, so this is what varies from run to run; ``make verify`` reads each
+  number against its prediction interval from these seeds (Student's t), and the README's findings
+  must hold at every one. Writes ``benchmarks/results/seed_spread_world.json``.
+- ``pretraining``: ``make pretrain`` with each pretraining seed (``pretrain.seed``; hours each), then the
+  stages from ``actor`` to ``routing_stats`` on the workspace's ``data/`` playing that actor: how much
+  the numbers belong to the one actor committed. Writes ``benchmarks/results/seed_spread_pretraining.json``
+  and each actor's model card beside it.
 
 Each file gives, per headline metric (the stages' ``metrics/<stage>.json``), its value at each
 seed, mean and population standard deviation; it is rewritten after every seed, so an
-interrupted run keeps what it measured. The seed the workspace ran with (``base.seed``) is not
-run again when ``dvc status`` finds those stages up to date: its numbers are the workspace's own
-``metrics/``, which the same commands wrote (``--rerun`` runs it anyway). Run::
+interrupted run keeps what it measured. The seed the workspace ran with is not run again when
+``dvc status`` finds those stages up to date: its numbers are the workspace's own ``metrics/``,
+which the same commands wrote (``--rerun`` runs it anyway). Run::
 
-    python benchmarks/seed_spread.py                  # training seeds 0 1 2 3 4
+    python benchmarks/seed_spread.py                  # world seeds 0 1 2
     python benchmarks/seed_spread.py --resume         # keep the seeds the file measured on this commit and machine
-    python benchmarks/seed_spread.py world 0 1 2      # master seeds 0 1 2
+    python benchmarks/seed_spread.py pretraining 0 1 2
 """
 
 from __future__ import annotations
@@ -50,16 +45,16 @@ from guimem.pipeline.verify import machine
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).parent / "results"
-SEEDS = (0, 1, 2, 3, 4)
+SEEDS = (0, 1, 2)
+LATER = ("actor", "closed_loop", "layer_analysis", "probe_router", "oracle_headroom", "routing_stats")
 MODES: dict[str, dict[str, Any]] = {
-    "training": {"stages": ("actor", "closed_loop", "layer_analysis", "probe_router", "oracle_headroom",
-                            "routing_stats"),
-                 "out": RESULTS / "seed_spread.json",
-                 "what": "headline metrics of the actor and every stage after it (closed loop, probes, SwitchMem), "
-                         "trained and played with each seed (same world, memories and retrieval)"},
-    "world": {"stages": ("world", "segmentation", "graph_build", "retrieval_eval"),
-              "out": RESULTS / "seed_spread_world.json",
-              "what": "world, segmentation, memory and retrieval headline metrics, each master seed its own world"},
+    "world": {"stages": ("world", "segmentation", "graph_build", "retrieval_eval", *LATER),
+              "out": RESULTS / "seed_spread_world.json", "seed": "base.seed",
+              "what": "headline metrics of every stage from world to routing_stats, each master seed its own world, "
+                      "memories and retrievals, the committed actor playing"},
+    "pretraining": {"stages": LATER, "out": RESULTS / "seed_spread_pretraining.json", "seed": "pretrain.seed",
+                    "what": "headline metrics of the actor and every stage after it, each pretraining seed its own "
+                            "actor (make pretrain), on the workspace's world, memories and retrievals"},
 }
 REPORT_PREFIXES = ("figures", "plots", "metrics/", "results/")  # a stage's own report: always into the temp folder
 
@@ -71,10 +66,10 @@ def lookup(params: dict, dotted: str) -> Any:
     return node
 
 
-def stage_command(stage: str, seed: int, tmp: Path, params: dict, stages: tuple[str, ...]) -> list[str]:
+def stage_command(stage: str, seed: int | None, tmp: Path, params: dict, stages: tuple[str, ...]) -> list[str]:
     """The stage's dvc.yaml command, each ``-y NAME TEMPLATE`` read from ``params`` into a ``-p``, with
-    its seed replaced and every path it writes (and every ``data/<stage>`` path of the stages this
-    spread reruns) moved under ``tmp``."""
+    its seed replaced (None: kept) and every path it writes (and every ``data/<stage>`` path of the
+    stages this spread reruns) moved under ``tmp``."""
     cmd = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"][stage]["cmd"]
     args = shlex.split(cmd)
     rerun = tuple(f"data/{s}" for s in stages)
@@ -91,11 +86,28 @@ def stage_command(stage: str, seed: int, tmp: Path, params: dict, stages: tuple[
         if a != "-p":
             continue
         name, value = args[i + 1], args[i + 2]
-        if name == "seed":
+        if name == "seed" and seed is not None:
             args[i + 2] = str(seed)
         elif value.startswith(REPORT_PREFIXES) or value.startswith(rerun):
             args[i + 2] = str(tmp / value)
     return [sys.executable if args[0] == "python" else args[0]] + args[1:]
+
+
+def pretrained(seed: int, tmp: Path, params: dict) -> dict:
+    """``make pretrain`` with pretraining seed ``seed`` into ``tmp/actor`` (its corpus under ``tmp``), its
+    model card kept beside the result file; ``params`` with that folder as the actor 04-09 play."""
+    edited = json.loads(json.dumps(params))
+    edited["pretrain"]["seed"] = seed
+    params_file = tmp / "params.yaml"
+    params_file.parent.mkdir(parents=True, exist_ok=True)
+    params_file.write_text(yaml.safe_dump(edited, sort_keys=False))
+    subprocess.run([sys.executable, "-m", "guimem.train.pretrain", "--params", str(params_file), "--out",
+                    str(tmp / "actor"), "--work", str(tmp / "corpus")], cwd=ROOT, check=True)
+    cards = RESULTS / "pretraining_cards"
+    cards.mkdir(exist_ok=True)
+    (cards / f"seed{seed}.json").write_text((tmp / "actor" / "pretraining.json").read_text())
+    edited["closed_loop"]["actor"]["actor_model"] = str(tmp / "actor")
+    return edited
 
 
 def write_summary(mode: str, runs: dict[int, dict[str, Any]], seconds: dict[int, float],
@@ -145,7 +157,7 @@ def measured(mode: str) -> tuple[dict[int, dict[str, Any]], dict[int, float], li
 def main(argv: list[str]) -> None:
     rerun, resume = "--rerun" in argv, "--resume" in argv
     argv = [a for a in argv if a not in ("--rerun", "--resume")]
-    mode = argv.pop(0) if argv and argv[0] in MODES else "training"
+    mode = argv.pop(0) if argv and argv[0] in MODES else "world"
     seeds = tuple(int(a) for a in argv) or SEEDS
     stages = MODES[mode]["stages"]
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
@@ -156,16 +168,19 @@ def main(argv: list[str]) -> None:
             if seed in runs:
                 print(f"== {mode} seed {seed}: measured on this commit and machine before (--resume)", flush=True)
                 continue
-            if not rerun and seed == params["base"]["seed"] and workspace_current(stages):
+            if not rerun and seed == lookup(params, MODES[mode]["seed"]) and workspace_current(stages):
                 print(f"== {mode} seed {seed}: the workspace's metrics/ (dvc status: up to date)", flush=True)
                 metrics, seconds[seed] = ROOT / "metrics", 0.0
                 reused.append(seed)
             else:
                 tmp = Path(root) / f"seed{seed}"
                 t0 = time.perf_counter()
+                run_params, stage_seed = params, seed
+                if mode == "pretraining":  # this seed's actor, on the workspace's world
+                    run_params, stage_seed = pretrained(seed, tmp, params), None
                 for stage in stages:
                     print(f"== {mode} seed {seed}: {stage}", flush=True)
-                    subprocess.run(stage_command(stage, seed, tmp, params, stages), cwd=ROOT, check=True)
+                    subprocess.run(stage_command(stage, stage_seed, tmp, run_params, stages), cwd=ROOT, check=True)
                 seconds[seed] = round(time.perf_counter() - t0, 1)
                 metrics = tmp / "metrics"
             runs[seed] = {f"{s}.{k}": v for s in stages for k, v in read_json(metrics / f"{s}.json").items()}

@@ -1,170 +1,86 @@
 # %% [markdown]
-# # 04 · Actor: a miniature multimodal agent that reads its memory as text or as an image
+# # 04 · Actor: meet the frozen actor, and how it reads its memory as text or as an image
 #
-# **What this stage does.** It trains, by behaviour cloning on the expert's actions at every
-# state of the training demonstrations and then by DAgger on its own rollouts, a small
-# transformer that acts on the phone: it sees the current screenshot (as patches), the
-# goal and its last few actions (as tokens) and, optionally, the experience a memory retrieved
-# for this screen, **as a text block, as an image, as both, or not at all**, and it answers with
-# an action (type, screen point, swipe direction, text to type, app to open). After this stage
-# the actor is frozen; nothing downstream changes its weights.
+# **What this stage does.** It loads the frozen actor every later stage plays — a small multimodal
+# transformer that sees the current screenshot (as elements and patches), the goal, what its last
+# few actions touched or typed and whether the screen changed, and, optionally, the experience a
+# memory retrieved for this screen **as a text block, as an image, as both, or not at all**, and
+# answers with an action (type, screen point, swipe direction, text to type, app to open). It
+# reports what the actor can do without experience, and how it reads each rendering of experience
+# on the held-out steps of the evaluation phone. Nothing here changes the actor's weights.
 #
-# **Why.** The SMG paper and SwitchMem both need an actor that *uses* retrieved experience,
-# and SwitchMem studies *how* a frozen actor uses the same experience shown as text versus as
-# an image, through its hidden states at the final prompt token. A large VLM does not fit a
-# laptop pipeline, so this one is trained here in minutes, on the same memories the later
-# stages query, and it exposes the hidden state of every layer at its final token.
+# **Why.** Both papers study a *frozen, pretrained* actor (the SMG paper: Qwen3-VL-8B prompted with
+# the memory block; SwitchMem: Qwen3.5-9B, routed between text and image memory through its hidden
+# states at the final prompt token). Competence comes from pretraining; memory supplies what an
+# unfamiliar app demands. So this actor was pretrained once, on a corpus of its own on *training
+# phones only*, by `make pretrain` (`guimem.train.pretrain`, about an hour and a half on 2 cores),
+# and its weights are committed in `pretrained/actor/` with a model card. `dvc repro` never
+# trains it: on every machine the later stages play the same weights.
 #
-# **Reads** `data/world/{train,test}/` (and `data/world/memory/`'s manifest), `data/segmentation/train.jsonl`, `data/graph_build/`
-# (the memories, to rebuild them without each training episode) and `data/retrieval_eval/`
-# (the experience each memory retrieved at every held-out step). **Writes** `data/actor/model/`
-# (`config.json`, `model.safetensors`, `vocab.json`: all that `05_closed_loop` reads), its
-# headline numbers to `metrics/actor.json`, every score behind them to `results/actor.json`,
-# the training curves to `plots/actor_training_curves.csv`, and
+# **Reads** `pretrained/actor/` (the actor: `config.json`, `model.safetensors`, `vocab.json`, and its
+# model card `pretraining.json`), `data/world/{train,test}/` and `data/retrieval_eval/` (the experience
+# each memory retrieved at every held-out step). **Writes** its headline numbers to
+# `metrics/actor.json`, every score behind them to `results/actor.json`, the pretraining curves (from
+# the model card) to `plots/actor_training_curves.csv`, and
 # `figures/actor_{training_curves,accuracy_by_condition,memory_effect,modality_contest}.png`.
 #
 # **Running it yourself.** `dvc repro` runs this notebook with the paths above. Opened in
 # JupyterLab (`make lab`), it reads the pipeline's `data/` and its defaults below write under
-# `scratch/`, so trying a parameter here never touches the pipeline's outputs (the stage takes
-# about 14 minutes on 2 cores; `max_train_episodes` and `training["epochs"]` shrink it). Saving the notebook
+# `scratch/`, so trying a parameter here never touches the pipeline's outputs. Saving the notebook
 # keeps only your edits to its cells (`git checkout notebooks/04_actor.py` undoes them).
 #
-# **Paper.** The actor of the SMG paper's main table (there: Qwen3-VL-8B prompted with the
-# memory block) and the frozen actor SwitchMem routes between text and image memory for —
-# here a 6-layer miniature trained in the pipeline.
+# **Paper.** The frozen actor of the SMG paper's main table and of SwitchMem — here a 6-layer
+# miniature, pretrained by this project (the papers' actors come pretrained from elsewhere).
 
 # %% tags=["parameters"]
-world_dir = "data/world"  # episode stores from 00_world (train/ to learn from, test/ to score on)
-subgoals_dir = "data/segmentation"  # subgoals from 01_segmentation (train.jsonl), to rebuild memories per fold
-memories_dir = "data/graph_build"  # the memories (and screen projection) from 02_graph_build
+world_dir = "data/world"  # episode stores from 00_world (train/: the training phones' tasks, for the floor; test/ to score on)
 retrieval_dir = "data/retrieval_eval"  # what each memory retrieved at every test step, from 03_retrieval_eval
-out_dir = "scratch/actor"  # the trained actor goes to <out_dir>/model (the pipeline: data/actor)
-image_embedder = "efficientnet_lite0"  # must be the embedder the memories were built with
-text_embedder = "minilm"  # must be the intent embedder the memories were built with
-seed = 0  # folds, modality draws, initialisation and batch order
-k_folds = 8  # training memories are rebuilt k times, each without one fold of the training tasks
-kinds_per_step = 1  # memory kinds (of smg, flat, action_graph, task_graph) drawn per training step
-model = {}  # the actor's shape: fields of ActorConfig (guimem.actors.mini.config); unset: its defaults
-training = {}  # behaviour cloning: fields of TrainConfig (guimem.actors.mini.train); unset: its defaults
-dagger_rounds = 1  # DAgger rounds after behaviour cloning: roll out, relabel with the expert, train on (0: none)
-dagger_tasks = 200  # training tasks rolled out per round (each in a fresh world seed, on its own variant)
-dagger_epochs = 2  # epochs over the aggregated examples per round
-dagger_max_steps = 20  # step budget of a rollout
-dagger_beta = 0.5  # DAgger's mixing: the share of a rollout's actions the expert carries out (0: the actor alone)
-max_train_episodes = 0  # size knob: learn from the first N training episodes only (0: all)
+actor_dir = "pretrained/actor"  # the frozen actor and its model card (made by `make pretrain`, committed)
+seed = 0  # the sample of held-out steps and the shuffled-image control
 max_eval_steps = 0  # held-out test steps scored per condition (a fixed random sample; 0: all)
-torch_threads = 2  # CPU threads for training (results are reproducible for a fixed count)
-cache_dir = ".cache/guimem/embeddings"  # content-hash embedding cache (not tracked)
+torch_threads = 1  # CPU threads for the actor (results are reproducible for a fixed count)
 figures_dir = "scratch/figures"  # where the figures go (the pipeline: figures)
-plots_dir = "scratch/plots"  # the data behind the training curves, CSV (the pipeline: plots, read by dvc.yaml's plots)
+plots_dir = "scratch/plots"  # the data behind the pretraining curves, CSV (the pipeline: plots, read by dvc.yaml's plots)
 metrics_path = "scratch/metrics/actor.json"  # headline numbers (the pipeline: metrics/actor.json)
 results_path = "scratch/results/actor.json"  # every score behind them (the pipeline: results/actor.json)
 
 # %%
-import dataclasses
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from guimem.actors.mini.config import ActorConfig
-from guimem.actors.mini.train import STRICT_MATCH, TrainConfig, majority_action, train_actor
-from guimem.core.data import group_by_episode
+from guimem.actors.mini.policy import CARD_JSON, MiniActor
+from guimem.actors.mini.train import STRICT_MATCH, majority_action
+from guimem.core.io import read_json
 from guimem.core.policy import MODALITIES
-from guimem.core.store import load_episodes, load_subgoals
+from guimem.core.store import load_episodes
 from guimem.eval.closed_loop import replay_world_config
-from guimem.models.embedding import embed_screenshots
 from guimem.pipeline.paths import enter_repo_root
 from guimem.pipeline.report import report
-from guimem.smg.memories import MEMORIES, count_tokens, load_memories, memory_embedders
-from guimem.train.dagger import run_dagger
-from guimem.train.examples import examples_from_retrieval, memory_names_target, sample_held_out
-from guimem.train.folds import build_kfold_examples, fold_memories, rebuild_from, validation_split
+from guimem.smg.memories import MEMORIES, count_tokens
+from guimem.train.examples import examples_from_retrieval, memory_names_target, sample_held_out, target_of
 from guimem.viz.plotting import MEMORY_LABELS, MODALITY_COLORS, figure_path, save_figure, write_plot_data
 
 # %% [markdown]
-# The training and held-out episodes, and the subgoals of the training ones:
+# ## The frozen actor and how it was made
+#
+# The model card beside the weights says how they were made: the command, the commit, the
+# pretraining seed, the corpus (training phones, never an evaluation phone; tasks drawn from the
+# training parameter combinations, so no held-out task of any world seed), the machine and the
+# time, and its accuracy on the tasks pretraining kept out of learning.
 
 # %%
 enter_repo_root()
+torch.manual_seed(seed)
 torch.set_num_threads(torch_threads)
-shape = ActorConfig(**model)  # the actor's shape: actor.model's fields over ActorConfig's defaults
-train_root, test_root = Path(world_dir) / "train", Path(world_dir) / "test"
-train = load_episodes(train_root, verify_images=False)  # validated by 00_world
-train = train[:max_train_episodes] if max_train_episodes else train
-test = load_episodes(test_root, verify_images=False)
-subgoals = group_by_episode(s for s in load_subgoals(Path(subgoals_dir) / "train.jsonl", store_root=train_root))
-print(f"{len(train)} training episodes ({sum(len(e.steps) for e in train)} steps), "
-      f"{len(test)} held-out episodes ({sum(len(e.steps) for e in test)} steps)")
+actor = MiniActor.load(actor_dir)
+card = read_json(Path(actor_dir) / CARD_JSON)
+shape = actor.config
+n_params = sum(p.numel() for p in actor.model.parameters())
+print((Path(actor_dir) / "README.md").read_text())
 
-# %% [markdown]
-# ## Training examples: memory that never holds the step's own task
-#
-# A demonstration step is shown together with experience retrieved for its screen. If that
-# experience came from a memory that contains the very same task — its own episode, or another
-# episode of the same goal on another variant — the actor would learn to copy its own future
-# from memory, and then meet nothing like it at test time, where memory holds other tasks only
-# (`memory_test_goal_overlap` is 0 in `00_world`). So the training episodes are split into
-# `k_folds` folds *by task* (every episode of one goal in one fold), and the steps of each fold
-# read memories rebuilt (same kind, same parameters as in `02_graph_build`) from the *other*
-# folds only: what a step can learn from its memory is what experience of other tasks teaches —
-# what a glyph does, what a word is called here, where a switch sits. And a memory is one
-# phone's experience: a step reads the other folds' episodes *on its own variant* only, as a
-# held-out step reads the memory of the evaluation phone. Experience of another variant would
-# show glyphs of another design under other words, and teach the actor that a remembered
-# picture says nothing about the screen in front of it. And it must be about as *dense* as the
-# evaluation phone's (240 episodes): the actor learns to follow a remembered picture only as far
-# as following it is right in training. So the training episodes run on a few phones, 150 each,
-# and `k_folds` is 8: a step's memory holds about 130 episodes of its phone's other tasks. Spread
-# over fifteen phones of 27 episodes (the setting before), the memory image showed the target of
-# a label-free touch step on 14% of training steps against 67% at test
-# (`benchmarks/memory_shows_target.py`), and behaviour cloning learned to leave it unread.
-# Each step gets `kinds_per_step` memory kinds drawn at random, so that one actor learns to
-# read all four: Subgoal-Graph, Subgoal-Flat, Action-Graph and Task-Graph. Which *modality*
-# it sees (none, text, image, both) is drawn again at every epoch. A share of the training
-# tasks (`training["validation_share"]` of the episodes, whole goals) is kept out of learning:
-# after every epoch the actor is scored on them, and the weights kept are those of the best epoch
-# there — tasks it did not learn, as the test's are, on the training variants, never on a test or
-# memory episode.
-
-# %%
-images, texts = memory_embedders(memories_dir, image_embedder, text_embedder, cache_dir)
-saved = load_memories(memories_dir, image_embedder, text_embedder, store_root=Path(world_dir) / "memory",
-                      cache_dir=cache_dir)  # their settings are what the training folds' memories copy
-queries = embed_screenshots(images, train_root, [s.screenshot for e in train for s in e.steps])
-rebuild = rebuild_from(saved, subgoals, train_root)  # a memory of a kind, with the saved one's settings
-folds = fold_memories(train, rebuild, MEMORIES, k_folds, seed)  # kept: DAgger's rollouts read them too
-examples = build_kfold_examples(train, train_root, rebuild, MEMORIES, k_folds, seed, kinds_per_step,
-                                shape.max_history, query_vectors=queries, folds=folds)
-config = TrainConfig(**training, model=model)
-learn, validate = validation_split(train, config.validation_share, seed)  # checkpoints are chosen on validate
-kept_out = {e.id for e in validate}
-selection = [ex for ex in examples if ex.episode_id in kept_out]
-examples = [ex for ex in examples if ex.episode_id not in kept_out]
-print(f"{len(examples)} training examples ({len(learn)} episodes), {len(selection)} validation examples "
-      f"({len(validate)} episodes); kinds:", {k: sum(ex.memory_kind == k for ex in examples) for k in MEMORIES})
-demonstrated = [ex.target for ex in examples]  # the floor's majority: the demonstrations' (DAgger adds its own)
-print("\nOne of them — goal:", examples[3].input.goal, "| demonstrated:", examples[3].target.describe())
-print(examples[3].input.memory_text)
-
-# %% [markdown]
-# ## Held-out examples: the experience retrieved at every test step
-#
-# For scoring, each held-out step (on an evaluation variant the actor never trained on) reads
-# the experience `03_retrieval_eval` retrieved for it from the memories of `02_graph_build` —
-# past experience of other tasks on that variant, as the later stages will see it. A fixed random sample of `max_eval_steps` steps is scored under every
-# condition: memory kind x modality (none, text, image, both).
-
-# %%
-held = sample_held_out(examples_from_retrieval(test, test_root, retrieval_dir, MEMORIES, shape.max_history),
-                       max_eval_steps, seed)
-steps = sorted({(ex.episode_id, ex.step) for ex in held})
-watch = [ex for ex in held if ex.memory_kind == "smg"][:200]  # scored after every epoch
-print(f"{len(steps)} held-out steps x {len(MEMORIES)} memories = {len(held)} examples")
-memory_cut = {kind: float(np.mean([count_tokens(ex.input.memory_text) > shape.max_memory_tokens
-                                   for ex in held if ex.memory_kind == kind])) for kind in MEMORIES}
-print("share of memory blocks longer than the actor's budget (cut):", {k: f"{v:.1%}" for k, v in memory_cut.items()})
 
 # %% [markdown]
 # ## The actor and its prompt
@@ -206,73 +122,57 @@ print("share of memory blocks longer than the actor's budget (cut):", {k: f"{v:.
 # touch lands on the chosen element's centre, and is still scored by the AITW rules on its
 # coordinates), a swipe direction, a span of the goal to type, and the app to open.
 
-# %%
-config = dataclasses.replace(config, max_eval_examples=len(watch))
-actor, history = train_actor(examples, config, seed, eval_examples=watch, select_examples=selection)
-n_params = sum(p.numel() for p in actor.model.parameters())
-print(f"{n_params:,} parameters")  # speed: benchmarks/bench_actor.py (timings would make this report differ run to run)
-bc_epochs = len(history.train_loss)
 
 # %% [markdown]
-# ## DAgger: the actor's own detours, relabelled by the expert
+# ## Held-out examples: the experience retrieved at every test step
 #
-# Behaviour cloning shows the actor only the states the demonstrator reached. Once it errs it is
-# somewhere no example showed it, and it does not find its way back. So, for `dagger_rounds`
-# rounds: the actor plays `dagger_tasks` training tasks itself (each in a fresh world seed, on
-# its own train variant, reading a memory built without its episode's fold, in a modality drawn
-# as in training), the expert — right from any state (`00_world`) — labels every state it
-# visits, and the actor trains on for `dagger_epochs` epochs over all examples so far. While it
-# plays, the expert carries out a `dagger_beta` share of the actions (DAgger's mixture policy,
-# Ross et al. 2011): left alone, this actor is lost within a few steps and most of the states it
-# visits are loops it has fallen into (a round of 200 rollouts ended 81 on the step budget, 80% of
-# its states with another action type than the expert's, and it lowered validation accuracy so far
-# that it was undone); with the expert taking every other step, the states labelled are its
-# detours from near the expert's path, the ones it must learn to leave. A round is kept only if it
-# holds the validation accuracy: its best epoch there is undone when it is *significantly* worse
-# than the weights it started from — it breaks more validation steps than it fixes, at p < 0.05 in
-# the exact sign test on those steps (`guimem.actors.mini.train.round_holds`). Comparing the two
-# scores alone let one step of 352 decide, and which actor the later stages play then followed the
-# last bits of a machine's arithmetic.
+# Each held-out step (on the evaluation phone, whose glyph designs and words pretraining never
+# showed) reads the experience `03_retrieval_eval` retrieved for it from the memories of
+# `02_graph_build` — past experience of other tasks on that phone, as the later stages will see
+# it. A fixed random sample of `max_eval_steps` steps is scored under every condition: memory
+# kind x modality (none, text, image, both).
 
 # %%
-def train_on(examples, r, actor):
-    """The actor trained on for ``dagger_epochs`` epochs over ``examples`` after round ``r`` (curve appended)."""
-    return train_actor(examples, dataclasses.replace(config, epochs=dagger_epochs), seed + 1 + r,
-                       eval_examples=watch, init=actor, history=history, select_examples=selection)[0]
+train_root, test_root = Path(world_dir) / "train", Path(world_dir) / "test"
+train = load_episodes(train_root, verify_images=False)  # validated by 00_world
+test = load_episodes(test_root, verify_images=False)
+held = sample_held_out(examples_from_retrieval(test, test_root, retrieval_dir, MEMORIES, shape.max_history),
+                       max_eval_steps, seed)
+steps = sorted({(ex.episode_id, ex.step) for ex in held})
+print(f"{len(steps)} held-out steps x {len(MEMORIES)} memories = {len(held)} examples")
+memory_cut = {kind: float(np.mean([count_tokens(ex.input.memory_text) > shape.max_memory_tokens
+                                   for ex in held if ex.memory_kind == kind])) for kind in MEMORIES}
+print("share of memory blocks longer than the actor's budget (cut):", {k: f"{v:.1%}" for k, v in memory_cut.items()})
 
 
-actor, examples, dagger = run_dagger(actor, examples, train_on, learn, folds,
-                                     replay_world_config(train_root, dagger_max_steps), dagger_rounds, dagger_tasks,
-                                     seed, config.modality_weights, shape.max_history, beta=dagger_beta)
-for r, stats in enumerate(dagger):
-    stats["kept_epoch"] = history.selected[r + 1] if history.selected else dagger_epochs  # 0: undone (see above)
-    stats["validation_test"] = history.round_tests[r] if history.round_tests else None  # fixed, broken, p
-    print(f"round {r + 1}: the actor succeeded on {stats['success']} of {stats['episodes']} rollouts; {stats['kept']} "
-          f"new examples ({stats['type_disagreement_rate']:.0%} of states: another action type than the expert's); "
-          + (f"kept its epoch {stats['kept_epoch']}" if stats["kept_epoch"] else "undone (validation did not hold)")
-          + (" | on validation it fixes {fixed} steps and breaks {broken} (sign test p = {p_value})".format(
-              **stats["validation_test"]) if stats["validation_test"] else ""))
-actor.save(Path(out_dir) / "model")
+# %% [markdown]
+# ## Pretraining, as the model card records it
+#
+# Behaviour cloning on the expert's action at every state of the corpus's demonstrations (each
+# step shown experience from memories of its own phone's *other* tasks, in a modality drawn anew
+# every epoch), then rounds of DAgger: the actor plays training tasks itself, the expert labels
+# every state it visits, and it trains on. The weights kept are those of the best epoch on the
+# validation tasks (whole tasks kept out of learning); a DAgger round is undone when it is
+# significantly worse there than the weights it started from.
 
 # %%
+history = card["history"]
+bc_epochs = history["behaviour_cloning_epochs"]
 fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.2))
-ep = np.arange(1, len(history.train_loss) + 1)
-a.plot(ep, history.train_loss, "o-", color="#333333")
-a.set(xlabel="epoch", ylabel="training loss (sum of heads)", title="Training loss")
+ep = np.arange(1, len(history["train_loss"]) + 1)
+a.plot(ep, history["train_loss"], "o-", color="#333333")
+a.set(xlabel="epoch", ylabel="training loss (sum of heads)", title="Pretraining loss")
 for ax in (a, b):
     if bc_epochs < len(ep):
         ax.axvline(bc_epochs + 0.5, color="#bbbbbb", lw=1, ls=":")  # DAgger from here on
-b.plot(ep, history.eval_step_accuracy, "o-", color=MODALITY_COLORS["both"], label="step accuracy (held-out test)")
-b.plot(ep, history.validation_step_accuracy, "^-", color="#333333", label="step accuracy (validation: selects)")
-b.plot(ep, history.eval_type_accuracy, "s--", color="#999999", label="type accuracy")
-b.set(xlabel="epoch", ylabel="share of steps", ylim=(0, 1), title="Step accuracy (modality drawn)")
+b.plot(ep, history["validation_step_accuracy"], "^-", color="#333333", label="validation step accuracy (selects)")
+b.set(xlabel="epoch", ylabel="share of steps", ylim=(0, 1), title="Validation (training phones, modality drawn)")
 b.legend()
 save_figure(fig, figure_path(figures_dir, "actor", "training_curves"))
 write_plot_data(plots_dir, "actor", "training_curves", [
-    {"epoch": int(e), "train_loss": round(loss, 4), "held_out_step_accuracy": round(step, 4),
-     "held_out_type_accuracy": round(kind, 4), "validation_step_accuracy": round(val, 4)}
-    for e, loss, step, kind, val in zip(ep, history.train_loss, history.eval_step_accuracy, history.eval_type_accuracy,
-                                        history.validation_step_accuracy)])
+    {"epoch": int(e), "train_loss": loss, "validation_step_accuracy": val}
+    for e, loss, val in zip(ep, history["train_loss"], history["validation_step_accuracy"])])
+
 
 # %% [markdown]
 # ## Does the actor beat a trivial policy, and does memory help it?
@@ -295,6 +195,7 @@ from guimem.smg.retrieval import read_results
 
 # %%
 world = replay_world_config(test_root)  # the world the held-out episodes ran in
+demonstrated = [target_of(step) for e in train for step in e.steps]  # the training phones' expert actions
 majority = majority_action(demonstrated, actor.config.screen_grid)
 by_kind = {kind: [ex for ex in held if ex.memory_kind == kind] for kind in MEMORIES}  # same steps, same order
 baseline = step_accuracy([majority] * len(steps), [ex.target for ex in by_kind["smg"]],
@@ -345,6 +246,31 @@ by_information = {g: {"steps": int((m & is_clean).sum()),
                   for g, m in {**info, "determined by goal and screen": determined}.items()}
 for g, r in by_information.items():
     print(f"{g:30s}{r['steps']:5d} clean steps: none {r['none']}, SMG text {r['smg_text']}, SMG image {r['smg_image']}")
+
+# %% [markdown]
+# ## Competence without experience
+#
+# What the frozen actor does with no memory, by three rules side by side: **element-exact** (a
+# touch on the element the expert touched, the exact text), the **AITW** rule the step scores above
+# use (a touch in the same enlarged box or within 0.14 of the point), and **LearnGUI**'s (a touch
+# within 14% of the screen's diagonal). Steps of clean demonstrations that the goal and the screen
+# determine are where a competent actor needs no experience; the noisy demonstrations' steps
+# (recoveries from a slip, a wander, a wrong final state) are reported apart.
+
+# %%
+from guimem.eval.action_match import ELEMENT_EXACT, MatchConfig
+
+rules = {"element": ELEMENT_EXACT, "aitw": STRICT_MATCH,
+         "learngui": MatchConfig(variant="learngui", screen_size_px=(world.image_width, 2 * world.image_width))}
+without = {name: step_table(actor, smg_examples, ["none"], rule)["none"] for name, rule in rules.items()}
+competence = {}
+for split, mask in {"clean, determined by goal and screen": determined, "clean": is_clean,
+                    "noisy episodes": ~is_clean}.items():
+    competence[split] = {"steps": int(mask.sum()),
+                         **{name: round(float(h.step[mask].mean()), 4) if mask.any() else None for name, h in without.items()},
+                         "type": round(float(without["element"].type[mask].mean()), 4) if mask.any() else None}
+    print(f"{split:38s}{competence[split]['steps']:5d} steps: " + ", ".join(
+        f"{k} {v}" for k, v in competence[split].items() if k != "steps"))
 
 # %%
 # left: the absolute level (shares from zero); right: each memory kind x modality minus no memory, on the
@@ -477,15 +403,10 @@ save_figure(fig, figure_path(figures_dir, "actor", "memory_effect"))
 
 # %%
 results = {
-    "train_examples": len(examples), "train_episodes": len(learn), "validation_episodes": len(validate),
-    "validation_examples": len(selection), "held_out_steps": len(steps),
-    "behaviour_cloning_epochs": bc_epochs, "dagger": dagger, "memory_text_cut_share": memory_cut,
+    "actor": {"folder": actor_dir, "parameters": n_params, "layers": shape.num_hidden_layers, "d_model": shape.hidden_size,
+              "pretraining": {k: card[k] for k in ("seed", "commit", "corpus", "validation", "machine", "seconds")}},
+    "held_out_steps": len(steps), "memory_text_cut_share": memory_cut, "competence_none": competence,
     "modality_contest": modality, "by_information_clean": by_information, "reading": reading,
-    "parameters": n_params, "layers": actor.config.num_hidden_layers, "d_model": actor.config.hidden_size,
-    "history": {"train_loss": [round(v, 4) for v in history.train_loss],
-                "held_out_step_accuracy": [round(v, 4) for v in history.eval_step_accuracy],
-                "validation_step_accuracy": [round(v, 4) for v in history.validation_step_accuracy],
-                "kept_epochs": history.selected},
     "majority_action": {"action": majority.describe(), "step_accuracy": round(baseline["step_accuracy"], 4)},
     "step_accuracy": {k: round(r["step_accuracy"], 4) for k, r in by_condition.items()},
     "type_accuracy": {k: round(r["type_accuracy"], 4) for k, r in by_condition.items()},
@@ -497,8 +418,10 @@ results = {
 }
 
 # %%
-headline = ["none", "smg/text", "smg/image", "smg/both"]  # the baseline memories' own: results["step_accuracy"]
-metrics = {"held_out_steps": len(steps), "majority_step_accuracy": results["majority_action"]["step_accuracy"]}
+headline = ["none", "smg/text", "smg/image"]  # the rest (smg/both, the baseline memories'): results["step_accuracy"]
+metrics = {"majority_step_accuracy": results["majority_action"]["step_accuracy"],
+           "element_accuracy_none_determined": competence["clean, determined by goal and screen"]["element"],
+           "type_accuracy_none_determined": competence["clean, determined by goal and screen"]["type"]}
 metrics |= {f"step_accuracy_{c.replace('/', '_')}": results["step_accuracy"][c] for c in headline}
 metrics |= {"smg_text_image_non_tied": round(o["non_tied_share"], 4), "smg_text_image_oracle_gain": round(o["oracle_gain"], 4)}
 metrics |= {k: round(reading[k], 4) for k in ("image_vs_none_agreement", "shuffled_image_drop",

@@ -41,7 +41,7 @@ max_tasks = 48  # size knob: replay N held-out tasks drawn at random by `seed` (
 memories = ["none", "flat", "action_graph", "task_graph", "smg"]  # memories compared ("none": no memory)
 modality = "text"  # how the retrieved memory is shown in closed loop: text, image or both
 k = 0  # anchors retrieved per query (nodes, Flat subgoals, Task trajectories); 0: each memory's own default
-history_len = 4  # earlier actions of the episode the actor sees (the pipeline: actor.model.max_history)
+history_len = 4  # earlier actions of the episode the actor sees (the pipeline: pretrain.model.max_history, the frozen miniature's own)
 max_steps = 20  # step budget per episode: no successful demonstration is longer than 15 steps (test: 11; median 6)
 batch_size = 0  # episodes played in lock-step (0: all of a memory's at once; fewer: less memory, more ticks)
 executor = {}  # where the episodes are played and the held-out steps scored (ExecutorSpec in guimem.core.executor: kind local or ray, address, workers, gpus_per_worker; a key left out: its default; traces and scores do not depend on it)
@@ -50,7 +50,7 @@ action_score_memory = "smg"  # whose memory the step-level score shows
 world_dir = "data/world"  # episode stores: 00_world's (test/ is replayed; memory/ holds the memories' screens) or 00_recorded's (data/recorded: scored step by step only, no environment to replay in)
 memories_dir = "data/graph_build"  # memories from 02_graph_build
 retrieval_dir = "data/retrieval_eval"  # per-step retrievals from 03_retrieval_eval (the step-level action score reuses them)
-actor = {}  # the frozen actor of 05-09 (ActorSpec in guimem.actors.loading: actor_model, a folder: the miniature's data/actor/model, the default, or a Hugging Face VLM checkpoint; batch_size, torch_threads, coords, answer_format, max_new_tokens; a key left out: its default)
+actor = {}  # the frozen actor of 05-09 (ActorSpec in guimem.actors.loading: actor_model, a folder: the pretrained miniature's pretrained/actor, the default, or a Hugging Face VLM checkpoint; batch_size, torch_threads, coords, answer_format, max_new_tokens; a key left out: its default)
 image_embedder = "efficientnet_lite0"  # must be the embedder the memories were built with
 text_embedder = "minilm"  # must be the intent embedder the memories were built with
 cache_dir = ".cache/guimem/embeddings"  # content-hash embedding cache (not tracked)
@@ -270,6 +270,45 @@ if closed_loop:
             f"{group} {c['successes']}/{c['episodes']} ({c['success_rate']:.1f}%)" for group, c in by_need[name].items()))
 
 # %% [markdown]
+# ## What experience is worth
+#
+# Two references on the same tasks and world seeds. **The training phones**: every replay played
+# on a phone pretraining showed (seed index *i* on the *i*-th training phone), with no memory —
+# what the frozen actor does where nothing is unfamiliar. The gap between it and the evaluation
+# phone without memory is what experience of this phone can recover. **The oracle memory**: each
+# replay reads a Subgoal-aware Memory Graph built from one clean expert demonstration of that very
+# task, on its phone, in its world seed, cut at the true subgoal boundaries (with the pipeline's SMG
+# settings): retrieval by the current screen returns the true next subgoal's own experience. It is
+# shown as text and as an image. How much of the gap each memory closes, against how much the
+# oracle closes, says what retrieval leaves on the table and what this actor can read at all.
+# Beside each: the share of episodes that end with `done` said while the task is not done.
+
+# %%
+from guimem.eval.figures import experience_worth_figure
+from guimem.eval.oracle import ORACLE, TRAINING_PHONES, on_training_phones, oracle_demonstrations, play_oracle, wrong_done
+from guimem.smg.memories import load_memories
+
+if closed_loop:
+    ceiling_plays = condition_plays(TRAINING_PHONES, None, "none", on_training_phones(replays, world_config.train_variants),
+                                    batch_size)
+    ceiling, _ = play_all(task, ceiling_plays, run_on, resumed)
+    demos = oracle_demonstrations(replays, world_config, Path(out_dir) / "oracle")
+    like = load_memories(memories_dir, image_embedder, text_embedder, store_root=Path(world_dir) / "memory",
+                         cache_dir=cache_dir, names=["smg"])["smg"]
+    oracle = [t for shown in ("text", "image") for t in play_oracle(
+        replays, demos, like, Path(out_dir) / "oracle", policy, world_config, shown, history_len, k or None)]
+    reference = success_table(ceiling + oracle)
+    worth = {TRAINING_PHONES: reference[TRAINING_PHONES], **{n: table[n] for n in memories},
+             **{f"{ORACLE}/{m}": reference[f"{ORACLE}/{m}"] for m in ("text", "image")}}
+    said_done = wrong_done(traces + ceiling + oracle)
+    for name, row in worth.items():
+        print(f"{MEMORY_LABELS.get(name, name):>16}: SR {row['mean']:5.1f} ± {row['std']:4.1f}  per seed "
+              f"{row['per_seed']}  done said in a wrong state in {said_done[name]:.0%} of episodes")
+    fig = experience_worth_figure(worth, memories, modality, MEMORY_LABELS)
+    save_figure(fig, figure_path(figures_dir, "closed_loop", "experience_worth"))
+    plt.close(fig)
+
+# %% [markdown]
 # ## Step-level action score by memory modality
 #
 # Single held-out demonstration steps, scored with the AITW rules (`guimem.eval.action_match`): the
@@ -318,6 +357,10 @@ if closed_loop:
         ended=ended, stalled_share={n: round(stalled[n], 4) for n in memories}, paired_vs_none=paired,
         holds_everywhere_share=round(share, 4), success_by_need=by_need)
     results, metrics = results | played, headline | metrics
+    results["experience_worth"] = {"success": worth, "wrong_done_share": {n: round(v, 4) for n, v in said_done.items()},
+                                   "training_phones": list(world_config.train_variants)}
+    metrics |= {"success_rate_training_phones": round(worth[TRAINING_PHONES]["mean"], 4),
+                "success_rate_oracle": round(worth[f"{ORACLE}/{modality}"]["mean"], 4)}
 else:
     results["closed_loop"] = f"skipped: {NO_ENVIRONMENT}"
 report(results_path, results, metrics_path, metrics)

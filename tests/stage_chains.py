@@ -2,8 +2,9 @@
 
 Two chains, on one tiny world (12 training and 3 test episodes, master seed :data:`SMOKE_SEED`):
 
-* :func:`build_actor_chain`: the world, its rule segmentation, 02_graph_build, 03_retrieval_eval and
-  04_actor, with ``params.yaml``'s sections on tiny sizes;
+* :func:`build_actor_chain`: the world, its rule segmentation, 02_graph_build, 03_retrieval_eval, a
+  tiny actor pretrained in ``pretrained/actor`` (:func:`pretrain_tiny`) and 04_actor, with
+  ``params.yaml``'s sections on tiny sizes;
 * :func:`build_switchmem_chain`: a copy of that, then 05_closed_loop and the four SwitchMem notebooks.
 
 Several test files read them (the actor's, the SwitchMem notebooks', the Hugging Face actor's, the
@@ -59,12 +60,27 @@ def embedders(tmp: Path) -> dict[str, str]:
 
 
 def actor_params(tmp: Path) -> dict[str, Any]:
-    """04_actor's parameters as dvc passes them (params.yaml's actor section), on tiny sizes."""
-    stage = params("actor")
-    tiny = dict(k_folds=2, torch_threads=1, dagger_tasks=6, dagger_epochs=1, dagger_max_steps=8,
-                model={**stage["model"], "hidden_size": 32, "num_hidden_layers": 6, "intermediate_size": 64},
-                training={**stage["training"], "epochs": 2})
-    return {**stage, **tiny, "seed": SMOKE_SEED, **embedders(tmp)}
+    """04_actor's parameters as dvc passes them (params.yaml's actor section; the actor: pretrained/actor)."""
+    return {**params("actor"), "seed": SMOKE_SEED}
+
+
+def pretrain_tiny(tmp: Path) -> dict[str, Any]:
+    """``make pretrain`` on tiny sizes into ``tmp/pretrained/actor``, the folder 04-09 read by default:
+    params.yaml's pretrain section on two phones of 6 episodes, a 32-wide actor, 2 epochs and one
+    DAgger round of 6 rollouts; the light embedders. Its model card."""
+    from guimem.phone.config import WorldConfig
+    from guimem.train.pretrain import MemorySettings, PretrainConfig, pretrain
+
+    section = params("pretrain")
+    config = PretrainConfig(**{**section, "seed": SMOKE_SEED, "phones": (0, 5), "episodes_per_phone": 6, "k_folds": 2,
+                               "model": {**section["model"], "hidden_size": 32, "intermediate_size": 64},
+                               "training": {**section["training"], "epochs": 2}, "dagger_rounds": 1,
+                               "dagger_tasks": 6, "dagger_epochs": 1, "dagger_max_steps": 8, "embed_workers": 1,
+                               "torch_threads": 1})
+    memory = MemorySettings.from_section({**params("graph_build"), "image_embedder": "pixels",
+                                          "text_embedder": "hashing", "pca_dim": 8})
+    return pretrain(config, WorldConfig.from_dict(params("world")["phone"]), memory, tmp / "pretrained" / "actor",
+                    tmp / "pretrain", cache_dir=tmp / "cache", progress=False, command="tests/stage_chains.py")
 
 
 def closed_loop_params(tmp: Path, actor: dict[str, Any] | None = None, **changed: Any) -> dict[str, Any]:
@@ -129,12 +145,14 @@ def run_switchmem_notebooks(tmp: Path, actor: dict[str, Any] | None = None,
 
 
 def build_actor_chain(tmp: Path) -> dict[str, Any]:
-    """A tiny world, segmented and turned into memories by 02/03, then the 04_actor notebook: its metrics."""
+    """A tiny world, segmented and turned into memories by 02/03, a tiny actor pretrained, then the
+    04_actor notebook: its metrics."""
     from nbsmoke import run_notebook, tiny_segmented_world
 
     tiny_segmented_world(tmp, n_train=12, n_test=3, seed=SMOKE_SEED)
     run_notebook("02_graph_build", tmp, pca_dim=8, tau_sweep=[0.9], theta_sweep=[0.9], **embedders(tmp))
     run_notebook("03_retrieval_eval", tmp, ks=[1], tau_sweep=[0.9], **embedders(tmp))
+    pretrain_tiny(tmp)
     return run_notebook("04_actor", tmp, **actor_params(tmp))
 
 

@@ -390,7 +390,7 @@ def test_the_actor_is_named_by_its_folder(tmp_path):
     assert by_folder == ActorSpec(MINI_ACTOR, str(folder)) and by_folder.miniature
     assert isinstance(load_actor(str(folder), ""), MiniActor)
     default = ActorSpec()
-    assert default.miniature and default.actor_dir == os.path.abspath("data/actor/model")
+    assert default.miniature and default.actor_dir == os.path.abspath("pretrained/actor")
     vlm = save_tiny_random_llava(str(tmp_path / "vlm"))
     assert not ActorSpec(vlm).miniature and ActorSpec(vlm).actor_model == vlm
 

@@ -245,23 +245,23 @@ def test_recorded_episodes_refuse_the_miniature_actor_before_anything_runs(stem,
     path = edited_params(tmp_path, "base", "episodes", "recorded")
     notebook = REPO / "notebooks" / f"{stem}.py"
     tiny_actor().save(tmp_path / "miniature")
-    for miniature in ("data/actor/model", str(tmp_path / "miniature")):  # the actor stage's folder, or any saved one
+    for miniature in ("pretrained/actor", str(tmp_path / "miniature")):  # the committed folder, or any saved one
         with pytest.raises(DataError) as err:
             check_parameters(notebook, *read_parameters([f"{path}:{section}"], [("actor.actor_model", miniature)]))
         assert err.value.field == "actor.actor_model" and "cannot read recorded steps" in err.value.message
     vlm = save_tiny_random_llava(str(tmp_path / "vlm"))
     check_parameters(notebook, *read_parameters([f"{path}:{section}"], [("actor.actor_model", vlm)]))
     world = edited_params(tmp_path, "base", "episodes", "world")
-    check_parameters(notebook, *read_parameters([f"{world}:{section}"], [("actor.actor_model", "data/actor/model")]))
+    check_parameters(notebook, *read_parameters([f"{world}:{section}"], [("actor.actor_model", "pretrained/actor")]))
 
 
-def test_the_miniature_is_not_trained_against_recorded_memories(tmp_path):
-    """04 reads the memories and retrievals 02 and 03 built; on recorded runs they are not the world's,
-    and it says so before it trains (a recorded run names 05-09 as targets, with a VLM folder)."""
+def test_the_miniature_is_not_met_on_recorded_steps(tmp_path):
+    """04 meets the miniature on the world's held-out steps; on recorded runs it says so before it
+    starts (a recorded run names 05-09 as targets, with a VLM folder)."""
     path = edited_params(tmp_path, "base", "episodes", "recorded")
     with pytest.raises(DataError) as err:
         check_parameters(REPO / "notebooks" / "04_actor.py", *read_parameters([f"{path}:actor"], []))
-    assert err.value.field == "memories_dir" and "base.episodes: recorded" in err.value.message
+    assert err.value.field == "world_dir" and "base.episodes: recorded" in err.value.message
     world = edited_params(tmp_path, "base", "episodes", "world")
     check_parameters(REPO / "notebooks" / "04_actor.py", *read_parameters([f"{world}:actor"], []))
 

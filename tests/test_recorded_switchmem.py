@@ -52,7 +52,7 @@ def test_dvc_exp_run_takes_switchmem_through_the_recorded_sample_with_a_vlm_fold
     run = subprocess.run([sys.executable, "-m", "dvc", "exp", "run", *[a for o in OVERRIDES for a in ("-S", o)],
                           *TARGETS], cwd=project, env=_env(), capture_output=True, text=True, timeout=1200, check=False)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    assert "Running stage 'actor'" not in run.stdout and not (project / "data" / "actor").exists()
+    assert "Running stage 'actor'" not in run.stdout and not (project / "reports" / "04_actor.ipynb").exists()
     assert not (project / "data" / "world").exists()  # the world is neither built nor read
 
     # 06: the recorded test steps, the recorded actions as the gold, the VLM's layers

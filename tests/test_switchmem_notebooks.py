@@ -28,8 +28,15 @@ def test_closed_loop_notebook(switchmem_chain):
     assert len(traces) == m["episodes"] and all(1 <= len(t.steps) <= 4 for t in traces)
     assert m["stalled_share"] == {n: round(v, 4) for n, v in stalled_share(traces, min_steps=5).items()}
     assert "| Subgoal-Graph |" in (tmp / "data" / "closed_loop" / "smg_table.md").read_text()
-    for what in ("smg_table", "action_scores"):
+    for what in ("smg_table", "action_scores", "experience_worth"):
         assert (tmp / "figures" / f"closed_loop_{what}.png").stat().st_size > 5_000
+    worth = m["experience_worth"]  # the same tasks and seeds on the training phones and with the oracle memory
+    assert set(worth["success"]) == {"training phones", *memories, "oracle/text", "oracle/image"}
+    assert all(r["episodes"] == 2 * 2 for r in worth["success"].values())
+    assert set(worth["wrong_done_share"]) == set(worth["success"])
+    assert all(0.0 <= v <= 1.0 for v in worth["wrong_done_share"].values())
+    oracle = load_episodes(tmp / "data" / "closed_loop" / "oracle", verify_images=False)
+    assert len(oracle) == 2 * 2 and all(e.provenance["demonstrator"] == "clean" for e in oracle)
 
 
 @pytest.mark.notebook

@@ -91,27 +91,12 @@ CASES = [
      "retrieval_eval.tau_sweep", PARAMS),
     ("retrieval_image_embedder_through_dvc", "retrieval_eval", ("graph_build", "image_embedder", "resnet"),
      "graph_build.image_embedder", PARAMS),
-    # 04_actor: TrainConfig, ActorConfig, the folds, and the ranges they do not check yet
-    ("actor_lr_zero", "actor", ("actor.training", "lr", "0"), "actor.training.lr", PARAMS),
-    ("actor_lr_negative", "actor", ("actor.training", "lr", "-0.003"), "actor.training.lr", PARAMS),
-    ("actor_epochs_zero", "actor", ("actor.training", "epochs", "0"), "actor.training.epochs", PARAMS),
-    ("actor_three_modality_weights", "actor", ("actor.training", "modality_weights", "[1.0, 1.0, 1.0]"),
-     "actor.training.modality_weights", PARAMS),
-    ("actor_modality_weights_all_zero", "actor", ("actor.training", "modality_weights", "[0, 0, 0, 0]"),
-     "actor.training.modality_weights", PARAMS),
-    ("actor_modality_weight_nan", "actor", ("actor.training", "modality_weights", "[1, .nan, 1, 1]"),
-     "actor.training.modality_weights", PARAMS),
-    ("actor_heads_do_not_divide_width", "actor", ("actor.model", "num_attention_heads", "3"),
-     "actor.model.num_attention_heads", PARAMS),
-    ("actor_one_fold", "actor", ("actor", "k_folds", "1"), "actor.k_folds", PARAMS),
-    ("actor_exact_match_the_string_yes", "actor", ("actor.model", "exact_match", '"yes"'), "actor.model.exact_match",
-     PARAMS),
-    ("actor_goal_dropout_above_one", "actor", ("actor.training", "goal_dropout", "1.5"), "actor.training.goal_dropout",
-     PARAMS),
-    ("actor_typo_in_the_model_group", "actor", ("actor.model", "hiden_size", "32"), "actor.model.hiden_size", PARAMS),
-    ("actor_grad_clip_not_a_knob", "actor", ("actor.training", "grad_clip", "1.0"), "actor.training.grad_clip", PARAMS),
+    # 04_actor: the frozen actor it meets, the sample of steps
     ("actor_no_torch_threads", "actor", ("actor", "torch_threads", "0"), "actor.torch_threads", PARAMS),
     ("actor_seed_a_float_through_dvc", "actor", ("base", "seed", "0.5"), "base.seed", PARAMS),
+    ("actor_max_eval_steps_negative", "actor", ("actor", "max_eval_steps", "-1"), "actor.max_eval_steps", PARAMS),
+    ("actor_dir_a_hugging_face_model", "actor", ("closed_loop.actor", "actor_model", "models/vlm"),
+     "closed_loop.actor.actor_model", PARAMS),
     # 05_closed_loop: memory and modality names, counts, the actor's answer conventions
     ("closed_loop_repeated_memory", "closed_loop", ("closed_loop", "memories", "[none, smg, smg]"),
      "closed_loop.memories", PARAMS),
@@ -142,8 +127,8 @@ CASES = [
      "closed_loop.actor.actor_model", PARAMS),
     ("layer_analysis_actor_coords_from_05", "layer_analysis", ("closed_loop.actor", "coords", "pixels"),
      "closed_loop.actor.coords", PARAMS),
-    ("closed_loop_history_a_float_through_dvc", "closed_loop", ("actor.model", "max_history", "2.5"),
-     "actor.model.max_history", PARAMS),
+    ("closed_loop_history_a_float_through_dvc", "closed_loop", ("pretrain.model", "max_history", "2.5"),
+     "pretrain.model.max_history", PARAMS),
 ]
 
 
@@ -154,6 +139,49 @@ def test_bad_parameter(case, stage, edit, field, file, tmp_path):
         check_parameters(*stage_inputs(stage, params))
     assert (err.value.field, err.value.path) == (field, str(params) if file == PARAMS else None)
     assert err.value.message.endswith("(passed with -p)") == (file is NO_FILE)
+
+
+# ----------------------------------------------------------------------------- make pretrain's section
+# (case id, (section, key, value as written in YAML), field named): read_settings refuses it, naming the file
+PRETRAIN_CASES = [
+    ("lr_zero", ("pretrain.training", "lr", "0"), "pretrain.training.lr"),
+    ("lr_negative", ("pretrain.training", "lr", "-0.003"), "pretrain.training.lr"),
+    ("epochs_zero", ("pretrain.training", "epochs", "0"), "pretrain.training.epochs"),
+    ("three_modality_weights", ("pretrain.training", "modality_weights", "[1.0, 1.0, 1.0]"),
+     "pretrain.training.modality_weights"),
+    ("modality_weights_all_zero", ("pretrain.training", "modality_weights", "[0, 0, 0, 0]"),
+     "pretrain.training.modality_weights"),
+    ("modality_weight_nan", ("pretrain.training", "modality_weights", "[1, .nan, 1, 1]"),
+     "pretrain.training.modality_weights"),
+    ("heads_do_not_divide_width", ("pretrain.model", "num_attention_heads", "3"), "pretrain.model.num_attention_heads"),
+    ("one_fold", ("pretrain", "k_folds", "1"), "pretrain.k_folds"),
+    ("exact_match_the_string_yes", ("pretrain.model", "exact_match", '"yes"'), "pretrain.model.exact_match"),
+    ("goal_dropout_above_one", ("pretrain.training", "goal_dropout", "1.5"), "pretrain.training.goal_dropout"),
+    ("typo_in_the_model_group", ("pretrain.model", "hiden_size", "32"), "pretrain.model.hiden_size"),
+    ("grad_clip_not_a_knob", ("pretrain.training", "grad_clip", "1.0"), "pretrain.training.grad_clip"),
+    ("no_torch_threads", ("pretrain", "torch_threads", "0"), "pretrain.torch_threads"),
+    ("seed_a_float", ("pretrain", "seed", "0.5"), "pretrain.seed"),
+    ("seed_negative", ("pretrain", "seed", "-1"), "pretrain.seed"),
+    ("phones_without_the_reference", ("pretrain", "phones", "[1, 2]"), "pretrain.phones"),
+    ("phones_twice", ("pretrain", "phones", "[0, 1, 1]"), "pretrain.phones"),
+    ("phones_the_evaluation_phone", ("pretrain", "phones", "[0, 1, 4]"), "pretrain.phones"),
+    ("beta_above_one", ("pretrain", "dagger_beta", "1.5"), "pretrain.dagger_beta"),
+    ("typo_episodes_per_phon", ("pretrain", "episodes_per_phon", "10"), "pretrain.episodes_per_phon"),
+    ("wide_head_rate_above_one", ("pretrain.training", "wide_lr_scale", "1000"), "pretrain.training.wide_lr_scale"),
+    ("done_match_without_history_words", ("pretrain.model", "history_words", "0"), "pretrain.model.done_match"),
+]
+
+
+@pytest.mark.parametrize("case, edit, field", PRETRAIN_CASES, ids=[c[0] for c in PRETRAIN_CASES])
+def test_bad_pretrain_parameter(case, edit, field, tmp_path):
+    from guimem.train.pretrain import main, read_settings
+
+    params = edited_params(tmp_path, *edit)
+    with pytest.raises(DataError) as err:
+        read_settings(params)
+    assert (err.value.field, err.value.path) == (field, str(params))
+    assert main(["--params", str(params), "--out", str(tmp_path / "actor"), "--work", str(tmp_path / "work")]) == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["params.yaml"]  # nothing written
 
 
 # ----------------------------------------------------------------------------- the command line, end to end

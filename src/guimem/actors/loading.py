@@ -1,7 +1,8 @@
 """Choosing the frozen actor by name: the miniature actor, or any Hugging Face VLM on disk.
 
-The pipeline names the actor by its folder (``closed_loop.actor.actor_model``): the actor stage's
-``data/actor/model`` (a saved miniature, known by the kind its save stamped on the folder) or a
+The pipeline names the actor by its folder (``closed_loop.actor.actor_model``): the pretrained
+miniature committed in ``pretrained/actor`` (made by ``make pretrain``; known by the kind its save
+stamped on the folder) or a
 Hugging Face checkpoint folder; DVC then tracks whichever it is, so the pipeline needs a folder.
 ``"mini"`` with ``actor_dir`` names the miniature too (a spelling for code and tests), and outside
 the pipeline a hub id already in the local cache names a Hugging Face VLM.
@@ -24,9 +25,9 @@ from guimem.core.resume import tree_digest
 
 MINI_ACTOR = "mini"
 """``actor_model`` value naming the miniature actor in ``actor_dir`` (a spelling for code and tests)."""
-MINIATURE_FOLDER = "data/actor/model"
-"""Where the ``actor`` stage saves the miniature: the default actor, named by its folder even before
-it exists (its load then says the folder is missing)."""
+MINIATURE_FOLDER = "pretrained/actor"
+"""Where ``make pretrain`` saves the miniature (committed): the default actor, named by its folder even
+where it is missing (its load then says so)."""
 
 
 def is_miniature(folder: str | os.PathLike) -> bool:
@@ -47,7 +48,7 @@ def load_actor(actor_model: str, actor_dir: str | os.PathLike, batch_size: int =
                max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS, device: str | None = None) -> Policy:
     """The frozen actor a closed-loop run plays with, chosen by ``actor_model`` (a params.yaml value).
 
-    ``"mini"``: the miniature actor saved by the ``actor`` stage in ``actor_dir``; a folder holding a
+    ``"mini"``: the miniature actor saved by ``make pretrain`` in ``actor_dir``; a folder holding a
     saved miniature: that one. Anything else is
     a Hugging Face vision-language model id or local folder, loaded by
     :class:`guimem.actors.hf.policy.HFVLMActor` from disk only (it must already be

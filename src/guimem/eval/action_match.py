@@ -107,6 +107,10 @@ class MatchConfig:
         return self.text_rule if self.text_rule is not None else DEFAULT_TEXT_RULE[self.variant]
 
 
+ELEMENT_EXACT = MatchConfig(variant="element", match_app_name=True)
+"""The strictest score of a step: a touch on the element the true one touched, the exact text, the app named."""
+
+
 # ----------------------------------------------------------------------------- geometry
 def distance(a: Point, b: Point) -> float:
     """Euclidean distance between two normalized points."""

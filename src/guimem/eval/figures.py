@@ -302,3 +302,38 @@ def modality_contest_figure(by_group: Mapping[str, Mapping[str, Any]], overall: 
     ax.set_title(title, fontsize=10)
     ax.legend(loc="lower right", fontsize=8)
     return fig
+
+
+def experience_worth_figure(worth: Mapping[str, Mapping[str, Any]], memories: Sequence[str], modality: str,
+                            labels: Mapping[str, str] = MEMORY_LABELS) -> Figure:
+    """Closed-loop success (%) on the same tasks and seeds: on the training phones without memory (the
+    ceiling), then on the evaluation phone with each of ``memories`` (shown as ``modality``) and with
+    the oracle memory as text and as an image; each bar its mean over seeds, the seeds as dots. The
+    dashed lines mark the ceiling and the evaluation phone without memory: the gap experience can close."""
+    import matplotlib.pyplot as plt
+
+    from guimem.viz.plotting import MEMORY_COLORS
+
+    names = ["training phones", *memories, "oracle/text", "oracle/image"]
+    missing = [n for n in names if n not in worth]
+    if missing:
+        raise DataError("worth", f"no success rates for {missing}")
+    colors = {"training phones": "#333333", "oracle/text": MODALITY_COLORS["text"],
+              "oracle/image": MODALITY_COLORS["image"], **MEMORY_COLORS}
+    fig, ax = plt.subplots(figsize=(1.0 + 0.8 * len(names), 3.4), layout="constrained")
+    for x, name in enumerate(names):
+        row = worth[name]
+        ax.bar([x], [row["mean"]], color=colors.get(name, "#999999"), width=0.7)
+        ax.plot([x] * len(row["per_seed"]), row["per_seed"], "o", ms=3, color="black", alpha=0.6)
+        ax.annotate(f"{row['mean']:.0f}", (x, row["mean"]), xytext=(0, 2), textcoords="offset points", ha="center",
+                    va="bottom", fontsize=ANNOTATION_SIZE)
+    for name, style in (("training phones", "--"), ("none", ":")):
+        if name in worth:
+            ax.axhline(worth[name]["mean"], color="#666666", lw=0.8, ls=style)
+    ax.set_xticks(range(len(names)), [labels.get(n, n).replace("/", "\n") for n in names], fontsize=8)
+    ax.axvline(0.5, color="#bbbbbb", lw=0.8)
+    ax.axvline(len(memories) + 0.5, color="#bbbbbb", lw=0.8)
+    ax.set(ylim=(0, 105), ylabel="closed-loop success (%)",
+           title=f"What experience is worth: training phones | evaluation phone, memory as {modality} | oracle")
+    ax.title.set_fontsize(9)
+    return fig

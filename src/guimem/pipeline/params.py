@@ -53,10 +53,10 @@ from pathlib import Path
 from typing import Any, Iterator, Protocol, Sequence, TypeVar
 
 from guimem.actors.hf.parsing import ANSWER_FORMATS, COORD_CONVENTIONS
-from guimem.actors.loading import MINI_ACTOR, ActorSpec, names_miniature_folder
+from guimem.actors.loading import MINI_ACTOR, ActorSpec, is_miniature, names_miniature_folder
 from guimem.core.data import DataError
 from guimem.core.executor import EXECUTORS, ExecutorSpec
-from guimem.core.io import check_number
+from guimem.core.io import check_number, read_json
 from guimem.models.embedding import (
     IMAGE_EMBEDDERS,
     TEXT_EMBEDDERS,
@@ -508,6 +508,8 @@ def check_actor(p: Params) -> None:
         raise p.error("actor.actor_model", "the miniature actor is trained on the world's phones and cannot read "
                                            "recorded steps (base.episodes: recorded): name a Hugging Face VLM "
                                            "checkpoint folder")
+    if "history_len" in p.values:
+        check_history_len(p)
 
 
 def check_executor(p: Params) -> None:
@@ -540,25 +542,64 @@ def names_miniature(actor_model: Any) -> bool:
     return actor_model == MINI_ACTOR or names_miniature_folder(actor_model)
 
 
-def mini_actor(p: Params) -> bool:
-    """Whether the actor 05-09 run is the actor stage's miniature (so its size is actor's): the stage's
-    own ``actor`` group says, else 05's in the params file (a group without ``actor_model``: the default)."""
+def _actor_model(p: Params) -> Any:
+    """The ``actor_model`` 05-09 play: the stage's own ``actor`` group's, else 05's in the params file
+    (a group without ``actor_model``: the default); None when neither says."""
     if "actor" in p.values:
-        return names_miniature(p["actor"].get("actor_model", ActorSpec.actor_model))
+        return p["actor"].get("actor_model", ActorSpec.actor_model)
     closed_loop = p.document.get("closed_loop")
     actor = closed_loop.get("actor") if isinstance(closed_loop, Mapping) else None
     if not isinstance(actor, Mapping):
-        return False  # no params file, or one without 05's actor: unknown
-    return names_miniature(actor.get("actor_model", ActorSpec.actor_model))
+        return None  # no params file, or one without 05's actor: unknown
+    return actor.get("actor_model", ActorSpec.actor_model)
+
+
+def mini_actor(p: Params) -> bool:
+    """Whether the actor 05-09 run is the miniature (:func:`_actor_model`)."""
+    return names_miniature(_actor_model(p))
+
+
+def miniature_shape(p: Params) -> dict[str, Any] | None:
+    """The shape (``config.json``) of the saved miniature 05-09 play, when the actor named is a folder
+    holding one; None otherwise (a Hugging Face VLM, or a folder not made yet: its load says so)."""
+    folder = _actor_model(p)
+    if not isinstance(folder, str) or folder == MINI_ACTOR or not is_miniature(folder):
+        return None
+    path = Path(folder) / "config.json"
+    try:
+        raw = read_json(path)
+    except DataError:
+        return None  # the actor's own load names what is wrong with it
+    return raw if isinstance(raw, dict) else None
+
+
+def _shape_number(p: Params, key: str) -> int | None:
+    """``key`` of :func:`miniature_shape`, a positive integer, or None."""
+    shape = miniature_shape(p)
+    value = shape.get(key) if shape else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def check_history_len(p: Params) -> None:
+    """05, 06 and 09: a miniature is shown as many earlier actions as it was pretrained with."""
+    shape = miniature_shape(p)
+    if shape is not None and "max_history" in shape and p["history_len"] != shape["max_history"]:
+        raise p.error("history_len", f"the miniature in {_actor_model(p)} was pretrained on {shape['max_history']} "
+                                     f"earlier actions (its config.json: max_history), got {p['history_len']}")
 
 
 def check_probe_dim(p: Params) -> None:
     """06 and 07: the probe's PCA is at most the actor's hidden size (the shift's dimensions)."""
-    width = p.upstream("actor.model", "hidden_size", POSITIVE) if mini_actor(p) else None
+    width = _shape_number(p, "hidden_size")
     pca_dim = p["probe"].get("pca_dim", ProbeConfig.pca_dim)
     if width is not None and pca_dim > width:
-        raise p.error("probe.pca_dim", f"must be at most the actor's hidden size ({width}: actor.model.hidden_size), "
-                                       f"got {pca_dim}")
+        raise p.error("probe.pca_dim", f"must be at most the actor's hidden size ({width}: its config.json's "
+                                       f"hidden_size), got {pca_dim}")
+
+
+def state_layers(p: Params) -> int | None:
+    """The miniature's transformer blocks (its config.json's num_hidden_layers), or None."""
+    return _shape_number(p, "num_hidden_layers")
 
 
 def check_subset(p: Params, name: str, section: str, key: str, what: str) -> None:

@@ -8,15 +8,15 @@ which commit it ran (``reference/run.json``), and the findings the README states
 (``reference/findings.yaml``, curated by hand: each a claim and the conditions on headline
 numbers under which it holds).
 
-How far a number may move is measured, not guessed: ``benchmarks/seed_spread.py`` trains and
-plays the actor and every stage after it with several training seeds on the same data
-(``benchmarks/results/seed_spread.json``). Another machine rounds the actor's float32 training
-differently, which moves its result as much as another seed does; so a number of those stages is
-read as one more draw from the seeds' distribution, against its *prediction interval*
-(:meth:`Spread.half_width`): the seeds' mean ± Student's t quantile (n - 1 degrees of freedom) ×
-their sample standard deviation × sqrt(1 + 1/n). The stages before the actor (the world,
-segmentation, the memories, retrieval) have no seed spread: their numbers are exact, and a
-difference is reported as such.
+How far a number may move is measured, not guessed: ``benchmarks/seed_spread.py`` runs every
+stage from the world on with several master seeds (``base.seed``), the committed actor playing
+(``benchmarks/results/seed_spread_world.json``). The actor is frozen, so what varies from run to
+run is the world drawn (its phone, demonstrations, memories, the sample of closed-loop tasks, the
+routers' folds); another machine's last bits move the actor's forward passes and the screen
+projection far less than another seed does. So a number is read as one more draw from the seeds'
+distribution, against its *prediction interval* (:meth:`Spread.half_width`): the seeds' mean ±
+Student's t quantile (n - 1 degrees of freedom) × their sample standard deviation × sqrt(1 + 1/n).
+A number no seed moves (a count the design fixes) must be the same.
 
 Each metric gets a verdict: ``same`` (equal to the reference), ``within`` (another value, inside
 its :data:`NUMBER_LEVEL` interval), ``outside`` (beyond it: one number in a hundred lands there by
@@ -72,7 +72,7 @@ FAMILY_LEVEL = 0.95
 """The chance that a run varying as the seeds do passes both chance rules (each takes half the rest)."""
 
 REFERENCE = Path("reference")
-SPREAD = Path("benchmarks/results/seed_spread.json")
+SPREAD = Path("benchmarks/results/seed_spread_world.json")
 REFERENCE_KIND = "guimem.reference"
 REFERENCE_OWNED = ("metrics", "figures", "run.json")  # what `reference` writes; findings.yaml is the curators'
 FINDINGS = "findings.yaml"

@@ -34,18 +34,40 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 import torch
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from guimem.actors.mini.config import ActorConfig
 from guimem.actors.mini.policy import CARD_JSON, CARD_README, MiniActor
 from guimem.actors.mini.train import STRICT_MATCH, TrainConfig, train_actor
 from guimem.core.data import DataError, Episode
+from guimem.core.policy import MODALITIES
 from guimem.core.store import load_episodes
-from guimem.eval.action_match import MatchConfig, step_accuracy
+from guimem.eval.action_match import ELEMENT_EXACT
 from guimem.eval.closed_loop import replay_world_config
 from guimem.models.embedding import cached_image_embedder, cached_text_embedder, embed_screenshots, fit_projection
 from guimem.phone.config import WorldConfig
 from guimem.phone.demonstrator import generate_dataset
+from guimem.pipeline.params import (
+    BATCH,
+    COUNT,
+    FOLDS,
+    LEARNING_RATE,
+    MAX_LAYERS,
+    MAX_WEIGHT,
+    POSITIVE,
+    PROBABILITY,
+    SEED,
+    THREADS,
+    WEIGHT,
+    WORKERS,
+    Flag,
+    Group,
+    Items,
+    Number,
+    Params,
+    Source,
+    Stage,
+)
+from guimem.pipeline.runner import read_params_file
 from guimem.smg.index import NodeSearch
 from guimem.smg.judge import RuleJudge
 from guimem.smg.memories import MEMORIES, RenderStyle, build_memory
@@ -54,42 +76,82 @@ from guimem.smg.segment import make_segmenter, segment_episodes
 from guimem.train.dagger import run_dagger
 from guimem.train.folds import build_kfold_examples, fold_memories, validation_split
 
-ELEMENT_MATCH = MatchConfig(variant="element", text_rule="exact", match_app_name=True)
-"""The strict rule of the card's figures: a touch on the demonstrated element, the exact text, the app named."""
 
 
-class PretrainConfig(BaseModel):
-    """``params.yaml: pretrain``: the corpus, the actor's shape and its training. A key left out: its default."""
+@dataclasses.dataclass(frozen=True)
+class PretrainConfig:
+    """``params.yaml: pretrain``: the corpus, the actor's shape and its training (bounds: :data:`SCHEMA`)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    seed: int = Field(0, ge=0, lt=2**31)  # the corpus, the folds, the initialisation, the batch order: not base.seed
+    seed: int = 0  # the corpus, the folds, the initialisation, the batch order: not base.seed
     phones: tuple[int, ...] = (0, 1, 2, 3, 5, 6, 7, 8, 9, 10, 11)  # training phones (variant indices), none an evaluation phone
-    episodes_per_phone: int = Field(150, ge=1, le=100_000)  # demonstrations per phone (its memory: the other tasks')
-    k_folds: int = Field(8, ge=2, le=1000)  # a step reads its phone's memory rebuilt without its own fold of tasks
-    kinds_per_step: int = Field(1, ge=1, le=len(MEMORIES))  # memory kinds drawn per training step
-    model: dict[str, Any] = Field(default_factory=dict)  # ActorConfig's fields over its defaults
-    training: dict[str, Any] = Field(default_factory=dict)  # TrainConfig's fields over its defaults
-    dagger_rounds: int = Field(2, ge=0, le=100)  # rounds of the actor's own rollouts, relabelled by the expert
-    dagger_tasks: int = Field(400, ge=1, le=100_000)  # training tasks rolled out per round
-    dagger_epochs: int = Field(2, ge=1, le=1000)  # epochs over every example so far, per round
-    dagger_max_steps: int = Field(20, ge=1, le=200)  # step budget of a rollout
-    dagger_beta: float = Field(0.5, ge=0.0, le=1.0)  # share of a rollout's actions the expert carries out
-    embed_workers: int = Field(2, ge=1, le=64)  # processes embedding the corpus's screens (vectors do not depend on it)
-    torch_threads: int = Field(2, ge=1, le=256)  # CPU threads for training
+    episodes_per_phone: int = 150  # demonstrations per phone (its memory: the other tasks')
+    k_folds: int = 8  # a step reads its phone's memory rebuilt without its own fold of tasks
+    kinds_per_step: int = 1  # memory kinds drawn per training step
+    model: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # ActorConfig's fields over its defaults
+    training: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # TrainConfig's fields over its defaults
+    dagger_rounds: int = 2  # rounds of the actor's own rollouts, relabelled by the expert
+    dagger_tasks: int = 400  # training tasks rolled out per round
+    dagger_epochs: int = 2  # epochs over every example so far, per round
+    dagger_max_steps: int = 20  # step budget of a rollout
+    dagger_beta: float = 0.5  # share of a rollout's actions the expert carries out
+    embed_workers: int = 2  # processes embedding the corpus's screens (vectors do not depend on it)
+    torch_threads: int = 2  # CPU threads for training
 
-    @field_validator("phones")
-    @classmethod
-    def _distinct(cls, phones: tuple[int, ...]) -> tuple[int, ...]:
-        if not phones or len(set(phones)) != len(phones) or min(phones) < 0 or 0 not in phones:
-            raise ValueError(f"must be distinct variant indices >= 0 holding 0 (the reference design), got {list(phones)}")
-        return phones
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "phones", tuple(self.phones))
 
     def actor_config(self) -> ActorConfig:
         return ActorConfig(**self.model)
 
     def train_config(self) -> TrainConfig:
         return TrainConfig(**self.training, model=self.model)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self), "phones": list(self.phones), "model": dict(self.model),
+                "training": dict(self.training)}
+
+
+def _phones(p: Params) -> None:
+    """Distinct variant indices holding 0, the reference design."""
+    phones = p["phones"]
+    if not phones or len(set(phones)) != len(phones) or 0 not in phones:
+        raise p.error("phones", f"must be distinct variant indices holding 0 (the reference design), got {list(phones)}")
+
+
+def _configs(p: Params) -> None:
+    """TrainConfig and ActorConfig build from ``training`` and ``model``; the wide head's rate at most 1."""
+    config = p.build({k: f"training.{k}" for k in TRAIN.fields}, TrainConfig, **p["training"], model=p["model"])
+    p.build({k: f"model.{k}" for k in MODEL.fields}, ActorConfig.check, ActorConfig(**config.model))
+    if config.lr * config.wide_lr_scale > 1.0:
+        raise p.error("training.wide_lr_scale", f"the wide head's learning rate lr x wide_lr_scale must be at most 1, "
+                                                f"got {config.lr} x {config.wide_lr_scale}")
+    if config.lr * config.weight_decay >= 1.0:
+        raise p.error("training.weight_decay", f"lr x weight_decay must be below 1 (AdamW would flip every weight's "
+                                               f"sign), got {config.lr} x {config.weight_decay}")
+
+
+MODEL = Group(ActorConfig, {
+    "hidden_size": Number(integer=True, lo=1, hi=8192), "num_hidden_layers": Number(integer=True, lo=1, hi=MAX_LAYERS),
+    "num_attention_heads": POSITIVE, "intermediate_size": Number(integer=True, lo=1, hi=32768),
+    "dropout": Number(lo=0.0, below=1.0), "max_memory_tokens": Number(integer=True, lo=1, hi=1 << 16),
+    "max_history": COUNT, "mimetic_init": Number(lo=0.0, hi=100.0), "word_init_scale": Number(above=0.0, hi=1e3),
+    "exact_match": Flag(), "pixel_match": Flag(), "role_channel": Flag(), "act_context": Flag(), "wide_type_head": Flag(),
+    "type_loss_weight": WEIGHT, "history_words": Number(integer=True, lo=0, hi=64), "history_effect": Flag(),
+    "done_match": Flag(), "quoted_spans": Flag(),
+})
+TRAIN = Group(TrainConfig, {
+    "epochs": POSITIVE, "batch_size": BATCH, "lr": LEARNING_RATE, "weight_decay": Number(lo=0.0, hi=1e3),
+    "warmup_steps": COUNT, "modality_weights": Items(WEIGHT, length=len(MODALITIES)), "goal_dropout": PROBABILITY,
+    "type_balance": Number(lo=0.0, hi=2.0), "wide_lr_scale": Number(above=0.0, hi=MAX_WEIGHT),
+    "validation_share": Number(lo=0.0, below=1.0), "novel_glyphs": PROBABILITY,
+})
+SCHEMA = Stage("pretrain", "pretrain", {
+    "seed": SEED, "phones": Items(Number(integer=True, lo=0, hi=1 << 16)), "episodes_per_phone": POSITIVE,
+    "k_folds": FOLDS, "kinds_per_step": Number(integer=True, lo=1, hi=len(MEMORIES)), "model": MODEL, "training": TRAIN,
+    "dagger_rounds": COUNT, "dagger_tasks": POSITIVE, "dagger_epochs": POSITIVE, "dagger_max_steps": POSITIVE,
+    "dagger_beta": PROBABILITY, "embed_workers": WORKERS, "torch_threads": THREADS,
+}, (_phones, _configs))
+"""What ``params.yaml: pretrain`` may hold, checked as a stage's section is (each bound declared here once)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -139,22 +201,22 @@ def corpus_world(config: PretrainConfig, phone: WorldConfig) -> WorldConfig:
 def read_settings(params_path: str | os.PathLike) -> tuple[PretrainConfig, WorldConfig, MemorySettings, float]:
     """Everything :func:`pretrain` takes from ``params_path`` (see the module's docstring); a bad value
     is a :class:`DataError` naming the file and the key."""
-    from guimem.pipeline.runner import read_params_file
 
     path = str(params_path)
     params = read_params_file(path)
-    try:
-        config = PretrainConfig(**(params.get("pretrain") or {}))
-    except ValidationError as err:
-        first = err.errors()[0]
-        raise DataError("pretrain." + ".".join(str(p) for p in first["loc"]), first["msg"], path) from None
-    try:
-        config.actor_config(), config.train_config()
-    except DataError as err:
-        raise DataError(f"pretrain.{err.field}", err.message, path) from None
-    except TypeError as err:
-        raise DataError("pretrain.model/training", str(err), path) from None
+    section = params.get("pretrain") or {}
+    if not isinstance(section, Mapping):
+        raise DataError("pretrain", f"expected a mapping of parameters, got {type(section).__name__}", path)
+    defaults = PretrainConfig().to_dict()
+    values = {**defaults, **section}
+    SCHEMA.validate(values, dict.fromkeys(section, Source(path, section="pretrain")),
+                    Source(path, section="pretrain", how="its default"), params)
+    config = PretrainConfig(**values)
     phone = WorldConfig.from_dict((params.get("world") or {}).get("phone") or {}, path)
+    try:
+        corpus_world(config, phone)  # refuses an evaluation phone
+    except DataError as err:
+        raise DataError(err.field, err.message, path) from None
     memory = MemorySettings.from_section(params.get("graph_build") or {})
     evidence = float((params.get("segmentation") or {}).get("judge_evidence", RuleJudge.evidence))
     return config, phone, memory, evidence
@@ -213,7 +275,7 @@ def pretrain(config: PretrainConfig, phone: WorldConfig, memory: MemorySettings,
                                          training.modality_weights, shape.max_history, progress, config.dagger_beta)
     card = {
         "command": command, "commit": _commit(), "seed": config.seed,
-        "pretrain": config.model_dump(mode="json"), "memory": memory.to_dict(),
+        "pretrain": config.to_dict(), "memory": memory.to_dict(),
         "world": world.to_dict(), "judge_evidence": judge_evidence,
         "corpus": {"phones": list(config.phones), "episodes": len(episodes),
                    "steps": sum(len(e.steps) for e in episodes), "success_rate": stats["train"]["success_rate"],
@@ -236,7 +298,7 @@ def validation_scores(actor: MiniActor, selection: Sequence) -> dict[str, Any]:
     from guimem.eval.step_table import step_table
 
     out: dict[str, Any] = {"steps": len(selection)}
-    for name, rule in (("aitw", STRICT_MATCH), ("element", ELEMENT_MATCH)):
+    for name, rule in (("aitw", STRICT_MATCH), ("element", ELEMENT_EXACT)):
         table = step_table(actor, list(selection), ["none", "text", "image"], rule)
         out[name] = {m: round(float(h.step.mean()), 4) for m, h in table.items()}
         out[name]["type_none"] = round(float(table["none"].type.mean()), 4)

@@ -8,7 +8,6 @@ from guimem.pipeline.params import (
     LEARNING_RATE,
     MAX_LAYERS,
     PATH,
-    POSITIVE,
     PROBE,
     SEED,
     THREADS,
@@ -20,7 +19,7 @@ from guimem.pipeline.params import (
     Text,
     check_probe_dim,
     check_subset,
-    mini_actor,
+    state_layers,
 )
 from guimem.routing.router import MAX_HIDDEN, RouterConfig
 from guimem.smg.memories import MEMORIES
@@ -32,9 +31,9 @@ ROUTER = Group(RouterConfig, {"hidden": Number(integer=True, lo=1, hi=MAX_HIDDEN
 
 def _state_layer(p: Params) -> None:
     """The router's state layer is one the records hold: 0..n_layers, or -1..-(n_layers + 1) from the end."""
-    layers = p.upstream("actor.model", "num_hidden_layers", POSITIVE) if mini_actor(p) else None
+    layers = state_layers(p)
     if layers is not None and not -layers - 1 <= p["state_layer"] <= layers:
-        raise p.error("state_layer", f"the actor has layers 0..{layers} (actor.model.num_hidden_layers = {layers}; "
+        raise p.error("state_layer", f"the actor has layers 0..{layers} (its config.json's num_hidden_layers: {layers}; "
                                      f"-1: the last), got {p['state_layer']}")
 
 
