@@ -60,6 +60,16 @@ def test_a_tiny_pretraining_saves_the_actor_and_its_card(tmp_path):
     assert "pretraining seed 3" in (out / CARD_README).read_text()
 
 
+def test_params_yaml_holds_the_configs_defaults_beside_the_recipe_of_the_actor():
+    """Each key of params.yaml's pretrain section outside the actor's recipe (``model``, ``training``:
+    the committed actor's shape and schedule) is PretrainConfig's default: one default, one place."""
+    section = yaml.safe_load((REPO / "params.yaml").read_text())["pretrain"]
+    defaults = PretrainConfig().to_dict()
+    assert set(section) == set(defaults)
+    assert {k: v for k, v in section.items() if k not in ("model", "training")} == \
+        {k: v for k, v in defaults.items() if k not in ("model", "training")}
+
+
 def test_a_save_without_a_card_leaves_no_stale_card_and_refuses_other_names(tmp_path):
     from actor_fixtures import tiny_actor
 

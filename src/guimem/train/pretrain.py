@@ -90,7 +90,7 @@ class PretrainConfig:
     model: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # ActorConfig's fields over its defaults
     training: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # TrainConfig's fields over its defaults
     dagger_rounds: int = 2  # rounds of the actor's own rollouts, relabelled by the expert
-    dagger_tasks: int = 400  # training tasks rolled out per round
+    dagger_tasks: int = 300  # training tasks rolled out per round
     dagger_epochs: int = 2  # epochs over every example so far, per round
     dagger_max_steps: int = 20  # step budget of a rollout
     dagger_beta: float = 0.5  # share of a rollout's actions the expert carries out
@@ -228,7 +228,7 @@ def pretrain(config: PretrainConfig, phone: WorldConfig, memory: MemorySettings,
              command: str = "") -> dict[str, Any]:
     """Generate the corpus under ``work``, train the actor on it and save it to ``out`` with its
     model card (:data:`CARD_JSON`, :data:`CARD_README`); return the card."""
-    started = time.time()
+    started, commit = time.time(), _commit()  # the code that runs, before anything can change it
     torch.set_num_threads(config.torch_threads)
     world = corpus_world(config, phone)
     root = Path(work) / "world"
@@ -274,7 +274,7 @@ def pretrain(config: PretrainConfig, phone: WorldConfig, memory: MemorySettings,
                                          config.dagger_rounds, config.dagger_tasks, config.seed,
                                          training.modality_weights, shape.max_history, progress, config.dagger_beta)
     card = {
-        "command": command, "commit": _commit(), "seed": config.seed,
+        "command": command, "commit": commit, "seed": config.seed,
         "pretrain": config.to_dict(), "memory": memory.to_dict(),
         "world": world.to_dict(), "judge_evidence": judge_evidence,
         "corpus": {"phones": list(config.phones), "episodes": len(episodes),
