@@ -2,7 +2,7 @@
 # (pinned by requirements.lock), so any of them can be the first command run on a fresh clone.
 #
 #   make repro   set up, then run the whole DVC pipeline (dvc repro) on the built-in default
-#   make pretrain  (hours) set up, then pretrain the frozen actor again into pretrained/actor/ (dvc repro never does)
+#   make pretrain  (about 35 min on 2 cores) set up, then pretrain the frozen actor again into pretrained/actor/ (dvc repro never does)
 #   make test    set up, then run the tests (all tiers: unit, bad-input corpus, notebook smoke runs)
 #   make test-fast  set up, then run the fast tier: unit tests and the bad-input corpus, no notebook, nothing slow
 #   make lab     set up, then open the notebooks in JupyterLab
@@ -85,9 +85,9 @@ repro: setup  ## run the whole pipeline (dvc repro); it plays the committed acto
 	dvc repro
 
 # Not part of repro: the actor is pretrained once and committed (pretrained/actor/, with its model card);
-# about an hour and a half on 2 cores. PRETRAIN_OUT elsewhere keeps the committed one (e.g. a seed study).
+# about 35 minutes on 2 cores. PRETRAIN_OUT elsewhere keeps the committed one (e.g. a seed study).
 PRETRAIN_OUT ?= pretrained/actor
-pretrain: setup  ## (hours) pretrain the frozen actor again from params.yaml's pretrain section into pretrained/actor/
+pretrain: setup  ## (about 35 min) pretrain the frozen actor again from params.yaml's pretrain section into pretrained/actor/
 	python -m guimem.train.pretrain --params params.yaml --out $(PRETRAIN_OUT)
 
 test: setup  ## run every test: unit tests, the bad-input corpus, notebook smoke runs (PYTEST_ARGS to select)

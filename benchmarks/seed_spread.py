@@ -9,7 +9,7 @@ with every output written under a temporary folder and only the seed changed:
   router folds. The actor is frozen, so this is what varies from run to run; ``make verify`` reads each
   number against its prediction interval from these seeds (Student's t), and the README's findings
   must hold at every one. Writes ``benchmarks/results/seed_spread_world.json``.
-- ``pretraining``: ``make pretrain`` with each pretraining seed (``pretrain.seed``; hours each), then the
+- ``pretraining``: ``make pretrain`` with each pretraining seed (``pretrain.seed``; about 35 minutes each on 2 cores), then the
   stages from ``actor`` to ``routing_stats`` on the workspace's ``data/`` playing that actor: how much
   the numbers belong to the one actor committed. Writes ``benchmarks/results/seed_spread_pretraining.json``
   and each actor's model card beside it.
@@ -66,12 +66,16 @@ def lookup(params: dict, dotted: str) -> Any:
     return node
 
 
-def stage_command(stage: str, seed: int | None, tmp: Path, params: dict, stages: tuple[str, ...]) -> list[str]:
+def stage_command(stage: str, seed: int | None, tmp: Path, params: dict, stages: tuple[str, ...],
+                  params_file: Path | None = None) -> list[str]:
     """The stage's dvc.yaml command, each ``-y NAME TEMPLATE`` read from ``params`` into a ``-p``, with
-    its seed replaced (None: kept) and every path it writes (and every ``data/<stage>`` path of the
+    its seed replaced (None: kept), every ``-f params.yaml:SECTION`` read from ``params_file`` when given
+    (``params`` written there), and every path it writes (and every ``data/<stage>`` path of the
     stages this spread reruns) moved under ``tmp``."""
     cmd = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"][stage]["cmd"]
     args = shlex.split(cmd)
+    if params_file is not None:
+        args = [f"{params_file}:{a.partition(':')[2]}" if a.startswith("params.yaml:") else a for a in args]
     rerun = tuple(f"data/{s}" for s in stages)
     for i, a in enumerate(args[:-2]):
         if a == "-y":
@@ -93,9 +97,10 @@ def stage_command(stage: str, seed: int | None, tmp: Path, params: dict, stages:
     return [sys.executable if args[0] == "python" else args[0]] + args[1:]
 
 
-def pretrained(seed: int, tmp: Path, params: dict) -> dict:
+def pretrained(seed: int, tmp: Path, params: dict) -> tuple[dict, Path]:
     """``make pretrain`` with pretraining seed ``seed`` into ``tmp/actor`` (its corpus under ``tmp``), its
-    model card kept beside the result file; ``params`` with that folder as the actor 04-09 play."""
+    model card kept beside the result file; ``params`` with that folder as the actor 04-09 play, and the
+    file they are written to (every stage reads its sections from there)."""
     edited = json.loads(json.dumps(params))
     edited["pretrain"]["seed"] = seed
     params_file = tmp / "params.yaml"
@@ -106,8 +111,10 @@ def pretrained(seed: int, tmp: Path, params: dict) -> dict:
     cards = RESULTS / "pretraining_cards"
     cards.mkdir(exist_ok=True)
     (cards / f"seed{seed}.json").write_text((tmp / "actor" / "pretraining.json").read_text())
-    edited["closed_loop"]["actor"]["actor_model"] = str(tmp / "actor")
-    return edited
+    edited["closed_loop"]["actor"]["actor_model"] = edited["actor"]["actor_dir"] = str(tmp / "actor")
+    played = tmp / "played.yaml"
+    played.write_text(yaml.safe_dump(edited, sort_keys=False))
+    return edited, played
 
 
 def write_summary(mode: str, runs: dict[int, dict[str, Any]], seconds: dict[int, float],
@@ -175,12 +182,13 @@ def main(argv: list[str]) -> None:
             else:
                 tmp = Path(root) / f"seed{seed}"
                 t0 = time.perf_counter()
-                run_params, stage_seed = params, seed
+                run_params, stage_seed, params_file = params, seed, None
                 if mode == "pretraining":  # this seed's actor, on the workspace's world
-                    run_params, stage_seed = pretrained(seed, tmp, params), None
+                    (run_params, params_file), stage_seed = pretrained(seed, tmp, params), None
                 for stage in stages:
                     print(f"== {mode} seed {seed}: {stage}", flush=True)
-                    subprocess.run(stage_command(stage, stage_seed, tmp, run_params, stages), cwd=ROOT, check=True)
+                    subprocess.run(stage_command(stage, stage_seed, tmp, run_params, stages, params_file), cwd=ROOT,
+                                   check=True)
                 seconds[seed] = round(time.perf_counter() - t0, 1)
                 metrics = tmp / "metrics"
             runs[seed] = {f"{s}.{k}": v for s in stages for k, v in read_json(metrics / f"{s}.json").items()}

@@ -183,7 +183,7 @@ for v in range(config.variants):
 
 # %% [markdown]
 # It must be right from *any* state, not only from the states its own clean run passes
-# through: the DAgger teacher of the actor stage relabels the actor's own detours with it.
+# through: the DAgger teacher of pretraining (`make pretrain`) relabels the actor's own detours with it.
 # Measured here on tasks of the test and memory splits: let the expert make some of its moves,
 # knock it off course with 1–5 random actions (any control tapped or long-pressed, scrolls,
 # typing, enter, back), and let it play on.

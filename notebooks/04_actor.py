@@ -13,7 +13,7 @@
 # the memory block; SwitchMem: Qwen3.5-9B, routed between text and image memory through its hidden
 # states at the final prompt token). Competence comes from pretraining; memory supplies what an
 # unfamiliar app demands. So this actor was pretrained once, on a corpus of its own on *training
-# phones only*, by `make pretrain` (`guimem.train.pretrain`, about an hour and a half on 2 cores),
+# phones only*, by `make pretrain` (`guimem.train.pretrain`, about 35 minutes on 2 cores),
 # and its weights are committed in `pretrained/actor/` with a model card. `dvc repro` never
 # trains it: on every machine the later stages play the same weights.
 #
@@ -35,7 +35,7 @@
 # %% tags=["parameters"]
 world_dir = "data/world"  # episode stores from 00_world (train/: the training phones' tasks, for the floor; test/ to score on)
 retrieval_dir = "data/retrieval_eval"  # what each memory retrieved at every test step, from 03_retrieval_eval
-actor_dir = "pretrained/actor"  # the frozen actor and its model card (made by `make pretrain`, committed)
+actor_dir = "pretrained/actor"  # the frozen miniature and its model card (made by `make pretrain`, committed; the pipeline: actor.actor_dir)
 seed = 0  # the sample of held-out steps and the shuffled-image control
 max_eval_steps = 0  # held-out test steps scored per condition (a fixed random sample; 0: all)
 torch_threads = 1  # CPU threads for the actor (results are reproducible for a fixed count)
@@ -51,7 +51,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from guimem.actors.mini.policy import CARD_JSON, MiniActor
+from guimem.actors.mini.policy import CARD_JSON, CARD_README, MiniActor
 from guimem.actors.mini.train import STRICT_MATCH, majority_action
 from guimem.core.io import read_json
 from guimem.core.policy import MODALITIES
@@ -61,7 +61,7 @@ from guimem.pipeline.paths import enter_repo_root
 from guimem.pipeline.report import report
 from guimem.smg.memories import MEMORIES, count_tokens
 from guimem.train.examples import examples_from_retrieval, memory_names_target, sample_held_out, target_of
-from guimem.viz.plotting import MEMORY_LABELS, MODALITY_COLORS, figure_path, save_figure, write_plot_data
+from guimem.viz.plotting import MEMORY_LABELS, figure_path, save_figure, write_plot_data
 
 # %% [markdown]
 # ## The frozen actor and how it was made
@@ -79,7 +79,7 @@ actor = MiniActor.load(actor_dir)
 card = read_json(Path(actor_dir) / CARD_JSON)
 shape = actor.config
 n_params = sum(p.numel() for p in actor.model.parameters())
-print((Path(actor_dir) / "README.md").read_text())
+print((Path(actor_dir) / CARD_README).read_text())
 
 
 # %% [markdown]
@@ -94,8 +94,8 @@ print((Path(actor_dir) / "README.md").read_text())
 # a photo is visible even where a thumbnail would blur it. A coarse view of the whole screen
 # (48 x 96 pixels in 8 x 8 patches) adds the layout around them. Each labelled element also
 # carries an *exact-match* code, as in reading-comprehension models (DrQA): whether none, some or
-# all of its label's words occur in the goal and in the memory text shown. Minutes of training on
-# a few thousand steps do not teach a from-scratch transformer to align words across the prompt;
+# all of its label's words occur in the goal and in the memory text shown. A small transformer
+# trained from scratch on some ten thousand steps does not learn to align words across the prompt;
 # this one feature does, and the model still has to learn when to trust it.
 #
 # The `[ACT]` token adds the types of the last two actions (`act_context`), and the action-type
@@ -113,7 +113,7 @@ print((Path(actor_dir) / "README.md").read_text())
 # **Glyphs the weights cannot know.** On the evaluation phone every toolbar glyph is drawn in a
 # design no training phone shows, and none is labelled: only a picture of having used it says what
 # it does. On a training phone the weights learn the glyphs, and then nothing in training rewards
-# reading the picture. So each training and validation step (a share `training.novel_glyphs`) is
+# reading the picture. So each training and validation step of pretraining (a share `pretrain.training.novel_glyphs`) is
 # shown with its bare icons redrawn in fresh designs, and the memory crops that showed them redrawn
 # alike (`guimem.actors.mini.augment`; the back arrow and the other icons every phone draws the
 # same are kept). The held-out steps are shown as they are.
@@ -253,7 +253,7 @@ for g, r in by_information.items():
 # What the frozen actor does with no memory, by three rules side by side: **element-exact** (a
 # touch on the element the expert touched, the exact text), the **AITW** rule the step scores above
 # use (a touch in the same enlarged box or within 0.14 of the point), and **LearnGUI**'s (a touch
-# within 14% of the screen's diagonal). Steps of clean demonstrations that the goal and the screen
+# within 14% of the screen's width). Steps of clean demonstrations that the goal and the screen
 # determine are where a competent actor needs no experience; the noisy demonstrations' steps
 # (recoveries from a slip, a wander, a wrong final state) are reported apart.
 
@@ -358,7 +358,7 @@ for kind in MEMORIES:
 # %% [markdown]
 # Read the two splits together. Where the memory quotes the element to touch and the goal
 # does not, showing the text should fix steps and break few; everywhere else it can only
-# distract, and a small actor trained for minutes can be distracted by a long block that says
+# distract, and a small actor can be distracted by a long block that says
 # nothing new (each memory-text word's match with the goal is what lets it tell the two apart).
 # How much memory adds overall is then mostly the share of steps where experience carries what
 # the goal leaves out — a property of the tasks (of this world, of a benchmark), not only of the

@@ -16,7 +16,7 @@
 # closed-loop success adds compounding errors, recoveries and popups.
 #
 # **Reads** `data/world/test/` (`data/recorded/test/` with `base.episodes: recorded`),
-# `data/graph_build/` (memories), the actor's folder (`data/actor/model/`, or a Hugging Face
+# `data/graph_build/` (memories), the actor's folder (`pretrained/actor/`, or a Hugging Face
 # checkpoint's), `data/retrieval_eval/<memory>/steps.jsonl` (the memory retrieved at every held-out step).
 # **Writes** `data/closed_loop/traces.jsonl` (every episode: actions, retrieved memory ids,
 # outcome — SwitchMem's analyses replay these), `data/closed_loop/smg_table.md`,
@@ -200,7 +200,7 @@ if closed_loop:
 # %% [markdown]
 # ## The SMG table, beside the paper's
 #
-# The numbers are not comparable in absolute terms — a 6-layer actor trained for minutes in a
+# The numbers are not comparable in absolute terms — a 6-layer actor pretrained for half an hour on a
 # synthetic phone versus Qwen3-VL-8B on SPA-Bench — but the *ordering* is the claim under
 # test: does subgoal-level experience, merged by screen and retrieved by the current
 # screenshot, help more than no memory, than the same subgoals without a graph, and than
@@ -229,8 +229,8 @@ plt.close(fig)
 # The cell below states, from the numbers above, how each memory compares with no memory and
 # whether the paper's ordering holds here. Reasons worth keeping in mind when it does not:
 # the paper's actor is a large pretrained VLM that reads *all* out-edges of a node, with
-# success and failure, and reasons over them; ours is trained in minutes (behaviour cloning on
-# the expert's actions, then a DAgger round on its own rollouts) with memory, and reads the top
+# success and failure, and reasons over them; ours was pretrained for half an hour (behaviour cloning
+# on the expert's actions, then DAgger rounds on its own rollouts) with memory, and reads the top
 # items of the block and the top-1 item as an image. Step-level experience (Action-Graph) hands
 # it exactly the next touch on a screen like this one, which suits an actor that decides one
 # step at a time; a subgoal edge tells the next several actions at once, which a larger reader
@@ -295,11 +295,11 @@ if closed_loop:
     demos = oracle_demonstrations(replays, world_config, Path(out_dir) / "oracle")
     like = load_memories(memories_dir, image_embedder, text_embedder, store_root=Path(world_dir) / "memory",
                          cache_dir=cache_dir, names=["smg"])["smg"]
-    oracle = [t for shown in ("text", "image") for t in play_oracle(
+    oracle = [t for shown in dict.fromkeys(("text", "image", modality)) for t in play_oracle(
         replays, demos, like, Path(out_dir) / "oracle", policy, world_config, shown, history_len, k or None)]
     reference = success_table(ceiling + oracle)
     worth = {TRAINING_PHONES: reference[TRAINING_PHONES], **{n: table[n] for n in memories},
-             **{f"{ORACLE}/{m}": reference[f"{ORACLE}/{m}"] for m in ("text", "image")}}
+             **{f"{ORACLE}/{m}": reference[f"{ORACLE}/{m}"] for m in dict.fromkeys(("text", "image", modality))}}
     said_done = wrong_done(traces + ceiling + oracle)
     for name, row in worth.items():
         print(f"{MEMORY_LABELS.get(name, name):>16}: SR {row['mean']:5.1f} ± {row['std']:4.1f}  per seed "

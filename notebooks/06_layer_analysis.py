@@ -19,7 +19,7 @@
 #
 # **Reads** `data/world/{test,memory}/` (`data/recorded/...` with `base.episodes: recorded`),
 # `data/segmentation/memory.jsonl`, `data/graph_build/`, `data/retrieval_eval/` and the actor's
-# folder (`data/actor/model/`, or a Hugging Face checkpoint's). **Writes** the step records (the
+# folder (`pretrained/actor/`, or a Hugging Face checkpoint's). **Writes** the step records (the
 # on-disk format of `guimem.routing.records`: `hidden_<condition>.npy` `[steps, layers + 1, d]`,
 # `candidate_<modality>.npy`, `steps.jsonl`, `manifest.json`) to `data/layer_analysis/{held_out,pool}/`,
 # its headline numbers to `metrics/layer_analysis.json`, every table behind them to
@@ -123,7 +123,7 @@ print(f"actor: {shown}; {len(test)} held-out episodes, {len(pool_episodes)} pool
 # **The probe pool** is what the probe and the router learn from, and must not be the held-out
 # steps. It is the *memory* episodes — past experience on the same evaluation variants, of other
 # tasks than the test's, and never seen by the actor in training. Each of them reads memories
-# rebuilt without its own fold of tasks (as the actor's training steps did in `04_actor`), so no
+# rebuilt without its own fold of tasks (as the actor's pretraining steps did, `make pretrain`), so no
 # step retrieves its own episode or another demonstration of its goal.
 
 # %%

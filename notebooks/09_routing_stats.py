@@ -19,7 +19,7 @@
 # the recorded test trajectories, and the closed loop is skipped, said so in the outputs.
 #
 # **Reads** `data/world/` (`data/recorded/` with `base.episodes: recorded`), `data/graph_build/`, the
-# actor's folder (`data/actor/model/`, or a Hugging Face checkpoint's), `data/closed_loop/traces.jsonl`,
+# actor's folder (`pretrained/actor/`, or a Hugging Face checkpoint's), `data/closed_loop/traces.jsonl`,
 # `data/layer_analysis/held_out/` and `data/probe_router/`. **Writes** the SwitchMem traces (each step
 # with the modality it was shown) to `data/routing_stats/traces.jsonl`, headline numbers to
 # `metrics/routing_stats.json`, every table to `results/routing_stats.json`, and

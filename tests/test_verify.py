@@ -246,7 +246,7 @@ def test_the_reference_has_every_stage_and_every_figure_a_fresh_clone_would_make
     assert {p.name for p in (ROOT / "reference" / "figures").glob("*.png")} == figures
 
 
-def test_every_stated_finding_holds_at_every_training_seed_and_is_stated_in_the_readme():
+def test_every_stated_finding_holds_at_every_world_seed_and_is_stated_in_the_readme():
     findings = v.load_findings(ROOT / v.REFERENCE / v.FINDINGS)
     spread = v.load_spread(ROOT / v.SPREAD)
     reference = v.flat_metrics({p.stem: json.loads(p.read_text()) for p in (ROOT / "reference/metrics").glob("*.json")})

@@ -95,7 +95,10 @@ CASES = [
     ("actor_no_torch_threads", "actor", ("actor", "torch_threads", "0"), "actor.torch_threads", PARAMS),
     ("actor_seed_a_float_through_dvc", "actor", ("base", "seed", "0.5"), "base.seed", PARAMS),
     ("actor_max_eval_steps_negative", "actor", ("actor", "max_eval_steps", "-1"), "actor.max_eval_steps", PARAMS),
-    ("actor_dir_a_hugging_face_model", "actor", ("closed_loop.actor", "actor_model", "models/vlm"),
+    ("actor_dir_a_hugging_face_model", "actor", ("actor", "actor_dir", "models/vlm"), "actor.actor_dir", PARAMS),
+    # the committed actor was pretrained on phones 5-11: a world whose evaluation phones include them is refused
+    ("actor_pretrained_on_an_evaluation_phone", "actor", ("world.phone", "variants", "8"), "actor.actor_dir", PARAMS),
+    ("closed_loop_actor_pretrained_on_an_evaluation_phone", "closed_loop", ("world.phone", "variants", "8"),
      "closed_loop.actor.actor_model", PARAMS),
     # 05_closed_loop: memory and modality names, counts, the actor's answer conventions
     ("closed_loop_repeated_memory", "closed_loop", ("closed_loop", "memories", "[none, smg, smg]"),
@@ -169,6 +172,22 @@ PRETRAIN_CASES = [
     ("typo_episodes_per_phon", ("pretrain", "episodes_per_phon", "10"), "pretrain.episodes_per_phon"),
     ("wide_head_rate_above_one", ("pretrain.training", "wide_lr_scale", "1000"), "pretrain.training.wide_lr_scale"),
     ("done_match_without_history_words", ("pretrain.model", "history_words", "0"), "pretrain.model.done_match"),
+    ("kinds_per_step_above_the_kinds", ("pretrain", "kinds_per_step", "5"), "pretrain.kinds_per_step"),
+    ("hidden_size_a_billion", ("pretrain.model", "hidden_size", "1000000000"), "pretrain.model.hidden_size"),
+    ("modality_weights_overflow", ("pretrain.training", "modality_weights", "[1.0e+308, 1.0, 1.0, 1.0]"),
+     "pretrain.training.modality_weights"),
+    ("type_balance_overflows", ("pretrain.training", "type_balance", "100.0"), "pretrain.training.type_balance"),
+    ("lr_above_one", ("pretrain.training", "lr", "3.0"), "pretrain.training.lr"),
+    ("dropout_of_one", ("pretrain.model", "dropout", "1.0"), "pretrain.model.dropout"),
+    # the sections pretraining reads beside its own, checked by their stages' schemas
+    ("judge_evidence_a_word", ("segmentation", "judge_evidence", "high"), "segmentation.judge_evidence"),
+    ("judge_evidence_above_one", ("segmentation", "judge_evidence", "5"), "segmentation.judge_evidence"),
+    ("retrieval_typo", ("graph_build.retrieval", "bogus", "1"), "graph_build.retrieval.bogus"),
+    ("max_items_a_word", ("graph_build", "max_items", "x"), "graph_build.max_items"),
+    ("pca_dim_negative", ("graph_build", "pca_dim", "-1"), "graph_build.pca_dim"),
+    ("tau_above_one", ("graph_build.graph", "tau", "5"), "graph_build.graph.tau"),
+    ("unknown_image_embedder", ("graph_build", "image_embedder", "nope"), "graph_build.image_embedder"),
+    ("world_phone_not_a_mapping", ("world", "phone", "[1, 2]"), "world.phone"),
 ]
 
 

@@ -36,7 +36,7 @@ def is_miniature(folder: str | os.PathLike) -> bool:
 
 
 def names_miniature_folder(actor_model: object) -> bool:
-    """Whether an ``actor_model`` value names the miniature by its folder: the actor stage's (even
+    """Whether an ``actor_model`` value names the miniature by its folder: the committed one (even
     before it exists) or any folder holding a saved miniature."""
     return isinstance(actor_model, str) and (os.path.normpath(actor_model) == MINIATURE_FOLDER
                                              or is_miniature(actor_model))

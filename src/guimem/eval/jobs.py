@@ -8,7 +8,7 @@ actor, the memories and, for routed plays, the routed policies its ``routing`` b
 is one :func:`~guimem.eval.closed_loop.run_closed_loop` call, the same call a stage makes in
 process; so traces are the same wherever the chunks ran::
 
-    task = PlayEpisodes(ActorSpec("data/actor/model"), world_config, "data/graph_build", ...)
+    task = PlayEpisodes(ActorSpec("pretrained/actor"), world_config, "data/graph_build", ...)
     traces, work = play_all(task, condition_plays("smg", "smg", "text", replays), executor)
 
 A chunk's memoised answers are its own (one ``run_closed_loop`` call): with ``batch_size`` 0 a

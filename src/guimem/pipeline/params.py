@@ -5,7 +5,7 @@ parameters from three places: its ``parameters`` cell (the defaults), a ``params
 (``-f params.yaml:world``, or one key of it: ``-y seed {base.seed}``) and the command line
 (``-p seed 0``; ``-p group.field value`` sets one field of a group). A parameter is one value, or a
 :class:`Group`: the fields of one code config (``graph_build.graph`` for ``GraphConfig``,
-``actor.training`` for ``TrainConfig``, ``closed_loop.actor`` for ``ActorSpec``), which arrives in the
+``pretrain.training`` for ``TrainConfig``, ``closed_loop.actor`` for ``ActorSpec``), which arrives in the
 notebook as a dict and builds that config; a field the group leaves out keeps the config's default,
 so every default is written once, in its config. :class:`Stage` checks the complete mapping in three
 passes, so that a bad value stops the stage before any kernel starts, not ten minutes later deep in a cell:
@@ -56,6 +56,7 @@ from guimem.actors.hf.parsing import ANSWER_FORMATS, COORD_CONVENTIONS
 from guimem.actors.loading import MINI_ACTOR, ActorSpec, is_miniature, names_miniature_folder
 from guimem.core.data import DataError
 from guimem.core.executor import EXECUTORS, ExecutorSpec
+from guimem.actors.mini.policy import CARD_JSON
 from guimem.core.io import check_number, read_json
 from guimem.models.embedding import (
     IMAGE_EMBEDDERS,
@@ -63,6 +64,7 @@ from guimem.models.embedding import (
     EfficientNetLite0Embedder,
     PixelEmbedder,
 )
+from guimem.phone.config import WorldConfig
 from guimem.routing.probe import ProbeConfig
 from guimem.smg.graph import GraphConfig
 from guimem.smg.memories import MEMORIES
@@ -196,7 +198,7 @@ class Params:
         self.document = document if isinstance(document, Mapping) else {}  # the whole params file, when one was read
 
     def upstream(self, section: str, key: str, field: "Field") -> Any:
-        """``section.key`` of the params file (``section`` dotted for a group: ``actor.model``) when it
+        """``section.key`` of the params file (``section`` dotted for a group: ``graph_build.graph``) when it
         holds one that ``field`` accepts, else None (a bad value there is that stage's own error)."""
         values: Any = self.document
         for part in section.split("."):
@@ -510,6 +512,7 @@ def check_actor(p: Params) -> None:
                                            "checkpoint folder")
     if "history_len" in p.values:
         check_history_len(p)
+    check_pretrained_phones(p, _actor_model(p), "actor.actor_model")
 
 
 def check_executor(p: Params) -> None:
@@ -537,7 +540,7 @@ def check_folds_within(p: Params, name: str, episodes: int | None, what: str) ->
 
 
 def names_miniature(actor_model: Any) -> bool:
-    """Whether an ``actor_model`` value names the miniature: ``"mini"``, the actor stage's folder, or
+    """Whether an ``actor_model`` value names the miniature: ``"mini"``, the committed folder, or
     any folder holding a saved miniature."""
     return actor_model == MINI_ACTOR or names_miniature_folder(actor_model)
 
@@ -578,6 +581,24 @@ def _shape_number(p: Params, key: str) -> int | None:
     shape = miniature_shape(p)
     value = shape.get(key) if shape else None
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def check_pretrained_phones(p: Params, folder: Any, field: str) -> None:
+    """A pretrained miniature (its model card, ``pretraining.json``) never trained on one of the world's
+    evaluation phones (``world.phone``): what it knows of them would pass for what memory taught it."""
+    if not isinstance(folder, str) or not is_miniature(folder) or not isinstance(p.document, Mapping):
+        return
+    try:
+        card = read_json(Path(folder) / CARD_JSON)
+        world = p.document.get("world", {}).get("phone", {})
+        evaluation = set(WorldConfig.from_dict(world).eval_variants) if isinstance(world, Mapping) else set()
+    except (DataError, AttributeError):
+        return  # no card (the actor's own check says so), or a world its stage refuses
+    phones = card.get("corpus", {}).get("phones", []) if isinstance(card, dict) else []
+    seen = sorted(evaluation & {v for v in phones if isinstance(v, int)})
+    if seen:
+        raise p.error(field, f"the actor in {folder} was pretrained on phones {phones}, among them the world's "
+                             f"evaluation phone(s) {seen} (world.phone); pretrain it without them (pretrain.phones)")
 
 
 def check_history_len(p: Params) -> None:

@@ -85,7 +85,7 @@ FAILING = ("far-outside", "differs", "missing")  # each fails the run alone; man
 
 @dataclass(frozen=True)
 class Spread:
-    """One metric's values over the training seeds."""
+    """One metric's values over the seeds of a spread (world seeds: benchmarks/seed_spread.py)."""
 
     per_seed: tuple[float, ...]
 
@@ -314,7 +314,7 @@ def seed_values(spread: Mapping[str, Spread], n_seeds: int) -> list[dict[str, fl
 
 # ----------------------------------------------------------------------------- the reference
 def machine() -> str:
-    """The processor and core count (numbers of float32 training are exact only on one kind)."""
+    """The processor and core count (float32 arithmetic can differ in its last bits between kinds)."""
     model = ""
     cpuinfo = Path("/proc/cpuinfo")
     if cpuinfo.exists():
@@ -378,7 +378,7 @@ def verify(root: Path, metrics: Path, reference: Path, spread_path: Path, family
     shown = lambda path: path.relative_to(root) if path.is_relative_to(root) else path  # noqa: E731
     out(f"reference: {shown(reference)}/ (commit {str(about.get('commit', '?'))[:10]}, {about.get('machine', '?')})")
     out(f"this run:  {shown(metrics)}/")
-    out(f"spread:    {shown(spread_path)}, training seeds {', '.join(map(str, seeds))}")
+    out(f"spread:    {shown(spread_path)}, seeds {', '.join(map(str, seeds))}")
     out(f"           a trained number is within its {NUMBER_LEVEL:.0%} prediction interval (Student's t over the "
         f"seeds) or outside it;\n           the run fails if more than {allowed} of its {m} random numbers are "
         f"outside, or one is far-outside\n           (beyond the interval that holds all {m} at once), "

@@ -36,9 +36,10 @@ import numpy as np
 import torch
 
 from guimem.actors.mini.config import ActorConfig
-from guimem.actors.mini.policy import CARD_JSON, CARD_README, MiniActor
+from guimem.actors.mini.policy import ACTOR_KIND, CARD_JSON, CARD_README, MiniActor
 from guimem.actors.mini.train import STRICT_MATCH, TrainConfig, train_actor
 from guimem.core.data import DataError, Episode
+from guimem.core.io.folders import check_replaceable
 from guimem.core.policy import MODALITIES
 from guimem.core.store import load_episodes
 from guimem.eval.action_match import ELEMENT_EXACT
@@ -67,7 +68,8 @@ from guimem.pipeline.params import (
     Source,
     Stage,
 )
-from guimem.pipeline.runner import read_params_file
+from guimem.pipeline.paths import repo_root
+from guimem.pipeline.runner import check_parameters, read_parameters, read_params_file
 from guimem.smg.index import NodeSearch
 from guimem.smg.judge import RuleJudge
 from guimem.smg.memories import MEMORIES, RenderStyle, build_memory
@@ -191,19 +193,21 @@ def corpus_world(config: PretrainConfig, phone: WorldConfig) -> WorldConfig:
         raise DataError("pretrain.phones", f"holds the pipeline's evaluation phone(s) {leaked} (world.phone: every "
                                            f"variant below {phone.variants} but {list(phone.train_variants)}); "
                                            "pretraining never sees an evaluation phone")
-    variants = max(max(config.phones) + 1, phone.variants)
-    if len(config.phones) == variants:  # the world keeps one variant out of training; the corpus never plays it
-        variants += 1
+    variants = max(max(config.phones) + 1, phone.variants)  # the evaluation phones stay out: never all trained on
     return dataclasses.replace(phone, variants=variants, train_variants=tuple(config.phones),
                                n_train=config.episodes_per_phone * len(config.phones), n_test=0, n_memory=0)
 
 
 def read_settings(params_path: str | os.PathLike) -> tuple[PretrainConfig, WorldConfig, MemorySettings, float]:
     """Everything :func:`pretrain` takes from ``params_path`` (see the module's docstring); a bad value
-    is a :class:`DataError` naming the file and the key."""
+    is a :class:`DataError` naming the file and the key. The sections it reads beside its own
+    (``world``, ``segmentation``, ``graph_build``) are checked as their stages check them."""
 
     path = str(params_path)
     params = read_params_file(path)
+    notebooks = repo_root(Path(__file__)) / "notebooks"
+    for stem, read in (("00_world", "world"), ("01_segmentation", "segmentation"), ("02_graph_build", "graph_build")):
+        check_parameters(notebooks / f"{stem}.py", *read_parameters([f"{path}:{read}"], []))  # as their stages do
     section = params.get("pretrain") or {}
     if not isinstance(section, Mapping):
         raise DataError("pretrain", f"expected a mapping of parameters, got {type(section).__name__}", path)
@@ -320,7 +324,7 @@ def machine() -> str:
 
 
 def card_text(card: Mapping[str, Any]) -> str:
-    """The model card for people (``README.md`` beside the weights)."""
+    """The model card for people (:data:`CARD_README` beside the weights)."""
     c, v = card["corpus"], card["validation"]
     rows = "\n".join(f"| {rule} | {s['none']:.3f} | {s['text']:.3f} | {s['image']:.3f} | {s['type_none']:.3f} |"
                      for rule, s in ((r, v[r]) for r in ("aitw", "element")))
@@ -365,6 +369,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         config, phone, memory, evidence = read_settings(args.params)
+        check_replaceable(Path(args.out), ACTOR_KIND)  # before the run: a folder it may not replace is said now
         card = pretrain(config, phone, memory, args.out, args.work, evidence, args.cache_dir,
                         command="python -m guimem.train.pretrain " + " ".join(sys.argv[1:] if argv is None else argv))
     except DataError as err:

@@ -170,7 +170,7 @@ LENGTH_GROUP = 8
 ``transformers``' ``LengthGroupedSampler``, which takes 50 on corpora far larger than ours): long
 enough that a batch pads little, short enough that which examples share a batch stays a random
 draw — a modality's ~800 examples per epoch make 3 or 4 runs. On a 2-core AMD EPYC (``torch_threads``
-2) an epoch over the actor stage's 3,213 examples took 60 s with runs of 8 and 55 s with one sorted
+2) an epoch over 3,213 examples (the actor stage's, when it still trained) took 60 s with runs of 8 and 55 s with one sorted
 run, where unsorted batches that also padded every screen to 40 element slots took 80 s."""
 
 

@@ -4,7 +4,20 @@ the sample of held-out steps. The actor's shape and training are pretraining's (
 
 from __future__ import annotations
 
-from guimem.pipeline.params import COUNT, PATH, SEED, THREADS, Params, Stage, Text, names_miniature
+from pathlib import Path
+
+from guimem.actors.mini.policy import CARD_FILES
+from guimem.pipeline.params import (
+    COUNT,
+    PATH,
+    SEED,
+    THREADS,
+    Params,
+    Stage,
+    Text,
+    check_pretrained_phones,
+    names_miniature,
+)
 
 
 def _actor(p: Params) -> None:
@@ -17,6 +30,11 @@ def _actor(p: Params) -> None:
     if not names_miniature(p["actor_dir"]):
         raise p.error("actor_dir", f"04 meets the miniature actor: expected a folder saved by `make pretrain` "
                                    f"(pretrained/actor), got {p['actor_dir']!r:.80}")
+    missing = sorted(n for n in CARD_FILES if Path(p["actor_dir"]).is_dir() and not (Path(p["actor_dir"]) / n).is_file())
+    if missing:
+        raise p.error("actor_dir", f"the miniature in {p['actor_dir']} has no model card ({', '.join(missing)}): "
+                                   "04 shows how it was made; save it with `make pretrain`")
+    check_pretrained_phones(p, p["actor_dir"], "actor_dir")
 
 
 STAGE = Stage("04_actor", "actor", {

@@ -48,4 +48,4 @@ STAGE = Stage("07_probe_router", "probe_router", {
     "probe": PROBE, "state_layer": Number(integer=True, lo=-MAX_LAYERS - 1, hi=MAX_LAYERS), "router": ROUTER,
     "sweep_rates": Items(Number(above=0.0, hi=1.0), nonempty=True, unique=True), "torch_threads": THREADS,
     "figures_dir": PATH, "plots_dir": PATH, "metrics_path": PATH, "results_path": PATH,
-}, (check_probe_dim, _state_layer, _recorded_memories), reporting=("sweep_rates",))
+}, (_state_layer, check_probe_dim, _recorded_memories), reporting=("sweep_rates",))
