@@ -88,7 +88,7 @@ repro: setup  ## run the whole pipeline (dvc repro); it plays the committed acto
 # about 35 minutes on 2 cores. PRETRAIN_OUT elsewhere keeps the committed one (e.g. a seed study).
 PRETRAIN_OUT ?= pretrained/actor
 pretrain: setup  ## (about 35 min) pretrain the frozen actor again from params.yaml's pretrain section into pretrained/actor/
-	python -m guimem.train.pretrain --params params.yaml --out $(PRETRAIN_OUT)
+	python -m guimem.pipeline.pretrain --params params.yaml --out $(PRETRAIN_OUT)
 
 test: setup  ## run every test: unit tests, the bad-input corpus, notebook smoke runs (PYTEST_ARGS to select)
 	python -m pytest $(PYTEST_WORKERS) $(PYTEST_ARGS)

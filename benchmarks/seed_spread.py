@@ -106,7 +106,7 @@ def pretrained(seed: int, tmp: Path, params: dict) -> tuple[dict, Path]:
     params_file = tmp / "params.yaml"
     params_file.parent.mkdir(parents=True, exist_ok=True)
     params_file.write_text(yaml.safe_dump(edited, sort_keys=False))
-    subprocess.run([sys.executable, "-m", "guimem.train.pretrain", "--params", str(params_file), "--out",
+    subprocess.run([sys.executable, "-m", "guimem.pipeline.pretrain", "--params", str(params_file), "--out",
                     str(tmp / "actor"), "--work", str(tmp / "corpus")], cwd=ROOT, check=True)
     cards = RESULTS / "pretraining_cards"
     cards.mkdir(exist_ok=True)

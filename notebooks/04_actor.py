@@ -13,7 +13,7 @@
 # the memory block; SwitchMem: Qwen3.5-9B, routed between text and image memory through its hidden
 # states at the final prompt token). Competence comes from pretraining; memory supplies what an
 # unfamiliar app demands. So this actor was pretrained once, on a corpus of its own on *training
-# phones only*, by `make pretrain` (`guimem.train.pretrain`, about 35 minutes on 2 cores),
+# phones only*, by `make pretrain` (`guimem.pipeline.pretrain`, about 35 minutes on 2 cores),
 # and its weights are committed in `pretrained/actor/` with a model card. `dvc repro` never
 # trains it: on every machine the later stages play the same weights.
 #

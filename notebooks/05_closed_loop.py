@@ -305,8 +305,10 @@ if closed_loop:
         print(f"{MEMORY_LABELS.get(name, name):>16}: SR {row['mean']:5.1f} ± {row['std']:4.1f}  per seed "
               f"{row['per_seed']}  done said in a wrong state in {said_done[name]:.0%} of episodes")
     fig = experience_worth_figure(worth, memories, modality, MEMORY_LABELS)
-    save_figure(fig, figure_path(figures_dir, "closed_loop", "experience_worth"))
-    plt.close(fig)
+else:  # the figure's file says why there is none
+    fig = notice_figure("What experience is worth", f"No closed loop: {NO_ENVIRONMENT}.")
+save_figure(fig, figure_path(figures_dir, "closed_loop", "experience_worth"))
+plt.close(fig)
 
 # %% [markdown]
 # ## Step-level action score by memory modality

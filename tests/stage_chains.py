@@ -69,7 +69,7 @@ def pretrain_tiny(tmp: Path) -> dict[str, Any]:
     params.yaml's pretrain section on two phones of 6 episodes, a 32-wide actor, 2 epochs and one
     DAgger round of 6 rollouts; the light embedders. Its model card."""
     from guimem.phone.config import WorldConfig
-    from guimem.train.pretrain import MemorySettings, PretrainConfig, pretrain
+    from guimem.pipeline.pretrain import MemorySettings, PretrainConfig, pretrain
 
     section = params("pretrain")
     config = PretrainConfig(**{**section, "seed": SMOKE_SEED, "phones": (0, 5), "episodes_per_phone": 6, "k_folds": 2,

@@ -20,7 +20,7 @@ def test_switchmem_notebooks_run_on_a_hugging_face_actor(actor_chain, tmp_path):
     from guimem.routing.records import StepRecords
 
     tmp, _ = actor_chain
-    for stage in ("world", "segmentation", "graph_build", "retrieval_eval", "actor"):
+    for stage in ("world", "segmentation", "graph_build", "retrieval_eval"):
         shutil.copytree(tmp / "data" / stage, tmp_path / "data" / stage)
     actor = dict(actor_model=save_tiny_random_llava(str(tmp_path / "llava")), coords="relative_1000",
                  answer_format="json", max_new_tokens=8)

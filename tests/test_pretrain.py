@@ -1,4 +1,4 @@
-"""Pretraining (``make pretrain``, :mod:`guimem.train.pretrain`): a corpus of training phones only, the
+"""Pretraining (``make pretrain``, :mod:`guimem.pipeline.pretrain`): a corpus of training phones only, the
 actor saved with its model card in one save, and a pipeline that reads the committed actor and never
 trains it."""
 
@@ -15,7 +15,7 @@ from guimem.actors.mini.policy import CARD_FILES, CARD_JSON, CARD_README, MiniAc
 from guimem.core.data import DataError
 from guimem.core.store import load_episodes
 from guimem.phone.config import WorldConfig
-from guimem.train.pretrain import MemorySettings, PretrainConfig, corpus_world, pretrain, read_settings
+from guimem.pipeline.pretrain import MemorySettings, PretrainConfig, corpus_world, pretrain, read_settings
 
 REPO = Path(__file__).resolve().parents[1]
 COMMITTED = REPO / "pretrained" / "actor"
@@ -96,7 +96,7 @@ def test_no_stage_writes_or_trains_the_actor():
     for name, stage in _dvc()["stages"].items():
         outs = [next(iter(o)) if isinstance(o, dict) else o for o in stage.get("outs", [])]
         assert not any(o.startswith("pretrained") or "actor_model" in o for o in outs), name
-        assert "guimem.train.pretrain" not in stage["cmd"], name
+        assert "guimem.pipeline.pretrain" not in stage["cmd"], name
     assert "${actor.actor_dir}" in _dvc()["stages"]["actor"]["deps"]
     assert params["actor"]["actor_dir"] == actor_model  # 04 meets the actor 05-09 play
     for notebook in sorted((REPO / "notebooks").glob("*.py")):

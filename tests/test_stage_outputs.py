@@ -53,7 +53,7 @@ def test_every_stage_is_a_notebook_spec_and_its_reporting_knobs_are_its_own_para
 def test_every_parameter_is_a_parameter_of_its_stages_notebook_and_declared_by_that_stage():
     """A key of a stage's params.yaml section is a parameter its notebook reads (a typo or a stale
     key would be passed to nothing), and every key, ``base`` included, is declared by some stage."""
-    from guimem.train.pretrain import SCHEMA
+    from guimem.pipeline.pretrain import SCHEMA
 
     for key in params_keys(PARAMS):
         section, _, name = key.partition(".")

@@ -193,7 +193,7 @@ PRETRAIN_CASES = [
 
 @pytest.mark.parametrize("case, edit, field", PRETRAIN_CASES, ids=[c[0] for c in PRETRAIN_CASES])
 def test_bad_pretrain_parameter(case, edit, field, tmp_path):
-    from guimem.train.pretrain import main, read_settings
+    from guimem.pipeline.pretrain import main, read_settings
 
     params = edited_params(tmp_path, *edit)
     with pytest.raises(DataError) as err:

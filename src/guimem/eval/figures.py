@@ -32,7 +32,7 @@ from matplotlib.figure import Figure
 
 from guimem.core.data import DataError
 from guimem.eval.action_match import paired_counts
-from guimem.viz.plotting import MEMORY_LABELS, MODALITY_COLORS
+from guimem.viz.plotting import MEMORY_COLORS, MEMORY_LABELS, MODALITY_COLORS
 
 Z95 = NormalDist().inv_cdf(0.975)  # two-sided 95%: 1.96
 ANNOTATION_SIZE = 6.5  # font size of the counts and p-values written beside the points
@@ -311,8 +311,6 @@ def experience_worth_figure(worth: Mapping[str, Mapping[str, Any]], memories: Se
     the oracle memory as text and as an image; each bar its mean over seeds, the seeds as dots. The
     dashed lines mark the ceiling and the evaluation phone without memory: the gap experience can close."""
     import matplotlib.pyplot as plt
-
-    from guimem.viz.plotting import MEMORY_COLORS
 
     names = ["training phones", *memories, "oracle/text", "oracle/image"]
     missing = [n for n in names if n not in worth]

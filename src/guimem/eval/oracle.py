@@ -24,7 +24,7 @@ from typing import Mapping, Sequence
 
 from guimem.core.data import Episode, Subgoal
 from guimem.core.policy import Modality, Policy
-from guimem.core.store import save_episodes
+from guimem.core.store import load_episodes, save_episodes
 from guimem.eval.closed_loop import LoopStats, Replay, Trace, run_closed_loop
 from guimem.phone.config import WorldConfig
 from guimem.phone.demonstrator import run_episode
@@ -61,8 +61,6 @@ def oracle_demonstrations(replays: Sequence[Replay], world: WorldConfig, root: s
     episodes = [run_episode(env, r.task, r.seed, _key(r), images, clean, mode="clean", variant=r.variant)
                 for r in replays]
     save_episodes(episodes, images, root, {"generator": "guimem.eval.oracle", "world": clean.to_dict()})
-    from guimem.core.store import load_episodes
-
     saved = {e.id: e for e in load_episodes(root, verify_images=False)}  # screenshots as store paths
     segmenter = GroundTruthSegmenter(RuleJudge())
     return {_key(r): (saved[_key(r)], segmenter.segment(saved[_key(r)])) for r in replays}

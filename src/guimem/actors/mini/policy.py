@@ -40,7 +40,7 @@ CONFIG_FILE, WEIGHTS_FILE = "config.json", "model.safetensors"
 ACTOR_FILES = frozenset({CONFIG_FILE, WEIGHTS_FILE, VOCAB_FILE})
 CARD_JSON, CARD_README = "pretraining.json", "MODEL_CARD.md"
 CARD_FILES = frozenset({CARD_JSON, CARD_README})
-"""The model card saved beside a pretrained actor (:mod:`guimem.train.pretrain`): for people, and as JSON."""
+"""The model card saved beside a pretrained actor (:mod:`guimem.pipeline.pretrain`): for people, and as JSON."""
 
 
 class MiniActor:

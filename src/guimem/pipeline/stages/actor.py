@@ -1,23 +1,14 @@
 """04_actor's parameters (params.yaml ``actor``): the frozen actor's folder (05's ``closed_loop.actor.actor_model``),
 the sample of held-out steps. The actor's shape and training are pretraining's (params.yaml ``pretrain``,
-:mod:`guimem.train.pretrain`), never a stage's."""
+:mod:`guimem.pipeline.pretrain`), never a stage's."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from guimem.actors.mini.policy import CARD_FILES
-from guimem.pipeline.params import (
-    COUNT,
-    PATH,
-    SEED,
-    THREADS,
-    Params,
-    Stage,
-    Text,
-    check_pretrained_phones,
-    names_miniature,
-)
+from guimem.pipeline.actor_params import check_pretrained_phones, names_miniature
+from guimem.pipeline.params import COUNT, PATH, SEED, THREADS, Params, Stage, Text
 
 
 def _actor(p: Params) -> None:

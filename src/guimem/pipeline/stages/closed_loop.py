@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from guimem.core.policy import MODALITIES
 from guimem.eval.closed_loop import NO_MEMORY
+from guimem.pipeline.actor_params import ACTOR, check_actor
 from guimem.pipeline.params import (
-    ACTOR,
     COUNT,
     EXECUTOR_GROUP,
     IMAGE_EMBEDDER,
@@ -19,7 +19,6 @@ from guimem.pipeline.params import (
     Items,
     Stage,
     Text,
-    check_actor,
     check_executor,
 )
 from guimem.smg.memories import MEMORIES

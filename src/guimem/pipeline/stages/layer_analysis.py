@@ -4,8 +4,8 @@ folds, the sampled preference, the probe and its cross-validation, where the act
 from __future__ import annotations
 
 from guimem.eval.action_match import VARIANTS
+from guimem.pipeline.actor_params import ACTOR, check_actor, check_probe_dim
 from guimem.pipeline.params import (
-    ACTOR,
     COUNT,
     EXECUTOR_GROUP,
     FOLDS,
@@ -22,11 +22,9 @@ from guimem.pipeline.params import (
     Params,
     Stage,
     Text,
-    check_actor,
     check_executor,
     check_folds,
     check_folds_within,
-    check_probe_dim,
     episodes,
 )
 from guimem.routing.probe import CurveConfig

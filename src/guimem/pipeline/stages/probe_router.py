@@ -4,6 +4,7 @@ scorer (``router``: RouterConfig), the rate sweep."""
 from __future__ import annotations
 
 from guimem.eval.action_match import VARIANTS
+from guimem.pipeline.actor_params import check_probe_dim, state_layers
 from guimem.pipeline.params import (
     LEARNING_RATE,
     MAX_LAYERS,
@@ -17,9 +18,7 @@ from guimem.pipeline.params import (
     Params,
     Stage,
     Text,
-    check_probe_dim,
     check_subset,
-    state_layers,
 )
 from guimem.routing.router import MAX_HIDDEN, RouterConfig
 from guimem.smg.memories import MEMORIES

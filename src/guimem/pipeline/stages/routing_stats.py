@@ -4,8 +4,8 @@ the closed loop (its tasks, seeds and budget are 05's, passed by dvc.yaml)."""
 from __future__ import annotations
 
 from guimem.eval.closed_loop import NO_MEMORY
+from guimem.pipeline.actor_params import ACTOR, check_actor
 from guimem.pipeline.params import (
-    ACTOR,
     COUNT,
     EXECUTOR_GROUP,
     IMAGE_EMBEDDER,
@@ -18,7 +18,6 @@ from guimem.pipeline.params import (
     Params,
     Stage,
     Text,
-    check_actor,
     check_executor,
     check_subset,
     shown,

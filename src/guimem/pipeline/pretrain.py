@@ -44,6 +44,7 @@ from guimem.core.policy import MODALITIES
 from guimem.core.store import load_episodes
 from guimem.eval.action_match import ELEMENT_EXACT
 from guimem.eval.closed_loop import replay_world_config
+from guimem.eval.step_table import step_table
 from guimem.models.embedding import cached_image_embedder, cached_text_embedder, embed_screenshots, fit_projection
 from guimem.phone.config import WorldConfig
 from guimem.phone.demonstrator import generate_dataset
@@ -299,8 +300,6 @@ def pretrain(config: PretrainConfig, phone: WorldConfig, memory: MemorySettings,
 def validation_scores(actor: MiniActor, selection: Sequence) -> dict[str, Any]:
     """Step accuracy on the validation tasks (held out of learning, on the training phones) with no
     memory and with each rendering of the memory drawn for them, by the AITW rule and element-exact."""
-    from guimem.eval.step_table import step_table
-
     out: dict[str, Any] = {"steps": len(selection)}
     for name, rule in (("aitw", STRICT_MATCH), ("element", ELEMENT_EXACT)):
         table = step_table(actor, list(selection), ["none", "text", "image"], rule)
@@ -357,7 +356,7 @@ def _commit() -> str:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m guimem.train.pretrain", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m guimem.pipeline.pretrain", description=__doc__.split("\n\n")[0])
     parser.add_argument("--params", default="params.yaml", help="the parameter file (its pretrain section and more)")
     parser.add_argument("--out", default="pretrained/actor", help="where the actor and its model card are saved")
     parser.add_argument("--work", default=".cache/guimem/pretrain", help="where the corpus is generated (not tracked)")
@@ -371,7 +370,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         config, phone, memory, evidence = read_settings(args.params)
         check_replaceable(Path(args.out), ACTOR_KIND)  # before the run: a folder it may not replace is said now
         card = pretrain(config, phone, memory, args.out, args.work, evidence, args.cache_dir,
-                        command="python -m guimem.train.pretrain " + " ".join(sys.argv[1:] if argv is None else argv))
+                        command="python -m guimem.pipeline.pretrain " + " ".join(sys.argv[1:] if argv is None else argv))
     except DataError as err:
         print(f"pretrain: {err}", file=sys.stderr)
         return 2
