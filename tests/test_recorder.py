@@ -43,6 +43,9 @@ def test_an_actor_drives_and_the_budget_ends_the_episode(tmp_path):
     assert [e.id for e in eps] == ["a", "b"] and all(len(x.steps) == 3 for x in eps)
     assert eps[0].provenance["ended"] == "budget" and actor.seen[2].history == (Action("tap", point=(0.5, 0.5)),)
     assert actor.seen[0].goal == TASK.goal and actor.seen[0].elements  # it saw the dumped UI tree
+    # what each remembered action touched: the tree it was taken on, one per action, and again from an episode's start
+    assert actor.seen[0].history_screens == () and actor.seen[2].history_screens == (actor.seen[1].elements,)
+    assert actor.seen[3].history == () and actor.seen[3].history_screens == ()
 
 
 def test_answers_are_kept_and_a_failed_recording_writes_nothing(tmp_path):

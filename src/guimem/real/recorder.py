@@ -47,14 +47,25 @@ def scripted(actions: Sequence[Action]) -> Choose:
 
 def actor_choice(actor: Any, history_len: int = HISTORY_LEN) -> Choose:
     """An actor (anything with ``act([PolicyInput]) -> [PolicyOutput]``) choosing from the screen,
-    the goal and its last ``history_len`` actions, without memory."""
+    the goal, its last ``history_len`` actions and the UI trees they were taken on (what each touched,
+    for an actor that reads it: the pretrained miniature), without memory. The trees are kept here,
+    one per action of the episode; an episode starts again with an empty history."""
+    screens: list = []  # the UI tree each action of this episode was taken on
 
     def choose(task: Task, obs: WorldObservation, history: Sequence[Action]) -> Action:
         if obs.image is None:
             raise DataError("image", "the environment returned a screen without a picture")
-        recent = tuple(history[-history_len:]) if history_len else ()
-        return actor.act([PolicyInput(screenshot=obs.image, elements=obs.elements, goal=task.goal,
-                                      history=recent)])[0].action
+        if not history:
+            screens.clear()
+        if len(screens) != len(history):
+            raise DataError("history", f"{len(history)} actions but {len(screens)} screens seen: this chooser "
+                                       "follows one episode at a time, every action its own")
+        recent = slice(-history_len, None) if history_len else slice(0, 0)
+        action = actor.act([PolicyInput(screenshot=obs.image, elements=obs.elements, goal=task.goal,
+                                        history=tuple(history[recent]),
+                                        history_screens=tuple(screens[recent]))])[0].action
+        screens.append(obs.elements)
+        return action
 
     return choose
 
