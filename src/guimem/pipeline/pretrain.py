@@ -25,7 +25,6 @@ import argparse
 import dataclasses
 import json
 import os
-import platform
 import subprocess
 import sys
 import time
@@ -71,6 +70,7 @@ from guimem.pipeline.params import (
 )
 from guimem.pipeline.paths import repo_root
 from guimem.pipeline.runner import check_parameters, read_parameters, read_params_file
+from guimem.pipeline.verify import machine
 from guimem.smg.index import NodeSearch
 from guimem.smg.judge import RuleJudge
 from guimem.smg.memories import MEMORIES, RenderStyle, build_memory
@@ -306,20 +306,6 @@ def validation_scores(actor: MiniActor, selection: Sequence) -> dict[str, Any]:
         out[name] = {m: round(float(h.step.mean()), 4) for m, h in table.items()}
         out[name]["type_none"] = round(float(table["none"].type.mean()), 4)
     return out
-
-
-def machine() -> str:
-    """The processor's model name (``/proc/cpuinfo``) and the cores this process may use."""
-    name = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                name = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return f"{name}, {cores} cores"
 
 
 def card_text(card: Mapping[str, Any]) -> str:
