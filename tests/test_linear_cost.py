@@ -2,7 +2,7 @@
 fitting a label of the synthetic phone, and rule segmentation of a long episode.
 
 Each case times the same work at two input sizes, ``n`` and ``8 n``, in one run (the best of a few
-repeats of each, so a busy machine slows both alike) and compares the ratio of the times with the
+repeats of each, the sizes taking turns, so a busy machine slows both alike) and compares the ratio of the times with the
 ratio of the sizes. Linear work gives a ratio of about 8 (less where a fixed cost dominates), work
 that grows with the square of its input about 64: the test fails above ``2.5 x 8 = 20``. It is a
 ratio, never a wall-clock bound, so it holds on a slow machine as on a fast one.
@@ -28,18 +28,21 @@ from guimem.smg.segmenters import RuleSegmenter
 
 GROWTH = 8  # the larger input is this many times the smaller
 MARGIN = 2.5  # the time ratio may exceed GROWTH by this factor (timing noise, caches), not more
-REPEATS = 3  # best of
-BUDGET_S = 3.0  # a size whose first run took longer than this is not repeated (a regression is clear already)
+REPEATS = 5  # best of, the two sizes taking turns
+BUDGET_S = 3.0  # once the runs of a size add up to this, it is not repeated (a regression is clear already)
 
 
-def best_time(work: Callable[[], object]) -> float:
-    """The shortest of up to :data:`REPEATS` runs of ``work`` (seconds)."""
-    times: list[float] = []
-    while len(times) < REPEATS and sum(times) < BUDGET_S:
-        start = time.perf_counter()
-        work()
-        times.append(time.perf_counter() - start)
-    return min(times)
+def best_times(small: Callable[[], object], large: Callable[[], object]) -> tuple[float, float]:
+    """The shortest of up to :data:`REPEATS` runs of each, the two taking turns (small, large, small,
+    ...), so that a burst of load from another process slows runs of both sizes, not one size alone."""
+    times: tuple[list[float], list[float]] = ([], [])
+    for _ in range(REPEATS):
+        for work, kept in ((small, times[0]), (large, times[1])):
+            if sum(kept) < BUDGET_S:
+                start = time.perf_counter()
+                work()
+                kept.append(time.perf_counter() - start)
+    return min(times[0]), min(times[1])
 
 
 def assert_linear(make: Callable[[int], Callable[[], object]], n: int) -> None:
@@ -47,7 +50,7 @@ def assert_linear(make: Callable[[int], Callable[[], object]], n: int) -> None:
     ``GROWTH * n`` is at most ``MARGIN * GROWTH`` times its time at ``n``."""
     small, large = make(n), make(GROWTH * n)
     small()  # warm caches, fonts and imports before either is timed
-    t_small, t_large = best_time(small), best_time(large)
+    t_small, t_large = best_times(small, large)
     ratio = t_large / max(t_small, 1e-6)
     assert ratio < MARGIN * GROWTH, (f"{GROWTH}x the input took {ratio:.1f}x the time "
                                      f"({t_small * 1e3:.1f} ms -> {t_large * 1e3:.1f} ms): more than linear")
